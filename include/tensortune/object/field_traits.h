@@ -1,0 +1,432 @@
+/// \file
+/// How each kind of field value is saved, loaded, compared, hashed, copied and
+/// printed. Included by object.h; node authors only need FieldList::def.
+///
+/// Supported field types: bool, integers, double, std::string, enums with an
+/// EnumNames specialisation, value types with to_json/from_json/hash/str and
+/// ==, Ref<T> and its subclasses (nodes), std::vector of any of these, and
+/// nlohmann::json (opaque data such as instrument parameters).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tensortune/support/hash.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune {
+
+/// Serialises node references while saving.
+class SaveContext {
+ public:
+  virtual ~SaveContext() = default;
+  /// The index the node is saved under (null gives -1).
+  virtual int64_t ref(const ObjectPtr& node) = 0;
+};
+
+/// Resolves node references while loading.
+class LoadContext {
+ public:
+  virtual ~LoadContext() = default;
+  /// The already-loaded node at `index`; throws if it does not exist yet.
+  virtual ObjectPtr node(int64_t index) = 0;
+};
+
+/// Compares two graphs; keeps the variable bindings and the path to the first difference.
+class EqualContext {
+ public:
+  virtual ~EqualContext() = default;
+  virtual bool nodes(const ObjectPtr& a, const ObjectPtr& b) = 0;
+  /// Both nodes are defined here (a binding site): map their variables, then compare.
+  virtual bool bind(const ObjectPtr& a, const ObjectPtr& b) = 0;
+  /// Descends into a sub-path (field name or "[i]") for difference reports.
+  virtual void push(std::string step) = 0;
+  virtual void pop() = 0;
+  /// Records why the current path differs (only the first difference is kept).
+  virtual void differ(std::string why) = 0;
+};
+
+/// Hashes a graph consistently with EqualContext.
+class HashContext {
+ public:
+  virtual ~HashContext() = default;
+  virtual uint64_t node(const ObjectPtr& node) = 0;
+  virtual uint64_t bind(const ObjectPtr& node) = 0;
+};
+
+/// Deep-copies a graph, preserving sharing.
+class CopyContext {
+ public:
+  virtual ~CopyContext() = default;
+  virtual ObjectPtr node(const ObjectPtr& node) = 0;
+};
+
+/// Prints a graph readably.
+class PrintContext {
+ public:
+  virtual ~PrintContext() = default;
+  virtual void node(const ObjectPtr& node) = 0;
+  virtual void text(std::string_view text) = 0;
+};
+
+/// Specialise with `static constexpr std::array<std::string_view, N> names`
+/// (indexed by the enumerator's value) to use an enum as a field type.
+template <class E>
+struct EnumNames;
+
+namespace detail {
+using json = nlohmann::json;
+
+[[noreturn]] inline void type_mismatch(std::string_view expected, const json& got) {
+  fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()),
+       " ", got.dump().substr(0, 40));
+}
+
+template <class T>
+concept RefType = std::is_base_of_v<RefBase, T>;
+
+template <class T>
+concept ValueType = requires(const T& v, const json& j) {
+  { v.to_json() } -> std::convertible_to<json>;
+  { T::from_json(j) } -> std::convertible_to<T>;
+  { v.hash() } -> std::convertible_to<uint64_t>;
+  { v.str() } -> std::convertible_to<std::string>;
+  { v == v } -> std::convertible_to<bool>;
+};
+
+template <class E>
+concept NamedEnum = std::is_enum_v<E> && requires { EnumNames<E>::names; };
+
+using ChildFn = std::function<void(const ObjectPtr&)>;
+}  // namespace detail
+
+template <class T, class Enable = void>
+struct FieldTraits {
+  static_assert(sizeof(T) == 0, "unsupported field type: see field_traits.h");
+};
+
+template <>
+struct FieldTraits<bool> {
+  static std::string type_name() { return "bool"; }
+  static detail::json save(bool v, SaveContext&) { return v; }
+  static void load(bool& v, const detail::json& j, LoadContext&) {
+    if (!j.is_boolean()) detail::type_mismatch("bool", j);
+    v = j.get<bool>();
+  }
+  static bool equal(bool a, bool b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(bool v, HashContext&, bool) { return v ? 1 : 2; }
+  static void copy(bool& d, bool s, CopyContext&) { d = s; }
+  static void print(bool v, PrintContext& p) { p.text(v ? "true" : "false"); }
+  static void children(bool, const detail::ChildFn&) {}
+};
+
+template <class T>
+struct FieldTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  static std::string type_name() { return "int"; }
+  static detail::json save(T v, SaveContext&) { return v; }
+  static void load(T& v, const detail::json& j, LoadContext&) {
+    if (!j.is_number_integer()) detail::type_mismatch("integer", j);
+    if (j.is_number_unsigned()) {
+      auto u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+        fail(ErrorKind::kTypeMismatch, "integer ", u, " is out of range");
+      v = static_cast<T>(u);
+      return;
+    }
+    auto s = j.get<int64_t>();
+    if (s < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        (s > 0 && static_cast<uint64_t>(s) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+      fail(ErrorKind::kTypeMismatch, "integer ", s, " is out of range");
+    v = static_cast<T>(s);
+  }
+  static bool equal(T a, T b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(T v, HashContext&, bool) { return static_cast<uint64_t>(v); }
+  static void copy(T& d, T s, CopyContext&) { d = s; }
+  static void print(T v, PrintContext& p) { p.text(std::to_string(v)); }
+  static void children(T, const detail::ChildFn&) {}
+};
+
+/// Doubles are saved as numbers, and non-finite ones as the strings "inf", "-inf", "nan".
+template <>
+struct FieldTraits<double> {
+  static std::string type_name() { return "float"; }
+  static detail::json save(double v, SaveContext&) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+  }
+  static void load(double& v, const detail::json& j, LoadContext&) {
+    if (j.is_number()) {
+      v = j.get<double>();
+    } else if (j == "nan") {
+      v = std::nan("");
+    } else if (j == "inf") {
+      v = INFINITY;
+    } else if (j == "-inf") {
+      v = -INFINITY;
+    } else {
+      detail::type_mismatch("number", j);
+    }
+  }
+  static bool equal(double a, double b, EqualContext&, bool) {
+    return hash_double(a) == hash_double(b);
+  }
+  static uint64_t hash(double v, HashContext&, bool) { return hash_double(v); }
+  static void copy(double& d, double s, CopyContext&) { d = s; }
+  static void print(double v, PrintContext& p) { p.text(format_double(v)); }
+  static void children(double, const detail::ChildFn&) {}
+};
+
+template <>
+struct FieldTraits<std::string> {
+  static std::string type_name() { return "string"; }
+  static detail::json save(const std::string& v, SaveContext&) { return v; }
+  static void load(std::string& v, const detail::json& j, LoadContext&) {
+    if (!j.is_string()) detail::type_mismatch("string", j);
+    v = j.get<std::string>();
+  }
+  static bool equal(const std::string& a, const std::string& b, EqualContext&, bool) {
+    return a == b;
+  }
+  static uint64_t hash(const std::string& v, HashContext&, bool) { return hash_string(v); }
+  static void copy(std::string& d, const std::string& s, CopyContext&) { d = s; }
+  static void print(const std::string& v, PrintContext& p) { p.text(detail::json(v).dump()); }
+  static void children(const std::string&, const detail::ChildFn&) {}
+};
+
+template <>
+struct FieldTraits<nlohmann::json> {
+  using json = nlohmann::json;
+  static std::string type_name() { return "json"; }
+  static json save(const json& v, SaveContext&) { return v; }
+  static void load(json& v, const json& j, LoadContext&) { v = j; }
+  static bool equal(const json& a, const json& b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(const json& v, HashContext&, bool) { return hash_string(v.dump()); }
+  static void copy(json& d, const json& s, CopyContext&) { d = s; }
+  static void print(const json& v, PrintContext& p) { p.text(v.dump()); }
+  static void children(const json&, const detail::ChildFn&) {}
+};
+
+template <detail::NamedEnum E>
+struct FieldTraits<E> {
+  static std::string type_name() {
+    std::vector<std::string> names(EnumNames<E>::names.begin(), EnumNames<E>::names.end());
+    return "one of " + join(names, "|");
+  }
+  static detail::json save(E v, SaveContext&) { return name(v); }
+  static void load(E& v, const detail::json& j, LoadContext&) {
+    if (j.is_string()) {
+      const auto& names = EnumNames<E>::names;
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == j.get<std::string>()) {
+          v = static_cast<E>(i);
+          return;
+        }
+      }
+    }
+    detail::type_mismatch(type_name(), j);
+  }
+  static bool equal(E a, E b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(E v, HashContext&, bool) { return static_cast<uint64_t>(v) + 1; }
+  static void copy(E& d, E s, CopyContext&) { d = s; }
+  static void print(E v, PrintContext& p) { p.text(name(v)); }
+  static void children(E, const detail::ChildFn&) {}
+  static std::string name(E v) {
+    auto i = static_cast<size_t>(v);
+    return i < EnumNames<E>::names.size() ? std::string(EnumNames<E>::names[i]) : "?";
+  }
+};
+
+template <detail::ValueType T>
+struct FieldTraits<T> {
+  static std::string type_name() { return T::kTypeName; }
+  static detail::json save(const T& v, SaveContext&) { return v.to_json(); }
+  static void load(T& v, const detail::json& j, LoadContext&) { v = T::from_json(j); }
+  static bool equal(const T& a, const T& b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(const T& v, HashContext&, bool) { return v.hash(); }
+  static void copy(T& d, const T& s, CopyContext&) { d = s; }
+  static void print(const T& v, PrintContext& p) { p.text(v.str()); }
+  static void children(const T&, const detail::ChildFn&) {}
+};
+
+template <detail::RefType R>
+struct FieldTraits<R> {
+  using Node = typename R::NodeType;
+  static std::string type_name() { return "node"; }
+  static detail::json save(const R& v, SaveContext& c) {
+    if (!v) return nullptr;
+    return c.ref(v.ptr());
+  }
+  static void load(R& v, const detail::json& j, LoadContext& c) {
+    if (j.is_null()) {
+      v = R();
+      return;
+    }
+    if (!j.is_number_integer()) detail::type_mismatch("node reference (integer index) or null", j);
+    ObjectPtr node = c.node(j.get<int64_t>());
+    auto typed = std::dynamic_pointer_cast<const Node>(node);
+    if (!typed) {
+      fail(ErrorKind::kTypeMismatch, "node ", j.get<int64_t>(), " is a ", node->type_key(),
+           ", which cannot be used here");
+    }
+    v = R(std::move(typed));
+  }
+  static bool equal(const R& a, const R& b, EqualContext& c, bool binds) {
+    if (!a || !b) return !a && !b;
+    return binds ? c.bind(a.ptr(), b.ptr()) : c.nodes(a.ptr(), b.ptr());
+  }
+  static uint64_t hash(const R& v, HashContext& c, bool binds) {
+    if (!v) return 0x6e756c6cULL;
+    return binds ? c.bind(v.ptr()) : c.node(v.ptr());
+  }
+  static void copy(R& d, const R& s, CopyContext& c) {
+    d = s ? R(std::static_pointer_cast<const Node>(c.node(s.ptr()))) : R();
+  }
+  static void print(const R& v, PrintContext& p) {
+    if (!v) {
+      p.text("null");
+    } else {
+      p.node(v.ptr());
+    }
+  }
+  static void children(const R& v, const detail::ChildFn& f) {
+    if (v) f(v.ptr());
+  }
+};
+
+template <class T>
+struct FieldTraits<std::vector<T>> {
+  using Elem = FieldTraits<T>;
+  static std::string type_name() { return "list of " + Elem::type_name(); }
+  static detail::json save(const std::vector<T>& v, SaveContext& c) {
+    detail::json out = detail::json::array();
+    for (const auto& e : v) out.push_back(Elem::save(e, c));
+    return out;
+  }
+  static void load(std::vector<T>& v, const detail::json& j, LoadContext& c) {
+    if (!j.is_array()) detail::type_mismatch(type_name(), j);
+    v.clear();
+    v.reserve(j.size());
+    for (size_t i = 0; i < j.size(); ++i) {
+      try {
+        v.emplace_back();
+        Elem::load(v.back(), j[i], c);
+      } catch (const Error& e) {
+        fail(e.kind(), "element ", i, ": ", e.what());
+      }
+    }
+  }
+  static bool equal(const std::vector<T>& a, const std::vector<T>& b, EqualContext& c,
+                    bool binds) {
+    if (a.size() != b.size()) {
+      c.differ("lengths " + std::to_string(a.size()) + " and " + std::to_string(b.size()));
+      return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      c.push("[" + std::to_string(i) + "]");
+      bool same = Elem::equal(a[i], b[i], c, binds);
+      if (!same) c.differ("");
+      c.pop();
+      if (!same) return false;
+    }
+    return true;
+  }
+  static uint64_t hash(const std::vector<T>& v, HashContext& c, bool binds) {
+    uint64_t h = hash_combine(0x6c697374ULL, v.size());
+    for (const auto& e : v) h = hash_combine(h, Elem::hash(e, c, binds));
+    return h;
+  }
+  static void copy(std::vector<T>& d, const std::vector<T>& s, CopyContext& c) {
+    d.resize(s.size());
+    for (size_t i = 0; i < s.size(); ++i) Elem::copy(d[i], s[i], c);
+  }
+  static void print(const std::vector<T>& v, PrintContext& p) {
+    p.text("[");
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) p.text(", ");
+      Elem::print(v[i], p);
+    }
+    p.text("]");
+  }
+  static void children(const std::vector<T>& v, const detail::ChildFn& f) {
+    for (const auto& e : v) Elem::children(e, f);
+  }
+};
+
+/// The one field declaration of a node type: `list.def("a", &AddNode::a)`.
+template <class Node>
+class FieldList {
+ public:
+  explicit FieldList(NodeTypeInfo* info) : info_(info) {}
+
+  template <class T>
+  FieldList& def(std::string name, T Node::*member, uint32_t flags = kFieldPlain) {
+    using Traits = FieldTraits<T>;
+    // "type" holds the type key in the saved form, so no field may take the name.
+    TT_ICHECK(name != "type", info_->key, ": a field may not be called 'type'");
+    const bool binds = flags & kBinds;
+    FieldInfo f;
+    f.name = std::move(name);
+    f.flags = flags;
+    f.type_name = Traits::type_name();
+    f.save = [member](const Object& o, SaveContext& c) {
+      return Traits::save(static_cast<const Node&>(o).*member, c);
+    };
+    f.load = [member](Object& o, const nlohmann::json& j, LoadContext& c) {
+      Traits::load(static_cast<Node&>(o).*member, j, c);
+    };
+    f.equal = [member, binds](const Object& a, const Object& b, EqualContext& c) {
+      return Traits::equal(static_cast<const Node&>(a).*member,
+                           static_cast<const Node&>(b).*member, c, binds);
+    };
+    f.hash = [member, binds](const Object& o, HashContext& c) {
+      return Traits::hash(static_cast<const Node&>(o).*member, c, binds);
+    };
+    f.copy = [member](Object& d, const Object& s, CopyContext& c) {
+      Traits::copy(static_cast<Node&>(d).*member, static_cast<const Node&>(s).*member, c);
+    };
+    f.print = [member](const Object& o, PrintContext& p) {
+      Traits::print(static_cast<const Node&>(o).*member, p);
+    };
+    f.children = [member](const Object& o, const detail::ChildFn& fn) {
+      Traits::children(static_cast<const Node&>(o).*member, fn);
+    };
+    info_->fields.push_back(std::move(f));
+    return *this;
+  }
+
+  /// Marks the type as a variable, matched through bindings (see object.h).
+  FieldList& variable() {
+    info_->is_variable = true;
+    return *this;
+  }
+
+  /// A check run on every loaded node of this type; throw a user error to reject it.
+  FieldList& validate(std::function<void(const Node&)> check) {
+    info_->validate = [check = std::move(check)](const Object& o) {
+      check(static_cast<const Node&>(o));
+    };
+    return *this;
+  }
+
+ private:
+  NodeTypeInfo* info_;
+};
+
+namespace detail {
+template <class Node>
+bool register_node() {
+  auto info = std::make_unique<NodeTypeInfo>();
+  info->key = Node::kTypeKey;
+  info->create = [] { return std::static_pointer_cast<Object>(std::make_shared<Node>()); };
+  FieldList<Node> list(info.get());
+  Node::declare(list);
+  NodeRegistry::global().add(std::move(info));
+  return true;
+}
+}  // namespace detail
+
+}  // namespace tensortune

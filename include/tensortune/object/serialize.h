@@ -1,0 +1,60 @@
+/// \file
+/// The one JSON form of every node graph.
+///
+/// A graph is saved as `{"format": "tensortune.graph", "version": 1, "root": R,
+/// "nodes": [...]}` where every node is written once, after the nodes it refers
+/// to, as `{"type": KEY, FIELD: VALUE, ...}`, and a reference is the index of
+/// the referred node in "nodes". A node shared by two parents is therefore
+/// read back shared. Loading checks everything: unknown type keys, missing and
+/// extra fields, wrong field types, references that are not to an earlier node
+/// (dangling or cyclic), and graphs deeper than kMaxGraphDepth, each reported
+/// as a user error naming the node index, the type and the field.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tensortune/object/object.h"
+
+namespace tensortune {
+
+/// Deepest node chain the loader accepts (the structural algorithms recurse).
+inline constexpr int kMaxGraphDepth = 8192;
+
+/// The JSON form of the graph rooted at `root` (which may be null).
+nlohmann::json save_json(const ObjectPtr& root);
+
+/// Reads a graph saved by save_json; see the file comment for what is checked.
+ObjectPtr load_json(const nlohmann::json& doc);
+
+/// save_json, printed compactly (or indented when `indent` >= 0).
+std::string save_string(const ObjectPtr& root, int indent = -1);
+
+/// Parses text and loads it; a JSON syntax error names its byte offset.
+ObjectPtr load_string(std::string_view text);
+
+/// Parses JSON text; a syntax error is a kParse error naming the byte offset.
+nlohmann::json parse_json_text(std::string_view text, std::string_view what = "JSON");
+
+template <class T>
+nlohmann::json save_json(const Ref<T>& root) {
+  return save_json(ObjectPtr(root.ptr()));
+}
+template <class T>
+std::string save_string(const Ref<T>& root, int indent = -1) {
+  return save_string(ObjectPtr(root.ptr()), indent);
+}
+
+/// Loads a graph whose root must be a T (or a subclass); otherwise a kTypeMismatch error.
+template <class R>
+R load_json_as(const nlohmann::json& doc) {
+  ObjectPtr node = load_json(doc);
+  auto typed = std::dynamic_pointer_cast<const typename R::NodeType>(node);
+  if (node && !typed) {
+    fail(ErrorKind::kTypeMismatch, "the saved root is a ", node->type_key(),
+         ", which is not the kind of object expected here");
+  }
+  return R(std::move(typed));
+}
+
+}  // namespace tensortune

@@ -1,0 +1,70 @@
+/// \file
+/// The two error families of tensortune: user errors (bad input, reported as
+/// one clear line naming what was wrong and what would be valid) and internal
+/// errors (a broken invariant of tensortune itself: a bug).
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tensortune {
+
+/// What kind of mistake a user error reports; tests assert on it.
+enum class ErrorKind {
+  kInvalidArgument,  ///< a value is out of its valid set
+  kNotFound,         ///< a name is not registered / a file does not exist
+  kParse,            ///< text or JSON could not be read
+  kTypeMismatch,     ///< a value has the wrong type
+  kIO,               ///< the operating system refused a file or process operation
+  kRuntime,          ///< something failed while running (a compiler, a kernel)
+  kInternal,         ///< a tensortune invariant broke: a bug
+};
+
+/// Name of an error kind, e.g. "invalid argument".
+std::string_view error_kind_name(ErrorKind kind);
+
+/// The exception every tensortune error is thrown as.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message)
+      : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+namespace detail {
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+[[noreturn]] void throw_internal(const char* file, int line, const char* cond,
+                                 const std::string& message);
+}  // namespace detail
+
+/// Throws a user error whose message is the concatenation of `parts`.
+template <class... Parts>
+[[noreturn]] void fail(ErrorKind kind, const Parts&... parts) {
+  throw Error(kind, detail::concat(parts...));
+}
+
+}  // namespace tensortune
+
+/// Checks an internal invariant; on failure throws kInternal with file:line.
+#define TT_ICHECK(cond, ...)                                                     \
+  do {                                                                           \
+    if (!(cond))                                                                 \
+      ::tensortune::detail::throw_internal(__FILE__, __LINE__, #cond,            \
+                                           ::tensortune::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
+  } while (0)
+
+/// Checks a condition on user input; on failure throws a user error of `kind`.
+#define TT_CHECK(cond, kind, ...)                                                \
+  do {                                                                           \
+    if (!(cond)) ::tensortune::fail(::tensortune::ErrorKind::kind, __VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,34 @@
+/// \file
+/// Small string helpers used across layers.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tensortune {
+
+/// Splits `text` at every `sep`; empty pieces are kept.
+std::vector<std::string> split(std::string_view text, char sep);
+
+/// Joins `parts` with `sep` between them.
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+/// `text` without leading and trailing whitespace.
+std::string_view trim(std::string_view text);
+
+/// True if `text` starts with `prefix`.
+inline bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+/// Parses a whole string as a signed 64-bit integer; false if it is not one.
+bool parse_int(std::string_view text, long long* out);
+
+/// Parses a whole string as a double; false if it is not one.
+bool parse_double(std::string_view text, double* out);
+
+/// Formats a double so that parsing it back gives the same value (shortest form).
+std::string format_double(double value);
+
+}  // namespace tensortune

@@ -1,0 +1,1 @@
+#include "common/test_util.h"
