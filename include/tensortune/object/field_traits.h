@@ -362,8 +362,10 @@ class FieldList {
  public:
   explicit FieldList(NodeTypeInfo* info) : info_(info) {}
 
-  template <class T>
-  FieldList& def(std::string name, T Node::*member, uint32_t flags = kFieldPlain) {
+  /// Declares one field; `member` may belong to a base class of Node.
+  template <class T, class Owner>
+  FieldList& def(std::string name, T Owner::*member, uint32_t flags = kFieldPlain) {
+    static_assert(std::is_base_of_v<Owner, Node>, "field of an unrelated class");
     using Traits = FieldTraits<T>;
     // "type" holds the type key in the saved form, so no field may take the name.
     TT_ICHECK(name != "type", info_->key, ": a field may not be called 'type'");
@@ -372,6 +374,13 @@ class FieldList {
     f.name = std::move(name);
     f.flags = flags;
     f.type_name = Traits::type_name();
+    {
+      Node probe;
+      f.offset = static_cast<size_t>(reinterpret_cast<const char*>(&(probe.*member)) -
+                                     reinterpret_cast<const char*>(&probe));
+      f.size = sizeof(T);
+      f.align = alignof(T);
+    }
     f.save = [member](const Object& o, SaveContext& c) {
       return Traits::save(static_cast<const Node&>(o).*member, c);
     };
@@ -421,6 +430,8 @@ template <class Node>
 bool register_node() {
   auto info = std::make_unique<NodeTypeInfo>();
   info->key = Node::kTypeKey;
+  info->size = sizeof(Node);
+  info->align = alignof(Node);
   info->create = [] { return std::static_pointer_cast<Object>(std::make_shared<Node>()); };
   FieldList<Node> list(info.get());
   Node::declare(list);

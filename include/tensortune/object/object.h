@@ -111,6 +111,9 @@ struct FieldInfo {
   std::string name;
   uint32_t flags = kFieldPlain;
   std::string type_name;  ///< for error messages, e.g. "int", "list of ir.Expr"
+  size_t offset = 0;      ///< where the member lies in the node, with its size and
+  size_t size = 0;        ///< alignment: lets a test prove that every member is
+  size_t align = 0;       ///< declared (see tests/object/registry_test.cc)
   std::function<nlohmann::json(const Object&, SaveContext&)> save;
   std::function<void(Object&, const nlohmann::json&, LoadContext&)> load;
   std::function<bool(const Object&, const Object&, EqualContext&)> equal;
@@ -126,6 +129,8 @@ struct NodeTypeInfo {
   std::string key;
   std::vector<FieldInfo> fields;
   bool is_variable = false;
+  size_t size = 0;   ///< sizeof the node type
+  size_t align = 0;  ///< alignof the node type
   std::function<std::shared_ptr<Object>()> create;          ///< a blank node, for load and copy
   std::function<void(const Object&)> validate;              ///< checks a loaded node; may be empty
   const FieldInfo* field(std::string_view name) const;

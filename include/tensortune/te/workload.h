@@ -1,0 +1,103 @@
+/// \file
+/// Workloads: the tensor programs that tasks tune.
+///
+/// A workload is either a registered name plus typed arguments — re-created by
+/// calling the registered function in whichever process loads it — or an
+/// explicit DAG of tensors, saved as one graph. Its key is a stable string:
+/// `name(arg,arg,...)` with every argument canonical and defaults filled in, or
+/// `dag:<16 hex digits of the structural hash>`; the same workload has the
+/// same key in every process and on every run.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensortune/te/tensor.h"
+
+namespace tensortune::te {
+
+/// The type of one workload argument.
+enum class ArgType { kInt, kFloat, kShape, kDType, kString };
+
+/// One parameter of a workload's signature.
+struct ArgSpec {
+  std::string name;
+  ArgType type = ArgType::kInt;
+  /// Default for a trailing optional argument; null when required.
+  nlohmann::json default_value = nullptr;
+};
+
+/// What a workload function returns: the inputs (placeholders) and outputs.
+struct WorkloadTensors {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+};
+
+/// A registered workload family.
+struct WorkloadDef {
+  std::string name;
+  std::string doc;
+  std::vector<ArgSpec> args;
+  /// Builds the tensors from canonical arguments (a JSON array matching `args`).
+  std::function<WorkloadTensors(const nlohmann::json& args)> build;
+};
+
+/// Registers a workload family; a duplicate name is an internal error.
+void register_workload(WorkloadDef def);
+
+/// Every registered workload, sorted by name.
+std::vector<const WorkloadDef*> registered_workloads();
+
+/// The definition for `name`; an unknown name is kNotFound listing the registered ones.
+const WorkloadDef& find_workload(std::string_view name);
+
+/// "M:int, N:int, K:int[, dtype:dtype=float32]" for listings and errors.
+std::string signature(const WorkloadDef& def);
+
+/// Base of the two workload forms.
+struct WorkloadNode : Object {};
+using Workload = Ref<WorkloadNode>;
+
+/// A workload by registered name and canonical arguments.
+struct NamedWorkloadNode : WorkloadNode {
+  std::string name;
+  nlohmann::json args = nlohmann::json::array();
+  TT_NODE(NamedWorkloadNode, "te.NamedWorkload")
+  static void declare(FieldList<NamedWorkloadNode>& f);
+};
+
+/// A workload given as its tensors.
+struct DagWorkloadNode : WorkloadNode {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  TT_NODE(DagWorkloadNode, "te.DagWorkload")
+  static void declare(FieldList<DagWorkloadNode>& f);
+};
+
+/// A named workload from arguments in any accepted form (JSON numbers/strings, or
+/// text "64,64,64,float32" split by make_named_workload_from_text); the
+/// arguments are checked against the signature and made canonical.
+Workload make_named_workload(std::string_view name, const nlohmann::json& args);
+
+/// Parses "A,B,..." (shapes as AxBxC) against `name`'s signature.
+Workload make_named_workload_from_text(std::string_view name, std::string_view args);
+
+/// A workload holding the given tensors.
+Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
+
+/// The tensors of a workload (calls the registered function for named ones).
+WorkloadTensors workload_tensors(const Workload& w);
+
+/// The stable key described in the file comment.
+std::string workload_key(const Workload& w);
+
+}  // namespace tensortune::te
+
+namespace tensortune {
+template <>
+struct EnumNames<te::ArgType> {
+  static constexpr std::array<std::string_view, 5> names = {"int", "float", "shape", "dtype",
+                                                            "string"};
+};
+}  // namespace tensortune

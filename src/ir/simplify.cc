@@ -1,0 +1,219 @@
+#include "tensortune/ir/simplify.h"
+
+#include "tensortune/ir/expr_functor.h"
+#include "tensortune/ir/scalar_semantics.h"
+#include "tensortune/object/structural.h"
+
+namespace tensortune::ir {
+namespace {
+
+// ---- small matchers used by the rule table ----
+
+bool is_const(const Expr& e) { return as_const_float(e).has_value(); }
+bool is_int_const(const Expr& e, int64_t v) {
+  auto c = as_const_int(e);
+  return c && *c == v;
+}
+bool is_value(const Expr& e, double v) {
+  auto c = as_const_float(e);
+  return c && *c == v;
+}
+const BinaryNode* as_binary(const Expr& e, BinaryOp op) {
+  if (!e || e->kind() != ExprKind::kBinary) return nullptr;
+  auto* b = static_cast<const BinaryNode*>(e.get());
+  return b->op == op ? b : nullptr;
+}
+bool same(const Expr& a, const Expr& b) { return a.same_as(b) || structural_equal(a, b); }
+
+// ---- binary rules: each sees simplified operands; returns null if it does not apply ----
+
+struct BinaryRule {
+  const char* name;
+  Expr (*apply)(BinaryOp op, const Expr& a, const Expr& b);
+};
+
+Expr fold_binary(BinaryOp op, const Expr& a, const Expr& b) {
+  if (!is_const(a) || !is_const(b)) return Expr();
+  DataType t = a.dtype();
+  if (t.is_float()) return float_imm(apply_float(op, t, *as_const_float(a), *as_const_float(b)), t);
+  auto r = apply_int(op, t, *as_const_int(a), *as_const_int(b));
+  return r ? int_imm(*r, t) : Expr();  // division by zero stays for run time to report
+}
+
+bool commutative(BinaryOp op) {
+  return op == BinaryOp::kAdd || op == BinaryOp::kMul || op == BinaryOp::kMin ||
+         op == BinaryOp::kMax;
+}
+
+const BinaryRule kBinaryRules[] = {
+    {"fold-constants", fold_binary},
+    {"constant-to-the-right",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
+       return commutative(op) && is_const(a) && !is_const(b) ? binary(op, b, a) : Expr();
+     }},
+    {"x+0", [](BinaryOp op, const Expr& a, const Expr& b) {
+       return (op == BinaryOp::kAdd || op == BinaryOp::kSub) && is_value(b, 0) ? a : Expr();
+     }},
+    {"x*1", [](BinaryOp op, const Expr& a, const Expr& b) {
+       bool div = op == BinaryOp::kDiv || op == BinaryOp::kFloorDiv;
+       return (op == BinaryOp::kMul || (div && a.dtype().is_integer())) && is_value(b, 1) ? a
+                                                                                        : Expr();
+     }},
+    {"x*0", [](BinaryOp op, const Expr& a, const Expr& b) {
+       // Integers only: for floats, inf*0 and nan*0 are nan.
+       return op == BinaryOp::kMul && a.dtype().is_integer() && is_int_const(b, 0) ? b : Expr();
+     }},
+    {"x%1", [](BinaryOp op, const Expr& a, const Expr& b) {
+       bool mod = op == BinaryOp::kMod || op == BinaryOp::kFloorMod;
+       return mod && is_int_const(b, 1) ? make_const(a.dtype(), 0) : Expr();
+     }},
+    {"x-x", [](BinaryOp op, const Expr& a, const Expr& b) {
+       return op == BinaryOp::kSub && a.dtype().is_integer() && same(a, b) ? make_const(a.dtype(), 0)
+                                                                           : Expr();
+     }},
+    {"min(x,x)", [](BinaryOp op, const Expr& a, const Expr& b) {
+       return (op == BinaryOp::kMin || op == BinaryOp::kMax) && same(a, b) ? a : Expr();
+     }},
+    {"(x+c1)+c2", [](BinaryOp op, const Expr& a, const Expr& b) {
+       auto* inner = as_binary(a, BinaryOp::kAdd);
+       if (op != BinaryOp::kAdd || !a.dtype().is_integer() || !inner || !is_const(inner->b) ||
+           !is_const(b)) {
+         return Expr();
+       }
+       return binary(BinaryOp::kAdd, inner->a, fold_binary(BinaryOp::kAdd, inner->b, b));
+     }},
+    {"(x*c1)*c2", [](BinaryOp op, const Expr& a, const Expr& b) {
+       auto* inner = as_binary(a, BinaryOp::kMul);
+       if (op != BinaryOp::kMul || !a.dtype().is_integer() || !inner || !is_const(inner->b) ||
+           !is_const(b)) {
+         return Expr();
+       }
+       return binary(BinaryOp::kMul, inner->a, fold_binary(BinaryOp::kMul, inner->b, b));
+     }},
+    {"floordiv(x*c1,c2)", [](BinaryOp op, const Expr& a, const Expr& b) {
+       auto* inner = as_binary(a, BinaryOp::kMul);
+       auto c2 = as_const_int(b);
+       if (op != BinaryOp::kFloorDiv || !inner || !c2 || *c2 <= 0) return Expr();
+       auto c1 = as_const_int(inner->b);
+       if (!c1 || *c1 % *c2 != 0) return Expr();
+       return binary(BinaryOp::kMul, inner->a, make_const(a.dtype(), static_cast<double>(*c1 / *c2)));
+     }},
+    {"floormod(x*c1,c2)", [](BinaryOp op, const Expr& a, const Expr& b) {
+       auto* inner = as_binary(a, BinaryOp::kMul);
+       auto c2 = as_const_int(b);
+       if (op != BinaryOp::kFloorMod || !inner || !c2 || *c2 <= 0) return Expr();
+       auto c1 = as_const_int(inner->b);
+       return c1 && *c1 % *c2 == 0 ? make_const(a.dtype(), 0) : Expr();
+     }},
+    {"floormod(floormod(x,c),c)", [](BinaryOp op, const Expr& a, const Expr& b) {
+       auto* inner = as_binary(a, BinaryOp::kFloorMod);
+       auto c = as_const_int(b);
+       return op == BinaryOp::kFloorMod && inner && c && *c > 0 && is_int_const(inner->b, *c)
+                  ? a
+                  : Expr();
+     }},
+};
+
+class Simplifier final : public ExprMutator {
+ protected:
+  using ExprMutator::rewrite;
+
+  Expr rewrite(const BinaryNode& n, const Expr& self) override {
+    Expr a = mutate(n.a), b = mutate(n.b);
+    BinaryOp op = n.op;
+    // Apply rules until none fires; each firing shrinks the expression or
+    // moves a constant right, so this terminates quickly.
+    for (int round = 0; round < 16; ++round) {
+      Expr result;
+      for (const auto& rule : kBinaryRules) {
+        result = rule.apply(op, a, b);
+        if (result) break;
+      }
+      if (!result) break;
+      if (result->kind() != ExprKind::kBinary) return result;
+      const auto& rb = static_cast<const BinaryNode&>(*result);
+      if (rb.op == op && rb.a.same_as(a) && rb.b.same_as(b)) break;
+      op = rb.op;
+      a = rb.a;
+      b = rb.b;
+    }
+    if (op == n.op && a.same_as(n.a) && b.same_as(n.b)) return self;
+    return binary(op, a, b);
+  }
+
+  Expr rewrite(const CompareNode& n, const Expr& self) override {
+    Expr a = mutate(n.a), b = mutate(n.b);
+    if (is_const(a) && is_const(b)) {
+      return make_const(n.dtype, apply_compare(n.op, a.dtype(), *as_const_float(a), *as_const_float(b)));
+    }
+    if (a.dtype().is_integer() && same(a, b)) {
+      bool reflexive = n.op == CompareOp::kEQ || n.op == CompareOp::kLE || n.op == CompareOp::kGE;
+      return make_const(n.dtype, reflexive);
+    }
+    if (a.same_as(n.a) && b.same_as(n.b)) return self;
+    return compare(n.op, a, b);
+  }
+
+  Expr rewrite(const LogicalNode& n, const Expr& self) override {
+    Expr a = mutate(n.a), b = mutate(n.b);
+    bool is_and = n.op == LogicalOp::kAnd;
+    // Identity element: true for &&, false for ||; the absorbing one the opposite.
+    for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      if (auto c = as_const_int(x)) return (*c != 0) == is_and ? y : x;
+    }
+    if (same(a, b)) return a;
+    if (a.same_as(n.a) && b.same_as(n.b)) return self;
+    return logical(n.op, a, b);
+  }
+
+  Expr rewrite(const NotNode& n, const Expr& self) override {
+    Expr a = mutate(n.a);
+    if (auto c = as_const_int(a)) return make_const(n.dtype, *c == 0);
+    if (a->kind() == ExprKind::kNot) return static_cast<const NotNode&>(*a).a;
+    if (a.same_as(n.a)) return self;
+    return logical_not(a);
+  }
+
+  Expr rewrite(const SelectNode& n, const Expr& self) override {
+    Expr c = mutate(n.condition), t = mutate(n.true_value), f = mutate(n.false_value);
+    if (auto k = as_const_int(c)) return *k ? t : f;
+    if (same(t, f)) return t;
+    if (c.same_as(n.condition) && t.same_as(n.true_value) && f.same_as(n.false_value)) return self;
+    return select(c, t, f);
+  }
+
+  Expr rewrite(const CastNode& n, const Expr& self) override {
+    Expr v = mutate(n.value);
+    if (v.dtype() == n.dtype) return v;
+    if (auto c = as_const_float(v)) return make_const(n.dtype, convert_scalar(v.dtype(), n.dtype, *c));
+    if (v.same_as(n.value)) return self;
+    return cast(n.dtype, v);
+  }
+
+  Expr rewrite(const CallNode& n, const Expr& self) override {
+    std::vector<Expr> args;
+    bool changed = mutate_all(n.args, &args);
+    bool all_const = true;
+    for (const auto& a : args) all_const &= is_const(a);
+    if (all_const) {
+      double y = args.size() > 1 ? *as_const_float(args[1]) : 0;
+      return float_imm(apply_intrinsic(n.op, n.dtype, *as_const_float(args[0]), y), n.dtype);
+    }
+    return changed ? call(n.op, std::move(args)) : self;
+  }
+};
+
+}  // namespace
+
+Expr simplify(const Expr& e) {
+  Simplifier s;
+  return s.mutate(e);
+}
+
+std::vector<std::string> simplify_rule_names() {
+  std::vector<std::string> names;
+  for (const auto& rule : kBinaryRules) names.emplace_back(rule.name);
+  return names;
+}
+
+}  // namespace tensortune::ir
