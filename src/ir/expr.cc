@@ -118,7 +118,30 @@ TT_REGISTER_NODE(CastNode);
 TT_REGISTER_NODE(CallNode);
 TT_REGISTER_NODE(IterVarNode);
 TT_REGISTER_NODE(ReduceNode);
+void BufferLoadNode::declare(FieldList<BufferLoadNode>& f) {
+  f.def("dtype", &BufferLoadNode::dtype)
+      .def("buffer", &BufferLoadNode::buffer)
+      .def("index", &BufferLoadNode::index)
+      .validate([](const BufferLoadNode& n) { expect_rebuilt(n, buffer_load(n.buffer, n.index)); });
+}
+void RampNode::declare(FieldList<RampNode>& f) {
+  f.def("dtype", &RampNode::dtype)
+      .def("base", &RampNode::base)
+      .def("stride", &RampNode::stride)
+      .def("lanes", &RampNode::lanes)
+      .validate([](const RampNode& n) { expect_rebuilt(n, ramp(n.base, n.stride, n.lanes)); });
+}
+void BroadcastNode::declare(FieldList<BroadcastNode>& f) {
+  f.def("dtype", &BroadcastNode::dtype)
+      .def("value", &BroadcastNode::value)
+      .def("lanes", &BroadcastNode::lanes)
+      .validate([](const BroadcastNode& n) { expect_rebuilt(n, broadcast(n.value, n.lanes)); });
+}
+
 TT_REGISTER_NODE(ProducerLoadNode);
+TT_REGISTER_NODE(BufferLoadNode);
+TT_REGISTER_NODE(RampNode);
+TT_REGISTER_NODE(BroadcastNode);
 
 // ---- names ----
 
@@ -163,6 +186,17 @@ bool is_const(const Expr& e) {
 void unify(std::string_view what, Expr& a, Expr& b) {
   TT_CHECK(a && b, kInvalidArgument, "operand of ", what, " is null");
   if (a.dtype() == b.dtype()) return;
+  if (a.dtype().lanes() != b.dtype().lanes()) {
+    if (a.dtype().lanes() == 1) {
+      a = broadcast(a, b.dtype().lanes());
+    } else if (b.dtype().lanes() == 1) {
+      b = broadcast(b, a.dtype().lanes());
+    } else {
+      fail(ErrorKind::kTypeMismatch, "operands of ", what, " have ", a.dtype().lanes(), " and ",
+           b.dtype().lanes(), " lanes");
+    }
+    if (a.dtype() == b.dtype()) return;
+  }
   if (is_const(b) && !is_const(a)) {
     b = make_const(a.dtype(), *as_const_float(b));
   } else if (is_const(a) && !is_const(b)) {
@@ -259,6 +293,7 @@ Expr compare(CompareOp op, Expr a, Expr b) {
 
 Expr logical(LogicalOp op, Expr a, Expr b) {
   TT_CHECK(a && b, kInvalidArgument, "operand of a logical operator is null");
+  if (a.dtype().lanes() != b.dtype().lanes()) unify("logical operator", a, b);
   TT_CHECK(a.dtype().is_bool() && b.dtype().is_bool(), kTypeMismatch,
            "logical operators need bool operands, got ", a.dtype().str(), " and ", b.dtype().str());
   auto n = with_type<LogicalNode>(a.dtype());
@@ -279,6 +314,11 @@ Expr select(Expr condition, Expr true_value, Expr false_value) {
   TT_CHECK(condition && condition.dtype().is_bool(), kTypeMismatch,
            "select needs a bool condition", condition ? ", got " + condition.dtype().str() : "");
   unify("select", true_value, false_value);
+  if (condition.dtype().lanes() != true_value.dtype().lanes()) {
+    TT_CHECK(condition.dtype().lanes() == 1, kTypeMismatch, "select condition has ",
+             condition.dtype().lanes(), " lanes, values have ", true_value.dtype().lanes());
+    condition = broadcast(condition, true_value.dtype().lanes());
+  }
   auto n = with_type<SelectNode>(true_value.dtype());
   n->condition = std::move(condition);
   n->true_value = std::move(true_value);
@@ -344,6 +384,39 @@ Expr producer_load(Ref<ProducerNode> producer, std::vector<Expr> indices) {
   auto n = with_type<ProducerLoadNode>(producer->dtype);
   n->producer = std::move(producer);
   n->indices = std::move(indices);
+  return Expr(n);
+}
+
+Expr buffer_load(Buffer buffer, Expr index) {
+  TT_CHECK(buffer && index, kInvalidArgument, "a buffer load needs a buffer and an index");
+  TT_CHECK(index.dtype().is_integer(), kTypeMismatch, "index into '", buffer->name,
+           "' must be an integer, got ", index.dtype().str());
+  auto n = with_type<BufferLoadNode>(buffer->dtype.with_lanes(index.dtype().lanes()));
+  n->buffer = std::move(buffer);
+  n->index = std::move(index);
+  return Expr(n);
+}
+
+Expr ramp(Expr base, Expr stride, int lanes) {
+  TT_CHECK(base && stride, kInvalidArgument, "a ramp needs a base and a stride");
+  TT_CHECK(lanes > 1 && lanes <= 1024, kInvalidArgument, "a ramp needs 2..1024 lanes, got ", lanes);
+  unify("ramp", base, stride);
+  TT_CHECK(base.dtype().is_integer() && base.dtype().is_scalar(), kTypeMismatch,
+           "a ramp needs scalar integer base and stride, got ", base.dtype().str());
+  auto n = with_type<RampNode>(base.dtype().with_lanes(lanes));
+  n->base = std::move(base);
+  n->stride = std::move(stride);
+  n->lanes = lanes;
+  return Expr(n);
+}
+
+Expr broadcast(Expr value, int lanes) {
+  TT_CHECK(value, kInvalidArgument, "broadcast of a null expression");
+  TT_CHECK(value.dtype().is_scalar(), kTypeMismatch, "broadcast of a vector ", value.dtype().str());
+  TT_CHECK(lanes > 1 && lanes <= 1024, kInvalidArgument, "a broadcast needs 2..1024 lanes, got ", lanes);
+  auto n = with_type<BroadcastNode>(value.dtype().with_lanes(lanes));
+  n->value = std::move(value);
+  n->lanes = lanes;
   return Expr(n);
 }
 

@@ -76,6 +76,20 @@ Expr ExprMutator::rewrite(const ProducerLoadNode& n, const Expr& self) {
   return producer_load(n.producer, std::move(indices));
 }
 
+Expr ExprMutator::rewrite(const BufferLoadNode& n, const Expr& self) {
+  Expr index = mutate(n.index);
+  return index.same_as(n.index) ? self : buffer_load(n.buffer, index);
+}
+Expr ExprMutator::rewrite(const RampNode& n, const Expr& self) {
+  Expr base = mutate(n.base), stride = mutate(n.stride);
+  if (base.same_as(n.base) && stride.same_as(n.stride)) return self;
+  return ramp(base, stride, n.lanes);
+}
+Expr ExprMutator::rewrite(const BroadcastNode& n, const Expr& self) {
+  Expr value = mutate(n.value);
+  return value.same_as(n.value) ? self : broadcast(value, n.lanes);
+}
+
 void visit_pre_order(const Expr& e, const std::function<void(const Expr&)>& visit) {
   if (!e) return;
   visit(e);
@@ -101,6 +115,13 @@ void visit_pre_order(const Expr& e, const std::function<void(const Expr&)>& visi
       visit_pre_order(n.init, visit);
     } else if constexpr (std::is_same_v<N, ProducerLoadNode>) {
       for (const auto& i : n.indices) visit_pre_order(i, visit);
+    } else if constexpr (std::is_same_v<N, BufferLoadNode>) {
+      visit_pre_order(n.index, visit);
+    } else if constexpr (std::is_same_v<N, RampNode>) {
+      visit_pre_order(n.base, visit);
+      visit_pre_order(n.stride, visit);
+    } else if constexpr (std::is_same_v<N, BroadcastNode>) {
+      visit_pre_order(n.value, visit);
     }
   });
 }

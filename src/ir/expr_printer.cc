@@ -98,6 +98,18 @@ void print(std::ostream& os, const Expr& e) {
       os << n.producer->name << "[";
       print_list(os, n.indices);
       os << "]";
+    } else if constexpr (std::is_same_v<N, BufferLoadNode>) {
+      os << n.buffer->name << "[";
+      print(os, n.index);
+      os << "]";
+    } else if constexpr (std::is_same_v<N, RampNode>) {
+      os << "ramp(";
+      print_list(os, {n.base, n.stride});
+      os << ", " << n.lanes << ")";
+    } else if constexpr (std::is_same_v<N, BroadcastNode>) {
+      os << "broadcast(";
+      print(os, n.value);
+      os << ", " << n.lanes << ")";
     }
   });
 }

@@ -213,6 +213,11 @@ class ScalarEvaluator {
         index.reserve(n.indices.size());
         for (const auto& i : n.indices) index.push_back(static_cast<int64_t>(eval(i)));
         return load_value_(*n.producer, index);
+      } else {
+        static_assert(std::is_same_v<N, BufferLoadNode> || std::is_same_v<N, RampNode> ||
+                      std::is_same_v<N, BroadcastNode>);
+        fail(ErrorKind::kInvalidArgument, "evaluate_scalar handles tensor expressions, not ",
+             n.type_key(), " of lowered code");
       }
     });
   }

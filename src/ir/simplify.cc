@@ -23,7 +23,78 @@ const BinaryNode* as_binary(const Expr& e, BinaryOp op) {
   auto* b = static_cast<const BinaryNode*>(e.get());
   return b->op == op ? b : nullptr;
 }
-bool same(const Expr& a, const Expr& b) { return a.same_as(b) || structural_equal(a, b); }
+// Distinct variables may share a name in lowered code: compare them by identity.
+bool same(const Expr& a, const Expr& b) {
+  return a.same_as(b) || equal_with_free_vars_by_identity(a, b);
+}
+
+// ---- affine sums: integer +, - and *constant over opaque terms ----
+
+// A flattened integer sum: constant + sum of coefficient * term. Coefficients
+// are kept modulo 2^64 (unsigned), which is exact for every integer type
+// because wrap-around arithmetic is a ring: rearranging a sum never changes
+// its value.
+struct AffineSum {
+  uint64_t constant = 0;
+  std::vector<std::pair<Expr, uint64_t>> terms;
+  int leaves = 0;  ///< terms and constants met while flattening
+
+  void add_term(const Expr& t, uint64_t coeff) {
+    ++leaves;
+    for (auto& [term, c] : terms) {
+      if (same(term, t)) {
+        c += coeff;
+        return;
+      }
+    }
+    terms.emplace_back(t, coeff);
+  }
+  void flatten(const Expr& e, uint64_t scale) {
+    if (auto c = as_const_int(e)) {
+      ++leaves;
+      constant += static_cast<uint64_t>(*c) * scale;
+      return;
+    }
+    if (const BinaryNode* b = as_binary(e, BinaryOp::kAdd)) {
+      flatten(b->a, scale);
+      flatten(b->b, scale);
+    } else if (const BinaryNode* s = as_binary(e, BinaryOp::kSub)) {
+      flatten(s->a, scale);
+      flatten(s->b, -scale);
+    } else if (const BinaryNode* m = as_binary(e, BinaryOp::kMul); m && as_const_int(m->b)) {
+      flatten(m->a, scale * static_cast<uint64_t>(*as_const_int(m->b)));
+    } else {
+      add_term(e, scale);
+    }
+  }
+  int size() const {
+    int n = constant != 0;
+    for (const auto& [t, c] : terms) n += c != 0;
+    return n;
+  }
+};
+
+// Rebuilds a flattened sum: terms in order of first appearance, a negative
+// coefficient as a subtraction, the constant last (where the other rules
+// expect it).
+Expr build_sum(const AffineSum& sum, DataType t) {
+  auto as_signed = [&](uint64_t v) { return wrap_to_int(t, static_cast<int64_t>(v)); };
+  Expr out;
+  for (const auto& [term, coeff] : sum.terms) {
+    int64_t c = as_signed(coeff);
+    if (c == 0) continue;
+    bool negative = c < 0 && out;
+    int64_t magnitude = negative ? as_signed(-coeff) : c;
+    Expr scaled = magnitude == 1 ? term : binary(BinaryOp::kMul, term, int_imm(magnitude, t));
+    out = !out ? scaled : binary(negative ? BinaryOp::kSub : BinaryOp::kAdd, out, scaled);
+  }
+  int64_t c = as_signed(sum.constant);
+  if (!out) return int_imm(c, t);
+  if (c == 0) return out;
+  int64_t negated = as_signed(-sum.constant);
+  if (c < 0 && negated > 0) return binary(BinaryOp::kSub, out, int_imm(negated, t));
+  return binary(BinaryOp::kAdd, out, int_imm(c, t));
+}
 
 // ---- binary rules: each sees simplified operands; returns null if it does not apply ----
 
@@ -111,6 +182,19 @@ const BinaryRule kBinaryRules[] = {
        return op == BinaryOp::kFloorMod && inner && c && *c > 0 && is_int_const(inner->b, *c)
                   ? a
                   : Expr();
+     }},
+    {"affine-sum", [](BinaryOp op, const Expr& a, const Expr& b) {
+       // Merges like terms and constants of a scalar integer sum, so that
+       // index expressions such as (x*8 + 3) - x*8 fold to 3. Fires only when
+       // something merges, so an already canonical sum is left as is.
+       if ((op != BinaryOp::kAdd && op != BinaryOp::kSub) || !a.dtype().is_integer() ||
+           !a.dtype().is_scalar()) {
+         return Expr();
+       }
+       AffineSum sum;
+       sum.flatten(a, 1);
+       sum.flatten(b, op == BinaryOp::kAdd ? 1 : static_cast<uint64_t>(-1));
+       return sum.size() < sum.leaves ? build_sum(sum, a.dtype()) : Expr();
      }},
 };
 

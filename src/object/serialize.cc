@@ -92,6 +92,36 @@ ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr
   return node;
 }
 
+// nlohmann's parser is iterative, but copying, comparing, hashing and
+// printing a value recurse once per level, so hostile input nested a million
+// levels deep would overflow the stack long after parsing. A linear pre-scan
+// rejects it up front; malformed text is left to the parser to report.
+void check_nesting(std::string_view text, std::string_view what) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonNesting) {
+        fail(ErrorKind::kParse, "invalid ", what, " at byte offset ", i, ": nested deeper than ",
+             kMaxJsonNesting, " levels");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 json save_json(const ObjectPtr& root) {
@@ -146,7 +176,7 @@ ObjectPtr load_json(const json& doc) {
   if (!root->is_number_integer() || root->get<int64_t>() < 0 ||
       root->get<int64_t>() >= static_cast<int64_t>(nodes->size())) {
     fail(ErrorKind::kParse, "saved graph: 'root' must be a node index below ", nodes->size(),
-         ", got ", root->dump());
+         ", got ", detail::json_excerpt(*root));
   }
 
   std::vector<ObjectPtr> loaded;
@@ -172,14 +202,20 @@ ObjectPtr load_json(const json& doc) {
 std::string save_string(const ObjectPtr& root, int indent) { return save_json(root).dump(indent); }
 
 json parse_json_text(std::string_view text, std::string_view what) {
+  check_nesting(text, what);
+  // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the rest.
+  auto message = [](const json::exception& e) {
+    std::string m = e.what();
+    auto pos = m.find("] ");
+    return pos == std::string::npos ? m : m.substr(pos + 2);
+  };
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    // nlohmann's message starts with "[json.exception.parse_error.101] "; keep the rest.
-    auto pos = message.find("] ");
-    if (pos != std::string::npos) message = message.substr(pos + 2);
-    fail(ErrorKind::kParse, "invalid ", what, " at byte offset ", e.byte, ": ", message);
+    fail(ErrorKind::kParse, "invalid ", what, " at byte offset ", e.byte, ": ", message(e));
+  } catch (const json::exception& e) {
+    // The parser throws other kinds too, e.g. out_of_range for a number like 1e999.
+    fail(ErrorKind::kParse, "invalid ", what, ": ", message(e));
   }
 }
 

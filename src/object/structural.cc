@@ -22,7 +22,8 @@ void for_each_child(const Object& node, const std::function<void(const ObjectPtr
 
 class Equal final : public EqualContext {
  public:
-  explicit Equal(bool want_path) : want_path_(want_path) {}
+  explicit Equal(bool want_path, bool free_vars_by_identity = false)
+      : want_path_(want_path), free_vars_by_identity_(free_vars_by_identity) {}
 
   bool nodes(const ObjectPtr& a, const ObjectPtr& b) override {
     if (a.get() == b.get() && lhs_to_rhs_.empty()) return true;
@@ -42,6 +43,7 @@ class Equal final : public EqualContext {
         differ("a free variable and a bound variable");
         return false;
       }
+      if (free_vars_by_identity_) return a.get() == b.get();
       return fields(a, b, /*names=*/true);
     }
     if (memo_.count({a.get(), b.get()})) return true;
@@ -115,6 +117,7 @@ class Equal final : public EqualContext {
   };
 
   bool want_path_;
+  bool free_vars_by_identity_;
   std::vector<std::string> path_;
   std::optional<std::string> difference_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_;
@@ -183,6 +186,12 @@ class Copier final : public CopyContext {
 bool structural_equal(const ObjectPtr& a, const ObjectPtr& b) {
   if (!a || !b) return !a && !b;
   Equal eq(/*want_path=*/false);
+  return eq.nodes(a, b);
+}
+
+bool equal_with_free_vars_by_identity(const ObjectPtr& a, const ObjectPtr& b) {
+  if (!a || !b) return !a && !b;
+  Equal eq(/*want_path=*/false, /*free_vars_by_identity=*/true);
   return eq.nodes(a, b);
 }
 

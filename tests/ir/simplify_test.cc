@@ -65,6 +65,23 @@ TEST(Simplify, Identities) {
   EXPECT_TRUE(structural_equal(simplify(f0), f0));
 }
 
+TEST(Simplify, AffineSums) {
+  expect_simplifies((x * 8 + 3) - x * 8, 3);
+  expect_simplifies(x * 2 + x * 3, x * 5);
+  expect_simplifies((x + 1) * 4 + 2, x * 4 + 6);
+  expect_simplifies((x + y) - x, y);
+  expect_simplifies((x * 16 + y) - (x * 16 + 4), y - 4);
+  expect_simplifies(x - (x + 2), -2);
+  expect_simplifies((x * y + 1) - x * y, 1);
+  // Sums with nothing to merge keep their shape.
+  Expr e = x * 8 + y;
+  EXPECT_TRUE(simplify(e).same_as(e));
+  // Constants merge modulo the type's width: in int8, 100 - (-100) is -56.
+  Var b = Var::make("b", DataType::int_(8));
+  Expr c100 = int_imm(100, DataType::int_(8)), cm100 = int_imm(-100, DataType::int_(8));
+  expect_simplifies((b * 2 + c100) - (b * 2 + cm100), int_imm(-56, DataType::int_(8)));
+}
+
 TEST(Simplify, RulesAreNamed) {
   auto names = simplify_rule_names();
   EXPECT_GE(names.size(), 10u);

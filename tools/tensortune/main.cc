@@ -1,1 +1,412 @@
-int main() { return 0; }
+// tensortune: the command line. Each subcommand parses its options and calls
+// the library; errors print one line naming what was wrong and exit non-zero.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <random>
+#include <iostream>
+#include <sstream>
+
+#include "tensortune/codegen/c_codegen.h"
+#include "tensortune/codegen/module.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/lower/lower.h"
+#include "tensortune/schedule/random_schedule.h"
+#include "tensortune/schedule/state.h"
+#include "tensortune/ir/target.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/evaluator.h"
+#include "tensortune/te/printer.h"
+#include "tensortune/te/task.h"
+#include "tensortune/te/workload.h"
+
+namespace tt = tensortune;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) tt::fail(tt::ErrorKind::kNotFound, "cannot open '", path, "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
+  out << text;
+  if (!out.flush()) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
+}
+
+json arg_spec_json(const tt::te::ArgSpec& a) {
+  json j = {{"name", a.name},
+            {"type", std::string(tt::EnumNames<tt::te::ArgType>::names[static_cast<int>(a.type)])}};
+  if (!a.default_value.is_null()) j["default"] = a.default_value;
+  return j;
+}
+
+int cmd_version(bool as_json) {
+  if (as_json) {
+    std::cout << json{{"version", kVersion}, {"graph_format_version", 1}}.dump() << "\n";
+  } else {
+    std::cout << "tensortune " << kVersion << " (saved graph format 1)\n";
+  }
+  return 0;
+}
+
+int cmd_workloads(bool as_json) {
+  json list = json::array();
+  for (const auto* def : tt::te::registered_workloads()) {
+    if (as_json) {
+      json args = json::array();
+      for (const auto& a : def->args) args.push_back(arg_spec_json(a));
+      list.push_back({{"name", def->name}, {"args", args}, {"doc", def->doc}});
+    } else {
+      std::cout << def->name << " " << tt::te::signature(*def) << "\n    " << def->doc << "\n";
+    }
+  }
+  if (as_json) std::cout << list.dump(1) << "\n";
+  return 0;
+}
+
+int cmd_task(const std::string& workload, const std::string& args, const std::string& target,
+             const std::string& host, const std::string& output, bool as_json) {
+  tt::ir::Target t = tt::ir::Target::parse(target);
+  if (!host.empty()) t = t.with_host(tt::ir::Target::parse(host));
+  tt::te::Task task =
+      tt::te::Task::make(tt::te::make_named_workload_from_text(workload, args), t);
+  tt::te::workload_tensors(task->workload);  // builds it once: bad arguments fail here
+  std::string saved = tt::save_string(task, 1) + "\n";
+  if (output.empty()) {
+    std::cout << saved;
+    return 0;
+  }
+  write_output(output, saved);
+  if (as_json) {
+    std::cout << json{{"output", output},
+                      {"workload_key", task.workload_key()},
+                      {"target", task->target.str()}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << "wrote " << output << ": " << task.workload_key() << " on " << task->target.str()
+              << "\n";
+  }
+  return 0;
+}
+
+std::string describe_hardware(const tt::ir::HardwareParams& hw) {
+  json j = tt::save_json(hw)["nodes"][0];
+  j.erase("type");
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : j.items()) {
+    if (v != 0) parts.push_back(k + "=" + v.dump());
+  }
+  return tt::join(parts, " ");
+}
+
+// A readable view of the saved object; the generic graph printer for types
+// without a dedicated one.
+std::string describe(const tt::ObjectPtr& node) {
+  std::ostringstream os;
+  if (auto task = std::dynamic_pointer_cast<const tt::te::TaskNode>(node)) {
+    tt::te::Task t(task);
+    os << "task\n  workload: " << t.workload_key() << "\n  target:   "
+       << task->target.without_host().str() << "\n  host:     "
+       << (task->target.host() ? task->target.host().str() : std::string("(none)"))
+       << "\n  hardware: " << describe_hardware(task->hardware_params) << "\n  program:\n";
+    for (const auto& line : tt::split(tt::te::print_stages(tt::te::workload_tensors(task->workload).outputs), '\n')) {
+      if (!line.empty()) os << "    " << line << "\n";
+    }
+    return os.str();
+  }
+  if (auto w = std::dynamic_pointer_cast<const tt::te::WorkloadNode>(node)) {
+    tt::te::Workload wl(w);
+    os << "workload " << tt::te::workload_key(wl) << "\n"
+       << tt::te::print_stages(tt::te::workload_tensors(wl).outputs);
+    return os.str();
+  }
+  if (auto target = std::dynamic_pointer_cast<const tt::ir::TargetNode>(node)) {
+    tt::ir::Target t(target);
+    os << "target " << t.str() << "\n  hardware: " << describe_hardware(tt::ir::hardware_params(t))
+       << "\n";
+    return os.str();
+  }
+  return tt::print_graph(node);
+}
+
+int cmd_inspect(const std::string& path, bool as_json) {
+  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
+  tt::ObjectPtr node = tt::load_json(doc);
+  if (!node) tt::fail(tt::ErrorKind::kInvalidArgument, "'", path, "' holds a null object");
+  if (as_json) {
+    json out = {{"type", node->type_key()},
+                {"structural_hash", tt::structural_hash(node)},
+                {"object", tt::save_json(node)}};
+    if (auto task = std::dynamic_pointer_cast<const tt::te::TaskNode>(node)) {
+      out["workload_key"] = tt::te::Task(task).workload_key();
+      out["target"] = task->target.str();
+    }
+    std::cout << out.dump(1) << "\n";
+  } else {
+    std::cout << describe(node);
+  }
+  return 0;
+}
+
+// ---- the PassContext from the command line (every command that lowers or builds) ----
+
+struct PassContextArgs {
+  int opt_level = 2;
+  std::vector<std::string> config;      // KEY=VALUE
+  std::vector<std::string> disabled;    // pass names
+  std::vector<std::string> instruments; // NAME or NAME=JSON
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--opt-level", opt_level, "optimisation level 0-3")->check(CLI::Range(0, 3));
+    cmd->add_option("--config", config, "a PassContext option KEY=VALUE (repeatable)");
+    cmd->add_option("--disable-pass", disabled, "a lowering pass to skip (repeatable)");
+    cmd->add_option("--instrument", instruments, "an instrument NAME or NAME=JSON (repeatable)");
+  }
+
+  tt::ir::PassContext make() const {
+    tt::ir::PassContextOptions options;
+    options.with_opt_level(opt_level);
+    for (const auto& item : config) {
+      auto eq = item.find('=');
+      if (eq == std::string::npos) {
+        tt::fail(tt::ErrorKind::kInvalidArgument, "--config '", item, "' is not KEY=VALUE");
+      }
+      std::string key = item.substr(0, eq), text = item.substr(eq + 1);
+      options.with_config(key, config_value(key, text));
+    }
+    for (const auto& pass : disabled) options.with_disabled(pass);
+    for (const auto& item : instruments) {
+      auto eq = item.find('=');
+      json params = json::object();
+      if (eq != std::string::npos) {
+        params = tt::parse_json_text(item.substr(eq + 1), "parameters of --instrument " + item.substr(0, eq));
+      }
+      options.with_instrument(tt::ir::InstrumentSpec::make(item.substr(0, eq), params));
+    }
+    return tt::ir::PassContext::make(options);
+  }
+
+  // The value typed as the option is registered.
+  static json config_value(const std::string& key, const std::string& text) {
+    const auto* info = tt::ir::find_config_option(key);
+    if (!info) {
+      std::vector<std::string> keys;
+      for (const auto& o : tt::ir::config_options()) keys.push_back(o.key);
+      tt::fail(tt::ErrorKind::kNotFound, "unknown config option '", key, "'; known options: ",
+               tt::join(keys, ", "));
+    }
+    const std::string bad_value = tt::detail::concat(
+        "config option '", key, "' takes a ", tt::ir::config_type_name(info->type), ", got '", text, "'");
+    switch (info->type) {
+      case tt::ir::ConfigType::kBool:
+        if (text == "true" || text == "1") return true;
+        if (text == "false" || text == "0") return false;
+        tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+      case tt::ir::ConfigType::kInt: {
+        long long v;
+        if (!tt::parse_int(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+        return v;
+      }
+      case tt::ir::ConfigType::kFloat: {
+        double v;
+        if (!tt::parse_double(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+        return v;
+      }
+      case tt::ir::ConfigType::kString:
+        return text;
+    }
+    return text;
+  }
+};
+
+tt::te::Task load_task(const std::string& path) {
+  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
+  return tt::load_json_as<tt::te::Task>(doc);
+}
+
+tt::schedule::State load_state(const std::string& path) {
+  if (path.empty()) return tt::schedule::State::make();
+  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
+  return tt::load_json_as<tt::schedule::State>(doc);
+}
+
+int cmd_states(const std::string& task_path, int count, uint64_t seed, const std::string& output) {
+  tt::te::Task task = load_task(task_path);
+  tt::schedule::ComputeDAG dag(tt::te::workload_tensors(task->workload));
+  std::mt19937_64 rng(seed);
+  std::ostringstream lines;
+  for (int i = 0; i < count; ++i) lines << tt::save_string(tt::schedule::random_state(dag, rng)) << "\n";
+  write_output(output, lines.str());
+  if (!output.empty() && output != "-") std::cerr << "wrote " << count << " states to " << output << "\n";
+  return 0;
+}
+
+int cmd_lower(const std::string& task_path, const std::string& state_path, const std::string& emit,
+              const PassContextArgs& pc) {
+  tt::te::Task task = load_task(task_path);
+  tt::schedule::ComputeDAG dag(tt::te::workload_tensors(task->workload));
+  tt::schedule::LoopState loops = tt::schedule::replay(dag, load_state(state_path));
+  tt::ir::PassContextGuard guard(pc.make());
+  tt::lower::PrimFunc f = tt::lower::lower(loops, "kernel");
+  if (emit == "ir" || emit == "both") std::cout << tt::lower::to_string(f);
+  if (emit == "c" || emit == "both") std::cout << tt::codegen::generate_c({f}, task->target);
+  json results = guard.instrument_results();
+  if (!results.empty()) std::cerr << "instruments: " << results.dump(1) << "\n";
+  return 0;
+}
+
+// Builds every state (one compiler run for all), runs each on random inputs
+// and compares with the reference evaluator.
+int cmd_verify(const std::string& task_path, const std::string& state_path, int random_states,
+               uint64_t seed, const PassContextArgs& pc, bool as_json) {
+  tt::te::Task task = load_task(task_path);
+  tt::te::WorkloadTensors tensors = tt::te::workload_tensors(task->workload);
+  tt::schedule::ComputeDAG dag(tensors);
+  std::vector<tt::schedule::State> states;
+  if (random_states > 0) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < random_states; ++i) states.push_back(tt::schedule::random_state(dag, rng));
+  } else {
+    states.push_back(load_state(state_path));
+  }
+  tt::ir::PassContextGuard guard(pc.make());
+  std::vector<tt::lower::PrimFunc> funcs;
+  for (size_t i = 0; i < states.size(); ++i) {
+    funcs.push_back(tt::lower::lower(tt::schedule::replay(dag, states[i]), "state_" + std::to_string(i)));
+  }
+  tt::codegen::Module module = tt::codegen::build_module(funcs, task->target);
+
+  std::vector<tt::te::NDArray> inputs = tt::te::random_inputs(tensors.inputs, seed + 1);
+  std::vector<tt::te::NDArray> expected = tt::te::evaluate(tensors.outputs, tensors.inputs, inputs);
+  int failures = 0;
+  json report = json::array();
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    std::vector<tt::te::NDArray> outputs;
+    for (const auto& t : tensors.outputs) {
+      outputs.emplace_back(t.dtype(), t.shape());
+      outputs.back().fill(-12345.0);  // a sentinel: elements never written show up
+    }
+    std::vector<void*> args;
+    for (auto& a : inputs) args.push_back(a.data());
+    for (auto& a : outputs) args.push_back(a.data());
+    int32_t rc = module.get(funcs[i]->name)(args.data());
+    double max_error = 0;
+    std::string mismatch;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      max_error = std::max(max_error, tt::te::max_abs_diff(outputs[o], expected[o]));
+      auto diff = tt::te::compare_arrays(outputs[o], expected[o],
+                                         tt::te::default_tolerance(expected[o].dtype()));
+      if (diff && mismatch.empty()) mismatch = *diff;
+    }
+    if (rc != 0 && mismatch.empty()) mismatch = "kernel returned " + std::to_string(rc);
+    failures += !mismatch.empty();
+    if (as_json) {
+      report.push_back({{"state", i}, {"max_error", max_error}, {"ok", mismatch.empty()},
+                        {"message", mismatch}});
+    } else {
+      std::cout << "state " << i << ": max error " << max_error
+                << (mismatch.empty() ? "  ok" : "  MISMATCH: " + mismatch) << "\n";
+      if (!mismatch.empty()) std::cout << "  " << tt::save_string(states[i]) << "\n";
+    }
+  }
+  if (as_json) {
+    std::cout << json{{"states", report}, {"failures", failures}}.dump(1) << "\n";
+  } else {
+    std::cout << states.size() - failures << " of " << states.size() << " states match the reference\n";
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tensortune: an auto-tuning compiler for tensor programs"};
+  app.require_subcommand(1);
+  bool as_json = false;
+
+  auto* version = app.add_subcommand("version", "print the version");
+  version->add_flag("--json", as_json, "machine-readable output");
+
+  auto* workloads = app.add_subcommand("workloads", "list the registered workloads and their arguments");
+  workloads->add_flag("--json", as_json, "machine-readable output");
+
+  std::string workload, args, target = "c", host, output;
+  auto* task = app.add_subcommand("task", "write a tuning task (workload, target, host, hardware parameters)");
+  task->add_option("--workload", workload, "registered workload name (see `tensortune workloads`)")->required();
+  task->add_option("--args", args, "workload arguments, comma-separated, e.g. 64,64,64");
+  task->add_option("--target", target, "target string, e.g. \"c -mcpu=native -num-cores=2\"");
+  task->add_option("--host", host, "host target string");
+  task->add_option("-o,--output", output, "where to write the task (default: standard output)");
+  task->add_flag("--json", as_json, "machine-readable output");
+
+  std::string inspect_path;
+  auto* inspect = app.add_subcommand("inspect", "print any saved object (task, workload, target, ...) readably");
+  inspect->add_option("file", inspect_path, "a saved JSON file")->required();
+  inspect->add_flag("--json", as_json, "machine-readable output");
+
+  std::string task_path, state_path, emit = "ir";
+  PassContextArgs pc;
+  auto* lower = app.add_subcommand("lower", "print the lowered loop IR and/or generated C of a schedule");
+  lower->add_option("--task", task_path, "a task file (tensortune task)")->required();
+  lower->add_option("--state", state_path, "a schedule state file (default: the naive schedule)");
+  lower->add_option("--emit", emit, "ir, c or both")->check(CLI::IsMember({"ir", "c", "both"}));
+  pc.add_to(lower);
+
+  int count = 10;
+  uint64_t seed = 0;
+  auto* states = app.add_subcommand("states", "write random valid schedule states, one JSON per line");
+  states->add_option("--task", task_path, "a task file")->required();
+  states->add_option("--random", count, "how many states")->check(CLI::Range(0, 1000000));
+  states->add_option("--seed", seed, "random seed");
+  states->add_option("-o,--output", output, "output file (default: standard output)");
+
+  int random_states = 0;
+  auto* verify = app.add_subcommand("verify", "build schedules, run them and compare with the reference evaluator");
+  verify->add_option("--task", task_path, "a task file")->required();
+  auto* state_opt = verify->add_option("--state", state_path, "a schedule state file (default: naive)");
+  verify->add_option("--random-states", random_states, "check this many random states instead")
+      ->excludes(state_opt)
+      ->check(CLI::Range(1, 100000));
+  verify->add_option("--seed", seed, "random seed for states and inputs");
+  verify->add_flag("--json", as_json, "machine-readable output");
+  pc.add_to(verify);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (*version) return cmd_version(as_json);
+    if (*workloads) return cmd_workloads(as_json);
+    if (*task) return cmd_task(workload, args, target, host, output, as_json);
+    if (*inspect) return cmd_inspect(inspect_path, as_json);
+    if (*lower) return cmd_lower(task_path, state_path, emit, pc);
+    if (*states) return cmd_states(task_path, count, seed, output);
+    if (*verify) return cmd_verify(task_path, state_path, random_states, seed, pc, as_json);
+  } catch (const tt::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensortune/ir/buffer.h"
 #include "tensortune/ir/dtype.h"
 #include "tensortune/object/object.h"
 
@@ -37,7 +38,10 @@ namespace tensortune::ir {
   X(Cast)                \
   X(Call)                \
   X(Reduce)              \
-  X(ProducerLoad)
+  X(ProducerLoad)        \
+  X(BufferLoad)          \
+  X(Ramp)                \
+  X(Broadcast)
 
 enum class ExprKind {
 #define TT_ENUM_ENTRY(name) k##name,
@@ -204,7 +208,34 @@ struct ProducerLoadNode : ExprNode {
   static void declare(FieldList<ProducerLoadNode>& f);
 };
 
+/// Reads a buffer at a flat element index; a vector index (a Ramp) reads that many lanes.
+struct BufferLoadNode : ExprNode {
+  Buffer buffer;
+  Expr index;
+  TT_EXPR_NODE(BufferLoad, "ir.BufferLoad")
+  static void declare(FieldList<BufferLoadNode>& f);
+};
+
+/// The vector base, base + stride, ..., base + (lanes-1)*stride.
+struct RampNode : ExprNode {
+  Expr base;
+  Expr stride;
+  int lanes = 1;
+  TT_EXPR_NODE(Ramp, "ir.Ramp")
+  static void declare(FieldList<RampNode>& f);
+};
+
+/// A scalar replicated into every lane of a vector.
+struct BroadcastNode : ExprNode {
+  Expr value;
+  int lanes = 1;
+  TT_EXPR_NODE(Broadcast, "ir.Broadcast")
+  static void declare(FieldList<BroadcastNode>& f);
+};
+
 // ---- construction (each validates its operands and throws kTypeMismatch) ----
+// Operands of an operator agree in lanes; a scalar meeting a vector is
+// broadcast to it.
 
 Expr int_imm(int64_t value, DataType dtype = DataType::int32());
 Expr float_imm(double value, DataType dtype = DataType::float32());
@@ -220,6 +251,9 @@ Expr call(Intrinsic op, std::vector<Expr> args);
 Expr reduce(ReduceOp op, Expr source, std::vector<IterVar> axis, Expr condition = Expr(),
             Expr init = Expr());
 Expr producer_load(Ref<ProducerNode> producer, std::vector<Expr> indices);
+Expr buffer_load(Buffer buffer, Expr index);
+Expr ramp(Expr base, Expr stride, int lanes);
+Expr broadcast(Expr value, int lanes);
 
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);

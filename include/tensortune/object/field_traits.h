@@ -80,9 +80,20 @@ struct EnumNames;
 namespace detail {
 using json = nlohmann::json;
 
+/// The start of `value`'s JSON text, for error messages: at most `max_chars`
+/// bytes (then "..."), never cutting a UTF-8 sequence, so that the message can
+/// itself be put into JSON (a worker's error reply, a record).
+inline std::string json_excerpt(const json& value, size_t max_chars = 40) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= max_chars) return text;
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
 [[noreturn]] inline void type_mismatch(std::string_view expected, const json& got) {
   fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()),
-       " ", got.dump().substr(0, 40));
+       " ", json_excerpt(got));
 }
 
 template <class T>

@@ -33,7 +33,12 @@ std::string save_string(const ObjectPtr& root, int indent = -1);
 /// Parses text and loads it; a JSON syntax error names its byte offset.
 ObjectPtr load_string(std::string_view text);
 
-/// Parses JSON text; a syntax error is a kParse error naming the byte offset.
+/// Deepest nesting of arrays and objects that parse_json_text accepts: copying,
+/// comparing and printing JSON values recurse once per level.
+inline constexpr int kMaxJsonNesting = 512;
+
+/// Parses JSON text; a syntax error, or nesting deeper than kMaxJsonNesting, is
+/// a kParse error naming the byte offset.
 nlohmann::json parse_json_text(std::string_view text, std::string_view what = "JSON");
 
 template <class T>

@@ -19,6 +19,11 @@ namespace tensortune {
 /// True if the two graphs are structurally equal (bound variables up to renaming).
 bool structural_equal(const ObjectPtr& a, const ObjectPtr& b);
 
+/// Like structural_equal, except that a free variable equals only itself (the
+/// same node): what in-process rewrites need, where two distinct variables
+/// may share a name. Bound variables still match up to renaming.
+bool equal_with_free_vars_by_identity(const ObjectPtr& a, const ObjectPtr& b);
+
 /// Where the graphs first differ, as a path like "root.body.b[2].value: 3 and 4";
 /// std::nullopt when they are equal.
 std::optional<std::string> first_difference(const ObjectPtr& a, const ObjectPtr& b);
@@ -38,6 +43,10 @@ std::string print_graph(const ObjectPtr& root);
 template <class A, class B>
 bool structural_equal(const Ref<A>& a, const Ref<B>& b) {
   return structural_equal(ObjectPtr(a.ptr()), ObjectPtr(b.ptr()));
+}
+template <class A, class B>
+bool equal_with_free_vars_by_identity(const Ref<A>& a, const Ref<B>& b) {
+  return equal_with_free_vars_by_identity(ObjectPtr(a.ptr()), ObjectPtr(b.ptr()));
 }
 template <class A, class B>
 std::optional<std::string> first_difference(const Ref<A>& a, const Ref<B>& b) {

@@ -7,6 +7,17 @@
 /// `name(arg,arg,...)` with every argument canonical and defaults filled in, or
 /// `dag:<16 hex digits of the structural hash>`; the same workload has the
 /// same key in every process and on every run.
+///
+/// Canonical arguments (in the JSON of a NamedWorkload and in keys): ints are
+/// JSON integers (written in decimal), floats JSON numbers (written in the
+/// shortest form that reads back exactly, e.g. 1e-05), shapes arrays of
+/// integers (written [1,3,224,224], no spaces), dtypes their canonical names
+/// (float32; accepted as any spelling ir::DataType::parse takes), strings
+/// JSON strings (written JSON-quoted). Optional arguments are trailing and
+/// positional: giving a later one means giving the ones before it, e.g.
+/// `conv2d_nchw 1,3,224,224,64,7,7,2,3,1,1,float16`. So `matmul(64,64,64)`
+/// becomes `matmul(64,64,64,float32)`, and so does
+/// `matmul 64,64,64,float32`.
 #pragma once
 
 #include <functional>
@@ -41,9 +52,13 @@ struct WorkloadDef {
   std::vector<ArgSpec> args;
   /// Builds the tensors from canonical arguments (a JSON array matching `args`).
   std::function<WorkloadTensors(const nlohmann::json& args)> build;
+  /// Small arguments in text form ("7,5,9") for which the reference evaluator
+  /// is quick: tests evaluate every registered workload with them.
+  std::string example_args;
 };
 
-/// Registers a workload family; a duplicate name is an internal error.
+/// Registers a workload family; a duplicate name, or a required argument
+/// after an optional one, is an internal error.
 void register_workload(WorkloadDef def);
 
 /// Every registered workload, sorted by name.
@@ -80,10 +95,18 @@ struct DagWorkloadNode : WorkloadNode {
 /// arguments are checked against the signature and made canonical.
 Workload make_named_workload(std::string_view name, const nlohmann::json& args);
 
-/// Parses "A,B,..." (shapes as AxBxC) against `name`'s signature.
+/// Parses "A,B,..." against `name`'s signature: shapes as AxBxC or [A,B,C],
+/// strings bare or JSON-quoted; an empty text is no arguments.
 Workload make_named_workload_from_text(std::string_view name, std::string_view args);
 
-/// A workload holding the given tensors.
+/// The named workload a key `name(arg,...)` stands for (the inverse of
+/// workload_key for named workloads). A "dag:" key names a hash, not a
+/// workload, and is kInvalidArgument; so is text that is not a key.
+Workload parse_workload_key(std::string_view key);
+
+/// A workload holding the given tensors: every placeholder the outputs read
+/// must be among `inputs` (placeholders, each once; unused ones are allowed),
+/// and there must be at least one output; otherwise kInvalidArgument.
 Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
 
 /// The tensors of a workload (calls the registered function for named ones).

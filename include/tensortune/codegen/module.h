@@ -1,0 +1,95 @@
+/// \file
+/// Compiled modules: C source built into a shared library by an external C
+/// compiler and loaded with dlopen, with an on-disk cache.
+///
+/// The cache holds one library per key, a stable hash of (source, compiler
+/// command, flags), as `tt-<key>.so` next to its source `tt-<key>.c`. A key
+/// already in the cache is loaded without running the compiler. Files are
+/// written under a temporary name and renamed into place, so processes that
+/// build the same module at the same time never see a partial file (the
+/// last rename wins, with identical contents). The compiler's identity is its
+/// command, not its version: clear the cache after upgrading it.
+///
+/// Compiler runs are child processes started with posix_spawn (support/
+/// subprocess.h, DESIGN.md invariant 7), their stderr captured. A compiler
+/// that fails, cannot be started or runs past the timeout is a kRuntime
+/// error quoting its diagnostics and the generated source lines they name.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensortune/ir/target.h"
+#include "tensortune/lower/stmt.h"
+
+namespace tensortune::codegen {
+
+/// A compiled kernel: args[i] is the data pointer of the kernel's params[i];
+/// returns 0 on success.
+using KernelFn = int32_t (*)(void** args);
+
+/// How modules are compiled and cached.
+struct ModuleOptions {
+  /// The cache directory (created when missing); empty means default_cache_dir().
+  std::string cache_dir;
+  /// How long one compiler run may take before it is killed.
+  std::chrono::milliseconds compile_timeout{std::chrono::minutes(2)};
+};
+
+/// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is set, else
+/// /tmp/tensortune-cache-<uid>. (The environment only picks this default.)
+std::string default_cache_dir();
+
+/// A loaded shared library of kernels. Copies share the library, which is
+/// unloaded when the last copy goes; function pointers from get() are valid
+/// as long as a copy lives.
+class Module {
+ public:
+  /// An empty module (defined() is false).
+  Module() = default;
+
+  /// Builds `source` with the command `compiler` (program and leading
+  /// arguments) and `flags` (those naming libraries, -l..., are placed after
+  /// the source), or takes the library from the cache, and loads it.
+  static Module compile(const std::string& source, const std::vector<std::string>& compiler,
+                        const std::vector<std::string>& flags, const ModuleOptions& options = {});
+  /// compile() with the target's -compiler and compile_flags(target).
+  static Module compile(const std::string& source, const ir::Target& target,
+                        const ModuleOptions& options = {});
+  /// Loads an existing shared library; failure is a kRuntime error with dlerror's text.
+  static Module load(const std::string& library_path);
+
+  /// The kernel called `name` (a kernel name as generate_c was given it, or a
+  /// C symbol); a kNotFound error when the library defines no such function.
+  KernelFn get(const std::string& name) const;
+  /// True if get(name) would succeed.
+  bool has(const std::string& name) const;
+
+  /// False for a default-constructed module.
+  bool defined() const { return static_cast<bool>(library_); }
+  /// Path of the loaded shared library.
+  const std::string& library_path() const;
+  /// Path of the C source it was built from (empty for load()).
+  const std::string& source_path() const { return source_path_; }
+  /// True if compile() found the library in the cache and ran no compiler.
+  bool from_cache() const { return from_cache_; }
+
+ private:
+  struct Library;
+  void* find(const std::string& symbol) const;
+
+  std::shared_ptr<const Library> library_;
+  std::string source_path_;
+  bool from_cache_ = false;
+};
+
+/// Generates C for `funcs` (generate_c) and builds it into one module with a
+/// single compiler run, which amortises the compiler's fixed start-up cost
+/// over several kernels; get(f->name) then returns each kernel.
+Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target,
+                    const ModuleOptions& options = {});
+
+}  // namespace tensortune::codegen

@@ -1,0 +1,64 @@
+/// \file
+/// The lowering passes: one free function per pass, each implemented in its
+/// own file of src/lower/ and run in order by run_pipeline (pipeline.h).
+///
+/// Every pass takes a PrimFunc and returns a new one (or the same one when
+/// nothing changed); the input is never altered. Passes that have options read
+/// them from ir::PassContext::current(), so that a worker lowers exactly as the
+/// tuner would (DESIGN.md invariant 6).
+#pragma once
+
+#include "tensortune/lower/stmt.h"
+
+namespace tensortune::lower {
+
+/// "simplify": ir::simplify on every expression; an if with a constant
+/// condition becomes the branch taken, and a loop with a constant extent of
+/// at most 0 or an empty body disappears. Tested by
+/// tests/lower/simplify_pass_test.cc.
+PrimFunc simplify_pass(const PrimFunc& f);
+
+/// "remove_redundant_conditions": drops if conditions (and conjuncts of them)
+/// that the ranges of the enclosing loops prove always true, and branches they
+/// prove never taken; replaces loops of extent 1 by their body with the loop
+/// variable set to the loop's min. Ranges come from ir::bound_of over the
+/// enclosing loops with constant bounds. Tested by
+/// tests/lower/remove_redundant_conditions_test.cc.
+PrimFunc remove_redundant_conditions(const PrimFunc& f);
+
+/// "vectorize": turns each ForKind::kVectorized loop with a constant
+/// power-of-two extent V (2 to 64) into vector operations of V lanes: the loop
+/// variable becomes Ramp(min, 1, V), loads and stores whose index has
+/// coefficient 1 in it become vector loads and stores, values that do not
+/// depend on it stay scalar and are broadcast where they meet vectors. A loop
+/// whose iterations may interfere (a store whose index does not vary with the
+/// loop variable, or two accesses of a stored buffer at different indices)
+/// becomes a serial loop. Any other loop that cannot be vectorized
+/// (conditions or selects over loads that depend on the variable, non-unit
+/// strides, intrinsics without a vector form, allocations, other extents)
+/// stays a kVectorized loop, which code generators emit as a scalar loop
+/// hinted for their compiler's vectorizer. With PassContext config
+/// "tir.disable_vectorize" every kVectorized loop becomes a serial loop.
+/// Tested by tests/lower/vectorize_test.cc.
+PrimFunc vectorize_pass(const PrimFunc& f);
+
+/// "unroll": replicates the body of each ForKind::kUnrolled loop with a
+/// constant extent, once per iteration, when the loop together with the
+/// unrolled loops nested in it replicates its innermost body at most
+/// PassContext config "tir.max_unroll_step" times. Larger loops stay
+/// kUnrolled loops (code generators emit them with an unrolling hint); with
+/// "tir.max_unroll_step" 0 every kUnrolled loop becomes a serial loop.
+/// Tested by tests/lower/unroll_test.cc.
+PrimFunc unroll_pass(const PrimFunc& f);
+
+/// "storage_rewrite": hoists every allocation out of the serial and unrolled
+/// loops (and ifs and lets) around it, up to the start of the innermost
+/// enclosing parallel loop body or of the function (never out of a parallel
+/// or vectorized loop, whose iterations each need their own storage), and
+/// lets allocations of the same dtype whose scopes are disjoint share one
+/// buffer the size of the largest. Skipped when PassContext config
+/// "tir.disable_storage_rewrite" is true. Tested by
+/// tests/lower/storage_rewrite_test.cc.
+PrimFunc storage_rewrite_pass(const PrimFunc& f);
+
+}  // namespace tensortune::lower

@@ -1,0 +1,247 @@
+/// \file
+/// The operator library: the tensor programs of real models, each built from
+/// compute() stages that schedules can transform.
+///
+/// Conventions:
+///  - Every op checks its operands (ranks, shapes, matching dtypes) and throws
+///    kInvalidArgument / kTypeMismatch naming the op and the operand.
+///  - The result has the operands' dtype (comparisons aside); constants are
+///    made in that dtype, so every op works on float16/bfloat16/float64 too.
+///  - Each stage carries a `tag` naming its family and `attrs` with the op's
+///    parameters. Tags: "matmul", "dense", "batch_matmul", "conv2d_nchw",
+///    "conv2d_nhwc", "depthwise_conv2d_nchw", "conv2d_transpose_nchw",
+///    "pool_max", "pool_sum", "pool_avg" (the division of an average pool),
+///    "elemwise" (one input, same shape), "broadcast" (numpy broadcasting of
+///    several inputs), "injective" (pure data movement: reshape, transpose,
+///    concat, slice, cast), "pad", "reduce" (a reduction over some axes),
+///    and the multi-stage normalisations "softmax", "log_softmax",
+///    "layer_norm", "batch_norm". Schedules and search rules key on them.
+///  - Padding is a separate stage named "pad_data" (tag "pad") wherever an op
+///    pads, so that schedules can inline it or compute it at the consumer; a
+///    padded read clamps its index into the input, so the select that picks
+///    the pad value never reads out of bounds (see evaluator.h).
+///  - Reductions accumulate in the operands' dtype.
+///  - Axis arguments may be negative (counted from the end, as in numpy).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensortune/te/tensor.h"
+
+namespace tensortune::te {
+
+// ---- linear algebra -----------------------------------------------------------
+
+/// C[M, N] = A[M, K] · B[K, N]; with transpose_a A is given as [K, M], with
+/// transpose_b B as [N, K].
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
+              bool transpose_b = false, std::string name = "matmul");
+
+/// out[M, N] = data[M, K] · weight[N, K]^T (+ bias[N] when given, as a second
+/// "broadcast" stage).
+Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias = Tensor(),
+             std::string name = "dense");
+
+/// C[b, M, N] = A[b, M, K] · B[b, K, N] (with the transposes as in matmul); a
+/// batch extent of 1 on one side broadcasts against the other.
+Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
+                    bool transpose_b = false, std::string name = "batch_matmul");
+
+// ---- convolution and pooling -------------------------------------------------
+
+/// Stride, padding, dilation and groups of a 2-D convolution.
+struct Conv2dAttrs {
+  std::array<int64_t, 2> stride{1, 1};         ///< (height, width)
+  std::array<int64_t, 4> padding{0, 0, 0, 0};  ///< (top, left, bottom, right)
+  std::array<int64_t, 2> dilation{1, 1};       ///< (height, width)
+  int64_t groups = 1;
+  /// The same stride, padding on every side, and dilation in both directions.
+  static Conv2dAttrs uniform(int64_t stride, int64_t pad, int64_t dilation = 1,
+                             int64_t groups = 1);
+};
+
+/// out[N, K, OH, OW] from data[N, C, H, W] and kernel[K, C / groups, R, S],
+/// OH = (H + pad_top + pad_bottom - dilation_h * (R - 1) - 1) / stride_h + 1
+/// (likewise OW). Output channel k reads the input channels of its group
+/// k / (K / groups). Padding is a "pad_data" stage.
+Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs = {},
+                   std::string name = "conv2d_nchw");
+
+/// out[N, OH, OW, K] from data[N, H, W, C] and kernel[R, S, C / groups, K] (HWIO).
+Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs = {},
+                   std::string name = "conv2d_nhwc");
+
+/// out[N, C * M, OH, OW] from data[N, C, H, W] and kernel[C, M, R, S] (M: the
+/// channel multiplier): output channel c * M + m convolves input channel c
+/// with kernel[c, m]. attrs.groups must be 1 (it is implied).
+Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel,
+                             const Conv2dAttrs& attrs = {},
+                             std::string name = "depthwise_conv2d_nchw");
+
+/// Stride, padding and output padding of a transposed convolution.
+struct Conv2dTransposeAttrs {
+  std::array<int64_t, 2> stride{1, 1};          ///< (height, width)
+  std::array<int64_t, 4> padding{0, 0, 0, 0};   ///< (top, left, bottom, right), each <= R-1 / S-1
+  std::array<int64_t, 2> output_padding{0, 0};  ///< extra rows/columns at the end, < stride
+};
+
+/// The gradient of conv2d_nchw with respect to its input (PyTorch's
+/// ConvTranspose2d, groups 1, dilation 1): out[N, K, OH, OW] from
+/// data[N, C, H, W] and kernel[C, K, R, S], OH = (H - 1) * stride_h - pad_top -
+/// pad_bottom + R + output_padding_h. Built as a stage "data_dilate_pad"
+/// (input spread out by the stride and padded by R - 1 - pad) and a direct
+/// convolution with the flipped kernel.
+Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
+                             const Conv2dTransposeAttrs& attrs = {},
+                             std::string name = "conv2d_transpose_nchw");
+
+/// Window, stride and padding of a 2-D pooling.
+struct Pool2dAttrs {
+  std::array<int64_t, 2> kernel{1, 1};         ///< window (height, width)
+  std::array<int64_t, 2> stride{1, 1};         ///< (height, width)
+  std::array<int64_t, 4> padding{0, 0, 0, 0};  ///< (top, left, bottom, right)
+  /// Output extent rounds up instead of down: the last window may hang over
+  /// the bottom/right padding; its overhanging part is never counted.
+  bool ceil_mode = false;
+  /// avg only: divide by the whole window including padding (PyTorch's
+  /// count_include_pad=True) rather than by the input elements it covers.
+  bool count_include_pad = false;
+  /// A square window with the same stride and padding on every side.
+  static Pool2dAttrs uniform(int64_t kernel, int64_t stride, int64_t pad);
+};
+
+/// Max over each window of data[N, C, H, W] (padding is -inf / the type's
+/// minimum, so it never wins).
+Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
+                       std::string name = "max_pool2d_nchw");
+
+/// Mean over each window of data[N, C, H, W]: by default the divisor is the
+/// number of input elements the window covers (padding excluded); with
+/// count_include_pad it is the window clipped to the padded input. Two
+/// stages: a "pool_sum" reduction and the "pool_avg" division.
+Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
+                       std::string name = "avg_pool2d_nchw");
+
+/// Mean over H and W of data[N, C, H, W], giving [N, C, 1, 1].
+Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name = "global_avg_pool2d");
+
+/// Max over H and W of data[N, C, H, W], giving [N, C, 1, 1].
+Tensor global_max_pool2d_nchw(const Tensor& data, std::string name = "global_max_pool2d");
+
+// ---- elementwise -------------------------------------------------------------
+
+/// out[i...] = f(x[i...]): the generic elementwise stage (tag "elemwise").
+Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
+                nlohmann::json attrs = nlohmann::json::object());
+
+Tensor exp(const Tensor& x);       ///< e^x
+Tensor log(const Tensor& x);       ///< natural logarithm
+Tensor sqrt(const Tensor& x);      ///< square root
+Tensor rsqrt(const Tensor& x);     ///< 1 / sqrt(x)
+Tensor tanh(const Tensor& x);      ///< hyperbolic tangent
+Tensor sigmoid(const Tensor& x);   ///< 1 / (1 + e^-x)
+Tensor erf(const Tensor& x);       ///< error function
+Tensor abs(const Tensor& x);       ///< |x|
+Tensor negative(const Tensor& x);  ///< -x
+Tensor floor(const Tensor& x);     ///< round down
+Tensor ceil(const Tensor& x);      ///< round up
+Tensor sin(const Tensor& x);       ///< sine
+Tensor cos(const Tensor& x);       ///< cosine
+Tensor relu(const Tensor& x);      ///< max(x, 0)
+/// x where x > 0, alpha * x elsewhere.
+Tensor leaky_relu(const Tensor& x, double alpha = 0.01);
+/// min(max(x, low), high); low <= high.
+Tensor clip(const Tensor& x, double low, double high);
+/// The exact (erf) GELU: 0.5 * x * (1 + erf(x / sqrt(2))).
+Tensor gelu(const Tensor& x);
+/// x converted to `dtype` (tag "injective": a conversion, not arithmetic).
+Tensor cast(const Tensor& x, DataType dtype);
+
+/// The shape two shapes broadcast to under numpy's rules (aligned at the
+/// right; each pair of extents equal or one of them 1); kInvalidArgument otherwise.
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b);
+
+/// out = f(a, b) with numpy broadcasting (tag "broadcast"); dtypes must match.
+Tensor broadcast_binary(const Tensor& a, const Tensor& b,
+                        const std::function<Expr(const Expr&, const Expr&)>& f,
+                        std::string name, nlohmann::json attrs = nlohmann::json::object());
+
+Tensor add(const Tensor& a, const Tensor& b);       ///< a + b, broadcast
+Tensor subtract(const Tensor& a, const Tensor& b);  ///< a - b, broadcast
+Tensor multiply(const Tensor& a, const Tensor& b);  ///< a * b, broadcast
+Tensor divide(const Tensor& a, const Tensor& b);    ///< a / b, broadcast (C division for ints)
+Tensor maximum(const Tensor& a, const Tensor& b);   ///< max(a, b), broadcast
+Tensor minimum(const Tensor& a, const Tensor& b);   ///< min(a, b), broadcast
+Tensor power(const Tensor& a, const Tensor& b);     ///< a ^ b, broadcast (floats)
+
+/// data + bias, bias[C] applied along `axis` of data.
+Tensor bias_add(const Tensor& data, const Tensor& bias, int axis = 1);
+
+// ---- normalisation -----------------------------------------------------------
+
+/// Softmax along `axis`, numerically stable, in four stages: max-reduce
+/// ("<name>_max"), exp(x - max) ("<name>_exp"), sum-reduce ("<name>_sum"),
+/// divide (`name`).
+Tensor softmax(const Tensor& x, int axis = -1, std::string name = "softmax");
+
+/// log(softmax(x)) along `axis` in three stages: max, sum of exp(x - max),
+/// and x - max - log(sum).
+Tensor log_softmax(const Tensor& x, int axis = -1, std::string name = "log_softmax");
+
+/// Layer normalisation over the last axis of x[..., D]: (x - mean) /
+/// sqrt(var + epsilon) * gamma[D] + beta[D] with the biased variance;
+/// gamma and beta may be null (then 1 and 0). Three stages: sum, sum of
+/// squared deviations, normalise.
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                  double epsilon = 1e-5, std::string name = "layer_norm");
+
+/// Batch normalisation in inference form: (x - mean[c]) / sqrt(var[c] +
+/// epsilon) * gamma[c] + beta[c], c along `axis`; one stage.
+Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& moving_mean, const Tensor& moving_var, int axis = 1,
+                            double epsilon = 1e-5, std::string name = "batch_norm");
+
+// ---- data movement -----------------------------------------------------------
+
+/// x padded with `pad_value`: `before[d]` elements before and `after[d]` after
+/// dimension d (missing entries are 0; all must be >= 0). Tag "pad".
+Tensor pad(const Tensor& x, const std::vector<int64_t>& before,
+           const std::vector<int64_t>& after, double pad_value = 0.0,
+           std::string name = "pad_data");
+
+/// x with a new shape of the same size; one extent may be -1 (inferred).
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name = "reshape");
+
+/// out dimension d is x dimension perm[d]; an empty perm reverses the dimensions.
+Tensor transpose(const Tensor& x, const std::vector<int>& perm = {},
+                 std::string name = "transpose");
+
+/// The tensors joined along `axis`; other extents and dtypes must match.
+Tensor concat(const std::vector<Tensor>& xs, int axis = 0, std::string name = "concat");
+
+/// numpy's x[begin:end:stride] per dimension (missing trailing entries take
+/// the whole dimension; negative begin/end count from the end; begin/end are
+/// clamped; a negative stride walks backwards). An empty result is kInvalidArgument.
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+             const std::vector<int64_t>& strides = {}, std::string name = "slice");
+
+// ---- reductions --------------------------------------------------------------
+
+/// Sum over `axes` (empty: all); keepdims keeps them with extent 1.
+Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
+                  std::string name = "reduce_sum");
+/// Mean over `axes`: a sum stage ("<name>_sum") and a division.
+Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
+                   std::string name = "reduce_mean");
+/// Max over `axes`.
+Tensor reduce_max(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
+                  std::string name = "reduce_max");
+/// Min over `axes`.
+Tensor reduce_min(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
+                  std::string name = "reduce_min");
+
+}  // namespace tensortune::te

@@ -1,0 +1,1034 @@
+#include "tensortune/codegen/c_codegen.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "tensortune/ir/simplify.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::codegen {
+namespace {
+
+using ir::BinaryOp;
+using ir::Buffer;
+using ir::DataType;
+using ir::Expr;
+using ir::Intrinsic;
+using lower::ForKind;
+using lower::PrimFunc;
+using lower::Stmt;
+
+/// Local arrays up to this size live on the stack...
+constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
+/// ...as long as the allocations around them leave room within this much.
+constexpr int64_t kMaxStackBytes = 256 * 1024;
+/// The unroll factor hinted for kUnrolled loops the unroll pass kept.
+constexpr int64_t kUnrollHint = 8;
+
+// Identifiers the generated code or its headers use; user names are renamed
+// away from them.
+const std::set<std::string>& reserved_names() {
+  static const std::set<std::string> names = {
+      // C11 keywords
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+      "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+      "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+      "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
+      "_Alignas", "_Alignof", "_Atomic", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local",
+      "asm", "typeof", "bool", "true", "false",
+      // names from the headers the code includes
+      "NULL", "INFINITY", "NAN", "abort", "free", "malloc", "aligned_alloc", "memcpy", "main",
+      "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "pow", "powf",
+      "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "nearbyint", "nearbyintf", "trunc",
+      "truncf", "sin", "sinf", "cos", "cosf", "exp2", "exp2f", "log2", "log2f", "fmin", "fminf",
+      "fmax", "fmaxf", "fmod", "fmodf", "args", "int8_t", "int16_t", "int32_t", "int64_t",
+      "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"};
+  return names;
+}
+
+/// A valid C identifier made of `name`: other characters become '_', and a
+/// name that starts with a digit or '_', takes the generated code's "tt_"
+/// prefix, or is reserved gets a prefix or suffix.
+std::string sanitize(const std::string& name, const char* reserved_suffix) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) || out[0] == '_' ||
+      starts_with(out, "tt_")) {
+    out = "v" + out;
+  }
+  if (reserved_names().count(out)) out += reserved_suffix;
+  return out;
+}
+
+bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// ---- types ----
+
+/// Short tag of a scalar type as the code computes it ("f32", "i64"): float16
+/// and bfloat16 compute in float, bool vectors are int32 masks.
+std::string compute_tag(DataType t) {
+  switch (t.code()) {
+    case DataType::Code::kFloat:
+      return t.bits() == 64 ? "f64" : "f32";
+    case DataType::Code::kBFloat:
+      return "f32";
+    case DataType::Code::kInt:
+      return "i" + std::to_string(t.bits());
+    case DataType::Code::kUInt:
+      return "u" + std::to_string(t.bits());
+    case DataType::Code::kBool:
+      return "i32";
+  }
+  return "?";
+}
+
+/// Tag of the type a buffer element is stored as.
+std::string storage_tag(DataType t) {
+  if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "f16";
+  if (t.code() == DataType::Code::kBFloat) return "u16";
+  if (t.is_bool()) return "u8";
+  return compute_tag(t);
+}
+
+std::string c_scalar_of_tag(const std::string& tag) {
+  if (tag == "f32") return "float";
+  if (tag == "f64") return "double";
+  if (tag == "f16") return "_Float16";
+  if (tag[0] == 'i') return "int" + tag.substr(1) + "_t";
+  return "uint" + tag.substr(1) + "_t";
+}
+
+int bytes_of_tag(const std::string& tag) { return std::stoi(tag.substr(1)) / 8; }
+
+/// The C type a scalar value of `t` is computed in.
+std::string c_scalar_type(DataType t) {
+  if (t.is_bool()) return "int";
+  return c_scalar_of_tag(compute_tag(t));
+}
+
+/// The C type a buffer of `t` stores its elements as.
+std::string c_storage_type(DataType t) { return c_scalar_of_tag(storage_tag(t)); }
+
+std::string format_float(double v, DataType t) {
+  bool is_double = t.bits() == 64 && t.code() == DataType::Code::kFloat;
+  if (std::isnan(v)) return is_double ? "((double)NAN)" : "NAN";
+  if (std::isinf(v)) {
+    std::string inf = is_double ? "((double)INFINITY)" : "INFINITY";
+    return v < 0 ? "(-" + inf + ")" : inf;
+  }
+  char buf[64];
+  auto res = is_double ? std::to_chars(buf, buf + sizeof buf, v)
+                       : std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  std::string text(buf, res.ptr);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  if (!is_double) text += "f";
+  return v < 0 || (v == 0 && std::signbit(v)) ? "(" + text + ")" : text;
+}
+
+std::string format_int(int64_t v, DataType t) {
+  int bits = t.bits();
+  if (t.is_bool()) return v ? "1" : "0";
+  if (t.is_uint()) {
+    uint64_t u = static_cast<uint64_t>(v);
+    if (bits == 64) return "UINT64_C(" + std::to_string(u) + ")";
+    if (bits == 32) return std::to_string(u) + "u";
+    return "((" + c_scalar_type(t) + ")" + std::to_string(u) + ")";
+  }
+  if (bits == 64) {
+    if (v == std::numeric_limits<int64_t>::min()) return "INT64_MIN";
+    // Small values read better bare; C's conversions widen them where they meet int64_t.
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      return "INT64_C(" + std::to_string(v) + ")";
+    }
+  }
+  std::string text = v == std::numeric_limits<int32_t>::min() ? "(-2147483647 - 1)"
+                     : v < 0                                  ? "(" + std::to_string(v) + ")"
+                                                              : std::to_string(v);
+  if (bits >= 32) return text;
+  return "((" + c_scalar_type(t) + ")" + text + ")";
+}
+
+const char* intrinsic_name(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::kExp:
+      return "exp";
+    case Intrinsic::kLog:
+      return "log";
+    case Intrinsic::kSqrt:
+      return "sqrt";
+    case Intrinsic::kRsqrt:
+      return "sqrt";
+    case Intrinsic::kTanh:
+      return "tanh";
+    case Intrinsic::kErf:
+      return "erf";
+    case Intrinsic::kSigmoid:
+      return "exp";
+    case Intrinsic::kPow:
+      return "pow";
+    case Intrinsic::kFabs:
+      return "fabs";
+    case Intrinsic::kFloor:
+      return "floor";
+    case Intrinsic::kCeil:
+      return "ceil";
+    case Intrinsic::kRound:
+      return "nearbyint";  // ties to even, as the IR rounds
+    case Intrinsic::kTrunc:
+      return "trunc";
+    case Intrinsic::kSin:
+      return "sin";
+    case Intrinsic::kCos:
+      return "cos";
+    case Intrinsic::kExp2:
+      return "exp2";
+    case Intrinsic::kLog2:
+      return "log2";
+  }
+  return "?";
+}
+
+/// The C precedence level (as in the C grammar, 3 for * up to 12 for ||) of
+/// the operator the code of `e` has at its top, or 0 when that code is a
+/// primary expression (a call, a cast, a load, or a parenthesized form that
+/// must stay so).
+int binary_precedence(const ir::BinaryNode& b) {
+  // Narrow scalar integers are wrapped in a cast (see FunctionEmitter::binary).
+  if (b.dtype.is_integer() && b.dtype.bits() < 32 && b.dtype.is_scalar()) return 0;
+  switch (b.op) {
+    case BinaryOp::kAdd:
+    case BinaryOp::kSub:
+      return 4;
+    case BinaryOp::kMul:
+    case BinaryOp::kDiv:
+      return 3;
+    case BinaryOp::kMod:
+      return b.dtype.is_integer() ? 3 : 0;
+    default:
+      return 0;
+  }
+}
+
+int infix_precedence(const Expr& e) {
+  if (e->kind() == ir::ExprKind::kBinary) {
+    return binary_precedence(static_cast<const ir::BinaryNode&>(*e));
+  }
+  if (!e.dtype().is_scalar()) return 0;
+  if (e->kind() == ir::ExprKind::kCompare) {
+    auto op = static_cast<const ir::CompareNode&>(*e).op;
+    return op == ir::CompareOp::kEQ || op == ir::CompareOp::kNE ? 7 : 6;
+  }
+  if (e->kind() == ir::ExprKind::kLogical) {
+    return static_cast<const ir::LogicalNode&>(*e).op == ir::LogicalOp::kAnd ? 11 : 12;
+  }
+  return 0;
+}
+
+/// Everything generate_c emits before the kernels: typedefs and helpers,
+/// each once, in a stable order.
+class Prelude {
+ public:
+  /// Name of the vector type of `lanes` lanes of `tag`, declaring it.
+  std::string vector_type(const std::string& tag, int lanes) {
+    std::string name = "tt_" + tag + "x" + std::to_string(lanes);
+    int bytes = bytes_of_tag(tag) * lanes;
+    add(typedefs_, name,
+        "typedef " + c_scalar_of_tag(tag) + " " + name + " __attribute__((vector_size(" +
+            std::to_string(bytes) + ")));");
+    return name;
+  }
+  /// Name of the unaligned, may-alias variant for loads and stores.
+  std::string unaligned_vector_type(const std::string& tag, int lanes) {
+    std::string name = "tt_" + tag + "x" + std::to_string(lanes) + "_u";
+    int bytes = bytes_of_tag(tag) * lanes;
+    add(typedefs_, name,
+        "typedef " + c_scalar_of_tag(tag) + " " + name + " __attribute__((vector_size(" +
+            std::to_string(bytes) + "), aligned(" + std::to_string(bytes_of_tag(tag)) +
+            "), may_alias));");
+    return name;
+  }
+  /// Name of the function that replicates a scalar of `tag` into `lanes` lanes.
+  std::string broadcast(const std::string& tag, int lanes) {
+    std::string type = vector_type(tag, lanes);
+    std::string name = "tt_broadcast_" + tag + "x" + std::to_string(lanes);
+    std::string list;
+    for (int l = 0; l < lanes; ++l) list += l ? ", x" : "x";
+    add(helpers_, name,
+        "static inline " + type + " " + name + "(" + c_scalar_of_tag(tag) + " x) {\n  " + type +
+            " v = {" + list + "};\n  return v;\n}");
+    return name;
+  }
+  /// Name of the scalar floordiv or floormod helper for signed integer `tag`.
+  std::string floor_div_mod(const std::string& tag, bool mod) {
+    std::string type = c_scalar_of_tag(tag);
+    std::string name = std::string(mod ? "tt_floormod_" : "tt_floordiv_") + tag;
+    std::string adjust = "(r != 0 && ((r < 0) != (b < 0)))";
+    std::string body = mod ? "  " + type + " r = (" + type + ")(a % b);\n  return (" + type + ")(" +
+                                 adjust + " ? r + b : r);"
+                           : "  " + type + " q = (" + type + ")(a / b), r = (" + type +
+                                 ")(a % b);\n  return (" + type + ")(" + adjust + " ? q - 1 : q);";
+    add(helpers_, name,
+        "static inline " + type + " " + name + "(" + type + " a, " + type + " b) {\n" + body +
+            "\n}");
+    return name;
+  }
+  /// Name of the scalar min or max helper for integer `tag`.
+  std::string int_min_max(const std::string& tag, bool max) {
+    std::string type = c_scalar_of_tag(tag);
+    std::string name = std::string(max ? "tt_max_" : "tt_min_") + tag;
+    add(helpers_, name,
+        "static inline " + type + " " + name + "(" + type + " a, " + type + " b) { return a " +
+            (max ? ">" : "<") + " b ? a : b; }");
+    return name;
+  }
+  /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
+  void bfloat16() {
+    add(helpers_, "tt_bf16",
+        "static inline float tt_bf16_to_f32(uint16_t b) {\n"
+        "  uint32_t bits = (uint32_t)b << 16;\n"
+        "  float f;\n"
+        "  __builtin_memcpy(&f, &bits, sizeof f);\n"
+        "  return f;\n"
+        "}\n"
+        "static inline uint16_t tt_f32_to_bf16(float f) {\n"
+        "  uint32_t bits;\n"
+        "  __builtin_memcpy(&bits, &f, sizeof bits);\n"
+        "  if (f != f) return (uint16_t)((bits >> 16) | 0x40u);  /* NaN stays NaN */\n"
+        "  bits += 0x7fffu + ((bits >> 16) & 1u);  /* round to nearest-even */\n"
+        "  return (uint16_t)(bits >> 16);\n"
+        "}\n"
+        "static inline float tt_bf16_round(float f) { return tt_bf16_to_f32(tt_f32_to_bf16(f)); }");
+  }
+  /// Declares tt_alloc (aligned heap memory that aborts when memory runs out).
+  void heap_alloc(int64_t alignment) {
+    std::string a = std::to_string(alignment);
+    add(helpers_, "tt_alloc",
+        "static inline void* tt_alloc(size_t bytes) {\n"
+        "  /* aligned_alloc wants a multiple of the alignment */\n"
+        "  void* p = aligned_alloc(" +
+            a + ", (bytes + " + a + " - 1) / " + a + " * " + a +
+            ");\n"
+            "  if (p == NULL) abort();\n"
+            "  return p;\n"
+            "}");
+  }
+
+  std::string text() const {
+    std::string out;
+    for (const auto& [name, def] : typedefs_) out += def + "\n";
+    if (!typedefs_.empty()) out += "\n";
+    for (const auto& [name, def] : helpers_) out += def + "\n\n";
+    return out;
+  }
+
+ private:
+  static void add(std::map<std::string, std::string>& into, const std::string& name,
+                  const std::string& def) {
+    into.emplace(name, def);
+  }
+  std::map<std::string, std::string> typedefs_;
+  std::map<std::string, std::string> helpers_;
+};
+
+/// Emits one kernel.
+class FunctionEmitter {
+ public:
+  FunctionEmitter(Prelude& prelude, const PrimFunc& f, int64_t num_cores, int64_t align)
+      : prelude_(prelude), func_(f), num_cores_(num_cores), align_(align) {}
+
+  std::string emit() {
+    const auto& f = *func_;
+    std::set<const ir::BufferNode*> stored;
+    lower::visit_stmts(f.body, [&](const Stmt& s) {
+      if (s->kind() == lower::StmtKind::kBufferStore) {
+        stored.insert(static_cast<const lower::BufferStoreNode&>(*s).buffer.get());
+      }
+    });
+    std::ostringstream head;
+    head << "int32_t " << c_function_name(f.name) << "(void** args) {\n";
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      const auto& b = f.params[i];
+      std::string name = fresh_name(b->name);
+      // Inputs the kernel never writes are const: the compiler may then keep them in registers.
+      bool read_only = static_cast<int>(i) < f.num_inputs && !stored.count(b.get());
+      std::string type = std::string(read_only ? "const " : "") + c_storage_type(b->dtype);
+      head << "  " << type << "* restrict " << name << " = (" << type << "*)args[" << i << "];\n";
+      buffers_.emplace_back(b, name);
+    }
+    emit_stmt(f.body, 1, true);
+    return head.str() + body_.str() + "  return 0;\n}\n";
+  }
+
+ private:
+  [[noreturn]] void unsupported(const std::string& what) const {
+    fail(ErrorKind::kInvalidArgument, "cannot generate C for function '", func_->name, "': ", what);
+  }
+
+  std::string fresh_name(const std::string& base) {
+    std::string name = sanitize(base, "_v");
+    std::string candidate = name;
+    for (int k = 1; used_names_.count(candidate); ++k) candidate = name + "_" + std::to_string(k);
+    used_names_.insert(candidate);
+    return candidate;
+  }
+
+  std::string buffer_name(const Buffer& b) const {
+    for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
+      if (it->first.same_as(b)) return it->second;
+    }
+    // Structure, not identity (DESIGN.md invariant 3): an equal buffer node is the same buffer.
+    for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
+      if (structural_equal(it->first, b)) return it->second;
+    }
+    unsupported("buffer '" + b->name + "' is used outside its allocation");
+  }
+
+  std::string var_name(const ir::VarNode& v) const {
+    auto it = vars_.find(&v);
+    if (it == vars_.end()) unsupported("variable '" + v.name + "' is used outside its scope");
+    return it->second;
+  }
+
+  void line(int indent, const std::string& text) {
+    body_ << std::string(2 * indent, ' ') << text << "\n";
+  }
+
+  // ---- statements ----
+
+  /// `tail`: nothing follows `s` in its C block, so declarations need no block of their own.
+  void emit_stmt(const Stmt& s, int indent, bool tail) {
+    lower::dispatch(s, [&](const auto& n) {
+      using N = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<N, lower::ForNode>) {
+        emit_for(n, indent);
+      } else if constexpr (std::is_same_v<N, lower::IfThenElseNode>) {
+        line(indent, "if (" + strip_parens(expr(n.condition)) + ") {");
+        emit_stmt(n.then_case, indent + 1, true);
+        if (n.else_case) {
+          line(indent, "} else {");
+          emit_stmt(n.else_case, indent + 1, true);
+        }
+        line(indent, "}");
+      } else if constexpr (std::is_same_v<N, lower::AllocateNode>) {
+        emit_allocate(n, indent, tail);
+      } else if constexpr (std::is_same_v<N, lower::BufferStoreNode>) {
+        emit_store(n, indent);
+      } else if constexpr (std::is_same_v<N, lower::SeqNode>) {
+        for (size_t i = 0; i < n.stmts.size(); ++i) {
+          emit_stmt(n.stmts[i], indent, tail && i + 1 == n.stmts.size());
+        }
+      } else if constexpr (std::is_same_v<N, lower::LetStmtNode>) {
+        std::string name = fresh_name(n.var->name);
+        line(indent, "const " + c_type(n.var->dtype) + " " + name + " = " +
+                         strip_parens(expr(n.value)) + ";");
+        vars_[n.var.get()] = name;
+        emit_stmt(n.body, indent, tail);
+        vars_.erase(n.var.get());
+      } else if constexpr (std::is_same_v<N, lower::EvaluateNode>) {
+        line(indent, "(void)" + expr(n.value) + ";");
+      }
+    });
+  }
+
+  void emit_for(const lower::ForNode& n, int indent) {
+    if (!n.loop_var->dtype.is_scalar()) unsupported("vector loop variable " + n.loop_var->name);
+    std::string type = c_scalar_type(n.loop_var->dtype);
+    std::string name = fresh_name(n.loop_var->name);
+    std::string min = strip_parens(expr(n.min));
+    auto min_const = ir::as_const_int(n.min);
+    std::string end = strip_parens(
+        expr(min_const && *min_const == 0 ? n.extent : ir::simplify(n.min + n.extent)));
+    bool parallel_region = false;
+    switch (n.for_kind) {
+      case ForKind::kParallel:
+        if (in_parallel_) {
+          line(indent, "/* parallel loop inside a parallel loop: runs serially */");
+        } else if (num_cores_ > 1) {
+          line(indent, "#pragma omp parallel for num_threads(" + std::to_string(num_cores_) + ")");
+          parallel_region = true;
+        } else {
+          line(indent, "/* parallel loop: the target has one core */");
+        }
+        break;
+      case ForKind::kVectorized:
+        line(indent, "#pragma omp simd");
+        break;
+      case ForKind::kUnrolled: {
+        auto extent = ir::as_const_int(n.extent);
+        int64_t factor = extent ? std::clamp<int64_t>(*extent, 1, kUnrollHint) : kUnrollHint;
+        line(indent, "#pragma GCC unroll " + std::to_string(factor));
+        break;
+      }
+      case ForKind::kSerial:
+        break;
+    }
+    line(indent, "for (" + type + " " + name + " = " + min + "; " + name + " < " + end + "; ++" +
+                     name + ") {");
+    vars_[n.loop_var.get()] = name;
+    if (parallel_region) in_parallel_ = true;
+    emit_stmt(n.body, indent + 1, true);
+    if (parallel_region) in_parallel_ = false;
+    vars_.erase(n.loop_var.get());
+    line(indent, "}");
+  }
+
+  void emit_allocate(const lower::AllocateNode& n, int indent, bool tail) {
+    const Buffer buffer(n.buffer);
+    DataType t = buffer->dtype;
+    int64_t bytes = buffer.storage_elements() * t.bytes();
+    std::string name = fresh_name(buffer->name);
+    std::string type = c_storage_type(t);
+    bool on_stack = bytes <= kMaxStackBufferBytes && stack_bytes_ + bytes <= kMaxStackBytes;
+    // A block of its own ends the array's lifetime with the allocation's, so
+    // the compiler can reuse the stack slot.
+    int inner = tail ? indent : indent + 1;
+    if (!tail) line(indent, "{");
+    if (on_stack) {
+      line(inner, type + " " + name + "[" +
+                      std::to_string(std::max<int64_t>(buffer.storage_elements(), 1)) +
+                      "] __attribute__((aligned(" + std::to_string(align_) + ")));");
+    } else {
+      prelude_.heap_alloc(align_);
+      line(inner, type + "* restrict " + name + " = (" + type + "*)tt_alloc(" +
+                      std::to_string(std::max<int64_t>(bytes, 1)) + ");");
+    }
+    int64_t saved_stack = stack_bytes_;
+    if (on_stack) stack_bytes_ += bytes;
+    buffers_.emplace_back(buffer, name);
+    emit_stmt(n.body, inner, true);
+    buffers_.pop_back();
+    stack_bytes_ = saved_stack;
+    if (!on_stack) line(inner, "free(" + name + ");");
+    if (!tail) line(indent, "}");
+  }
+
+  void emit_store(const lower::BufferStoreNode& n, int indent) {
+    DataType t = n.buffer->dtype;
+    std::string buf = buffer_name(n.buffer);
+    int lanes = n.value.dtype().lanes();
+    std::string value = expr(n.value);
+    if (lanes == 1) {
+      std::string index = strip_parens(expr(n.index));
+      line(indent, buf + "[" + index + "] = " + to_storage_scalar(t, strip_parens(value)) + ";");
+      return;
+    }
+    check_lanes(lanes);
+    if (auto base = unit_ramp_base(n.index)) {
+      std::string vtype = prelude_.unaligned_vector_type(storage_tag(t), lanes);
+      line(indent, "*(" + vtype + "*)(" + address(buf, *base) +
+                       ") = " + strip_parens(to_storage_vector(t, lanes, value)) + ";");
+      return;
+    }
+    // A scatter: one element per lane.
+    std::string itype = vector_type(n.index.dtype());
+    std::string vtype = prelude_.vector_type(storage_tag(t), lanes);
+    line(indent, "{");
+    line(indent + 1, itype + " tt_index = " + strip_parens(expr(n.index)) + ";");
+    line(indent + 1,
+         vtype + " tt_value = " + strip_parens(to_storage_vector(t, lanes, value)) + ";");
+    line(indent + 1, "for (int tt_l = 0; tt_l < " + std::to_string(lanes) + "; ++tt_l) " + buf +
+                         "[tt_index[tt_l]] = tt_value[tt_l];");
+    line(indent, "}");
+  }
+
+  // ---- conversions between the computed and the stored form ----
+
+  std::string to_storage_scalar(DataType t, const std::string& v) {
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "(_Float16)(" + v + ")";
+    if (t.code() == DataType::Code::kBFloat) {
+      prelude_.bfloat16();
+      return "tt_f32_to_bf16(" + v + ")";
+    }
+    if (t.is_bool()) return "(uint8_t)(" + v + ")";
+    return v;
+  }
+
+  std::string from_storage_scalar(DataType t, const std::string& v) {
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "((float)" + v + ")";
+    if (t.code() == DataType::Code::kBFloat) {
+      prelude_.bfloat16();
+      return "tt_bf16_to_f32(" + v + ")";
+    }
+    return v;
+  }
+
+  std::string to_storage_vector(DataType t, int lanes, const std::string& v) {
+    std::string l = std::to_string(lanes);
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+      return "__builtin_convertvector(" + strip_parens(v) + ", " +
+             prelude_.vector_type("f16", lanes) + ")";
+    }
+    if (t.code() == DataType::Code::kBFloat) {
+      std::string u32 = prelude_.vector_type("u32", lanes),
+                  u16 = prelude_.vector_type("u16", lanes);
+      // Round to nearest-even on the bits; NaN lanes become a quiet NaN.
+      return "({ " + prelude_.vector_type("f32", lanes) + " tt_f = " + strip_parens(v) + "; " +
+             u32 + " tt_b = (" + u32 + ")tt_f; " + u32 + " tt_nan = (" + u32 +
+             ")(tt_f != tt_f); tt_b += 0x7fffu + ((tt_b >> 16) & 1u); "
+             "__builtin_convertvector(((tt_b >> 16) & ~tt_nan) | (tt_nan & 0x7fc0u), " +
+             u16 + "); })";
+    }
+    if (t.is_bool()) {
+      return "__builtin_convertvector(-(" + strip_parens(v) + "), " +
+             prelude_.vector_type("u8", lanes) + ")";
+    }
+    return v;
+  }
+
+  std::string from_storage_vector(DataType t, int lanes, const std::string& v) {
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+      return "__builtin_convertvector(" + v + ", " + prelude_.vector_type("f32", lanes) + ")";
+    }
+    if (t.code() == DataType::Code::kBFloat) {
+      return "((" + prelude_.vector_type("f32", lanes) + ")(__builtin_convertvector(" + v + ", " +
+             prelude_.vector_type("u32", lanes) + ") << 16))";
+    }
+    if (t.is_bool()) {
+      return "(-__builtin_convertvector(" + v + ", " + prelude_.vector_type("i32", lanes) + "))";
+    }
+    return v;
+  }
+
+  // ---- expressions ----
+
+  void check_lanes(int lanes) const {
+    if (!is_power_of_two(lanes)) {
+      unsupported("vectors of " + std::to_string(lanes) + " lanes (C vectors need a power of two)");
+    }
+  }
+
+  std::string vector_type(DataType t) {
+    check_lanes(t.lanes());
+    return prelude_.vector_type(compute_tag(t), t.lanes());
+  }
+
+  /// The C type of a value of `t` (scalar or vector).
+  std::string c_type(DataType t) { return t.is_scalar() ? c_scalar_type(t) : vector_type(t); }
+
+  /// The integer vector type of the same lane width as `t`'s computed form (for bit operations).
+  std::string bits_vector_type(DataType t) {
+    std::string tag = compute_tag(t);
+    return prelude_.vector_type("i" + tag.substr(1), t.lanes());
+  }
+
+  /// A mask (int32 lanes, 0 / -1) from a comparison result of element type `operand`.
+  std::string to_mask(DataType operand, const std::string& cmp) {
+    if (bytes_of_tag(compute_tag(operand)) == 4) return cmp;
+    return "__builtin_convertvector(" + strip_parens(cmp) + ", " +
+           prelude_.vector_type("i32", operand.lanes()) + ")";
+  }
+
+  /// A mask resized to the lane width of `t`.
+  std::string mask_for(DataType t, const std::string& mask) {
+    if (bytes_of_tag(compute_tag(t)) == 4) return mask;
+    return "__builtin_convertvector(" + strip_parens(mask) + ", " + bits_vector_type(t) + ")";
+  }
+
+  /// `x` broadcast to `lanes` lanes if it is a scalar of `t`.
+  std::string widen(DataType t, int lanes, const std::string& x) {
+    if (!t.is_scalar()) return x;
+    if (t.is_bool()) return prelude_.broadcast("i32", lanes) + "(-(" + strip_parens(x) + "))";
+    return prelude_.broadcast(compute_tag(t), lanes) + "(" + strip_parens(x) + ")";
+  }
+
+  /// A lane-by-lane loop computing `f(a[l])` (or `f(a[l], b[l])`) as a vector of type `type`.
+  std::string per_lane(const std::string& type, int lanes, const std::string& a,
+                       const std::string& f, const std::string* b = nullptr) {
+    std::string out = "({ " + type + " tt_a = " + strip_parens(a) + "; ";
+    if (b) out += type + " tt_b = " + strip_parens(*b) + "; ";
+    out += "for (int tt_l = 0; tt_l < " + std::to_string(lanes) + "; ++tt_l) tt_a[tt_l] = " + f +
+           "(tt_a[tt_l]" + (b ? ", tt_b[tt_l]" : "") + "); tt_a; })";
+    return out;
+  }
+
+  std::string expr(const Expr& e) {
+    return ir::dispatch(e, [&](const auto& n) -> std::string {
+      using N = std::decay_t<decltype(n)>;
+      DataType t = n.dtype;
+      if constexpr (std::is_same_v<N, ir::IntImmNode>) {
+        std::string v = format_int(n.value, t.element_of());
+        if (t.is_scalar()) return v;
+        return t.is_bool() ? widen(t.element_of(), t.lanes(), v)
+                           : prelude_.broadcast(compute_tag(t), t.lanes()) + "(" + v + ")";
+      } else if constexpr (std::is_same_v<N, ir::FloatImmNode>) {
+        std::string v = format_float(n.value, t);
+        return t.is_scalar() ? v : prelude_.broadcast(compute_tag(t), t.lanes()) + "(" + v + ")";
+      } else if constexpr (std::is_same_v<N, ir::VarNode>) {
+        return var_name(n);
+      } else if constexpr (std::is_same_v<N, ir::BinaryNode>) {
+        return binary(n);
+      } else if constexpr (std::is_same_v<N, ir::CompareNode>) {
+        int level = n.op == ir::CompareOp::kEQ || n.op == ir::CompareOp::kNE ? 7 : 6;
+        std::string a = operand(n.a, level, false), b = operand(n.b, level, true);
+        DataType ot = n.a.dtype();
+        if (ot.is_bool() && !ot.is_scalar()) ot = DataType::int32(ot.lanes());
+        std::string cmp = "(" + a + " " + std::string(ir::op_name(n.op)) + " " + b + ")";
+        return t.is_scalar() ? cmp : to_mask(ot, cmp);
+      } else if constexpr (std::is_same_v<N, ir::LogicalNode>) {
+        bool is_and = n.op == ir::LogicalOp::kAnd;
+        int level = t.is_scalar() ? (is_and ? 11 : 12) : 0;
+        std::string a = level ? operand(n.a, level, false) : expr(n.a);
+        std::string b = level ? operand(n.b, level, true) : expr(n.b);
+        if (t.is_scalar()) return "(" + a + (is_and ? " && " : " || ") + b + ")";
+        return "(" + a + (is_and ? " & " : " | ") + b + ")";
+      } else if constexpr (std::is_same_v<N, ir::NotNode>) {
+        return (t.is_scalar() ? "(!" : "(~") + expr(n.a) + ")";
+      } else if constexpr (std::is_same_v<N, ir::SelectNode>) {
+        return select(n);
+      } else if constexpr (std::is_same_v<N, ir::CastNode>) {
+        return cast(n);
+      } else if constexpr (std::is_same_v<N, ir::CallNode>) {
+        return call(n);
+      } else if constexpr (std::is_same_v<N, ir::BufferLoadNode>) {
+        return load(n);
+      } else if constexpr (std::is_same_v<N, ir::RampNode>) {
+        check_lanes(n.lanes);
+        std::string type = vector_type(t);
+        std::string iota = "(" + type + "){";
+        for (int l = 0; l < n.lanes; ++l) iota += (l ? ", " : "") + std::to_string(l);
+        iota += "}";
+        auto stride = ir::as_const_int(n.stride);
+        std::string scaled = stride && *stride == 1 ? iota : iota + " * " + expr(n.stride);
+        auto base = ir::as_const_int(n.base);
+        return base && *base == 0 ? scaled : "(" + scaled + " + " + expr(n.base) + ")";
+      } else if constexpr (std::is_same_v<N, ir::BroadcastNode>) {
+        check_lanes(n.lanes);
+        return widen(n.value.dtype(), n.lanes, expr(n.value));
+      } else {
+        static_assert(std::is_same_v<N, ir::ReduceNode> || std::is_same_v<N, ir::ProducerLoadNode>);
+        unsupported(std::string(n.type_key()) + " must be lowered before code generation");
+      }
+    });
+  }
+
+  /// The code of operand `e` of an operator of precedence `level`, without
+  /// the parentheses C's precedence and left-to-right grouping make redundant.
+  std::string operand(const Expr& e, int level, bool right) {
+    std::string text = expr(e);
+    int inner = infix_precedence(e);
+    bool redundant = inner != 0 && (inner < level || (inner == level && !right));
+    return redundant ? strip_parens(text) : text;
+  }
+
+  std::string binary(const ir::BinaryNode& n) {
+    DataType t = n.dtype;
+    int level = binary_precedence(n);
+    std::string a = level ? operand(n.a, level, false) : expr(n.a);
+    std::string b = level ? operand(n.b, level, true) : expr(n.b);
+    bool vector = !t.is_scalar();
+    bool narrow_int = t.is_integer() && t.bits() < 32;
+    // Narrow integers compute in int after C's promotions; the cast wraps them back.
+    auto wrap = [&](const std::string& x) {
+      return narrow_int && !vector ? "((" + c_scalar_type(t) + ")" + x + ")" : x;
+    };
+    auto infix = [&](const char* op) { return wrap("(" + a + " " + op + " " + b + ")"); };
+    std::string type = vector ? vector_type(t) : c_scalar_type(t);
+    // float32, float16 and bfloat16 compute in float: the math.h functions with suffix f.
+    std::string fn_suffix = compute_tag(t) == "f32" ? "f" : "";
+    switch (n.op) {
+      case BinaryOp::kAdd:
+        return infix("+");
+      case BinaryOp::kSub:
+        return infix("-");
+      case BinaryOp::kMul:
+        return infix("*");
+      case BinaryOp::kDiv:
+        return infix("/");
+      case BinaryOp::kMod:
+      case BinaryOp::kFloorDiv:
+      case BinaryOp::kFloorMod: {
+        // ir::binary admits only integer operands here.
+        if (!t.is_integer()) unsupported("'" + std::string(ir::op_name(n.op)) + "' on " + t.str());
+        if (n.op == BinaryOp::kMod || t.is_uint()) {
+          return infix(n.op == BinaryOp::kFloorDiv ? "/" : "%");
+        }
+        bool mod = n.op == BinaryOp::kFloorMod;
+        if (!vector) return prelude_.floor_div_mod(compute_tag(t), mod) + "(" + a + ", " + b + ")";
+        // Truncating division, then one step toward -inf where the remainder
+        // and the divisor differ in sign (masks are -1 where true).
+        std::string adjust = "((tt_r != 0) & ((tt_r ^ tt_b) < 0))";
+        return "({ " + type + " tt_a = " + strip_parens(a) + ", tt_b = " + strip_parens(b) + "; " +
+               type + " tt_r = tt_a % tt_b; " +
+               (mod ? "tt_r + (" + adjust + " & tt_b)" : "tt_a / tt_b + " + adjust) + "; })";
+      }
+      case BinaryOp::kMin:
+      case BinaryOp::kMax: {
+        bool max = n.op == BinaryOp::kMax;
+        if (!vector) {
+          if (t.is_float()) {
+            return std::string(max ? "fmax" : "fmin") + fn_suffix + "(" + a + ", " + b + ")";
+          }
+          return wrap(prelude_.int_min_max(compute_tag(t), max) + "(" + a + ", " + b + ")");
+        }
+        std::string bits = bits_vector_type(t);
+        // fmin/fmax semantics: where b is NaN, a is taken (NaN only if both are).
+        std::string pick_a = std::string("(tt_a ") + (max ? ">" : "<") + " tt_b)";
+        if (t.is_float()) pick_a = "(" + pick_a + " | (tt_b != tt_b))";
+        return "({ " + type + " tt_a = " + strip_parens(a) + ", tt_b = " + strip_parens(b) + "; " +
+               bits + " tt_m = (" + bits + ")" + pick_a + "; (" + type + ")(((" + bits +
+               ")tt_a & tt_m) | ((" + bits + ")tt_b & ~tt_m)); })";
+      }
+    }
+    return "?";
+  }
+
+  std::string select(const ir::SelectNode& n) {
+    DataType t = n.dtype;
+    std::string c = expr(n.condition), a = expr(n.true_value), b = expr(n.false_value);
+    if (n.condition.dtype().is_scalar()) {
+      return "(" + c + " ? " + a + " : " + b + ")";
+    }
+    std::string type = vector_type(t);
+    std::string bits = bits_vector_type(t);
+    return "({ " + bits + " tt_m = " + strip_parens(mask_for(t, c)) + "; (" + type + ")(((" + bits +
+           ")" + a + " & tt_m) | ((" + bits + ")" + b + " & ~tt_m)); })";
+  }
+
+  std::string cast(const ir::CastNode& n) {
+    DataType to = n.dtype, from = n.value.dtype();
+    std::string v = expr(n.value);
+    bool to_half = to.code() == DataType::Code::kFloat && to.bits() == 16;
+    bool to_bf16 = to.code() == DataType::Code::kBFloat;
+    if (to.is_scalar()) {
+      if (to.is_bool()) return "(" + v + " != 0)";
+      if (to_half) return "((float)(_Float16)" + v + ")";
+      if (to_bf16) {
+        prelude_.bfloat16();
+        return "tt_bf16_round((float)" + v + ")";
+      }
+      return "((" + c_scalar_type(to) + ")" + v + ")";
+    }
+    int lanes = to.lanes();
+    if (to.is_bool()) {
+      if (from.is_bool()) return v;
+      DataType elem = from.element_of();
+      std::string zero = elem.is_float() ? format_float(0.0, elem) : format_int(0, elem);
+      return to_mask(from, "(" + v + " != " + widen(elem, lanes, zero) + ")");
+    }
+    std::string type = vector_type(to);
+    // A mask's true lanes are -1: negate to 1 before converting.
+    std::string source = from.is_bool() ? "-(" + strip_parens(v) + ")" : strip_parens(v);
+    std::string converted = compute_tag(from) == compute_tag(to) && !from.is_bool()
+                                ? v
+                                : "__builtin_convertvector(" + source + ", " + type + ")";
+    if (to_half) {
+      return "__builtin_convertvector(__builtin_convertvector(" + strip_parens(converted) + ", " +
+             prelude_.vector_type("f16", lanes) + "), " + type + ")";
+    }
+    if (to_bf16) {
+      prelude_.bfloat16();
+      return per_lane(type, lanes, converted, "tt_bf16_round");
+    }
+    return converted;
+  }
+
+  std::string call(const ir::CallNode& n) {
+    DataType t = n.dtype;
+    std::string f = std::string(intrinsic_name(n.op)) + (compute_tag(t) == "f32" ? "f" : "");
+    std::string one = compute_tag(t) == "f32" ? "1.0f" : "1.0";
+    std::string a = expr(n.args[0]);
+    if (t.is_scalar()) {
+      switch (n.op) {
+        case Intrinsic::kRsqrt:
+          return "(" + one + " / " + f + "(" + strip_parens(a) + "))";
+        case Intrinsic::kSigmoid:
+          return "(" + one + " / (" + one + " + " + f + "(-" + a + ")))";
+        case Intrinsic::kPow:
+          return f + "(" + strip_parens(a) + ", " + strip_parens(expr(n.args[1])) + ")";
+        default:
+          return f + "(" + strip_parens(a) + ")";
+      }
+    }
+    std::string type = vector_type(t);
+    int lanes = t.lanes();
+    switch (n.op) {
+      case Intrinsic::kRsqrt:
+        return "(" + prelude_.broadcast(compute_tag(t), lanes) + "(" + one + ") / " +
+               per_lane(type, lanes, a, f) + ")";
+      case Intrinsic::kSigmoid:
+        return "(" + prelude_.broadcast(compute_tag(t), lanes) + "(" + one + ") / (" +
+               prelude_.broadcast(compute_tag(t), lanes) + "(" + one + ") + " +
+               per_lane(type, lanes, "-" + a, f) + "))";
+      case Intrinsic::kPow: {
+        std::string b = expr(n.args[1]);
+        return per_lane(type, lanes, a, f, &b);
+      }
+      default:
+        return per_lane(type, lanes, a, f);
+    }
+  }
+
+  std::string load(const ir::BufferLoadNode& n) {
+    DataType t = n.buffer->dtype;
+    std::string buf = buffer_name(n.buffer);
+    int lanes = n.dtype.lanes();
+    if (lanes == 1) {
+      return from_storage_scalar(t, buf + "[" + strip_parens(expr(n.index)) + "]");
+    }
+    check_lanes(lanes);
+    if (auto base = unit_ramp_base(n.index)) {
+      std::string vtype = prelude_.unaligned_vector_type(storage_tag(t), lanes);
+      return from_storage_vector(t, lanes,
+                                 "(*(const " + vtype + "*)(" + address(buf, *base) + "))");
+    }
+    // A gather: one element per lane.
+    std::string type = prelude_.vector_type(storage_tag(t), lanes);
+    std::string gathered = "({ " + vector_type(n.index.dtype()) +
+                           " tt_i = " + strip_parens(expr(n.index)) + "; " + type +
+                           " tt_g; for (int tt_l = 0; tt_l < " + std::to_string(lanes) +
+                           "; ++tt_l) tt_g[tt_l] = " + buf + "[tt_i[tt_l]]; tt_g; })";
+    return from_storage_vector(t, lanes, gathered);
+  }
+
+  /// `buf + base`, or `buf` when the base is 0.
+  std::string address(const std::string& buf, const Expr& base) {
+    auto c = ir::as_const_int(base);
+    return c && *c == 0 ? buf : buf + " + " + strip_parens(expr(base));
+  }
+
+  static std::optional<Expr> unit_ramp_base(const Expr& index) {
+    if (index->kind() != ir::ExprKind::kRamp) return std::nullopt;
+    const auto& r = static_cast<const ir::RampNode&>(*index);
+    auto stride = ir::as_const_int(r.stride);
+    if (!stride || *stride != 1) return std::nullopt;
+    return r.base;
+  }
+
+  /// `x` without one pair of enclosing parentheses, when they enclose all of it.
+  static std::string strip_parens(const std::string& x) {
+    if (x.size() < 2 || x.front() != '(' || x.back() != ')') return x;
+    int depth = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] == '(') ++depth;
+      if (x[i] == ')') --depth;
+      if (depth == 0 && i + 1 < x.size()) return x;
+    }
+    // "({ ... })" is a statement expression: its parentheses are part of it.
+    if (x.size() > 2 && x[1] == '{') return x;
+    return x.substr(1, x.size() - 2);
+  }
+
+  Prelude& prelude_;
+  PrimFunc func_;
+  int64_t num_cores_;
+  int64_t align_;
+  std::ostringstream body_;
+  std::set<std::string> used_names_;
+  std::vector<std::pair<Buffer, std::string>> buffers_;  ///< in scope, innermost last
+  std::map<const ir::VarNode*, std::string> vars_;
+  bool in_parallel_ = false;
+  int64_t stack_bytes_ = 0;
+};
+
+const ir::TargetNode& check_c_target(const ir::Target& target) {
+  TT_CHECK(target, kInvalidArgument, "C code generation needs a target");
+  TT_CHECK(target->kind == "c", kInvalidArgument,
+           "C code generation needs a target of kind 'c', got '", target->kind, "'");
+  return *target;
+}
+
+}  // namespace
+
+std::string c_function_name(const std::string& name) { return sanitize(name, "_kernel"); }
+
+namespace {
+
+// -mattr features (GCC spelling) that GCC enables with -m<feature> on x86.
+bool is_x86_feature(const std::string& feature) {
+  static const std::set<std::string> features = {
+      "sse",        "sse2",       "sse3",     "ssse3",    "sse4.1",     "sse4.2",     "popcnt",
+      "avx",        "avx2",       "fma",      "f16c",     "bmi",        "bmi2",       "avx512f",
+      "avx512cd",   "avx512bw",   "avx512dq", "avx512vl", "avx512ifma", "avx512vbmi", "avx512vnni",
+      "avx512bf16", "avx512fp16", "avxvnni",  "amx-tile", "amx-int8",   "amx-bf16"};
+  return features.count(feature) > 0;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::string> compile_flags(const ir::Target& target) {
+  const ir::TargetNode& t = check_c_target(target);
+  // -Wno-psabi: GCC notes that wide vector types change the calling
+  // convention when the target lacks the registers; the helpers are static.
+  std::vector<std::string> flags = {"-std=gnu11",      "-O3",        "-fPIC",
+                                    "-shared",         "-fopenmp",   "-fwrapv",
+                                    "-fno-math-errno", "-Wno-psabi", "-lm"};
+  auto mattr = t.attr<std::vector<std::string>>("mattr");
+  // The local CPU as a target (resolved once: it does not change while we run).
+  static const ir::Target local = ir::Target::parse("native");
+  bool is_local = t.attr<std::string>("mcpu") == local->attr<std::string>("mcpu") &&
+                  mattr == local->attr<std::vector<std::string>>("mattr");
+#if defined(__x86_64__) || defined(__i386__)
+  // -march=native only for exactly this CPU: with fewer -mattr features the
+  // code must not use the others, since it may be meant for another machine.
+  if (is_local) {
+    flags.push_back("-march=native");
+  } else {
+    flags.push_back("-march=x86-64");
+    for (const auto& feature : mattr) {
+      if (is_x86_feature(feature)) flags.push_back("-m" + feature);
+    }
+  }
+#else
+  if (is_local) flags.push_back("-mcpu=native");
+#endif
+  if (std::find(mattr.begin(), mattr.end(), "avx512f") != mattr.end()) {
+    // GCC prefers 256-bit vectors even where 512-bit ones are faster (peers.md).
+    int64_t bits = std::clamp<int64_t>(ir::hardware_params(target)->vector_bytes * 8, 128, 512);
+    flags.push_back("-mprefer-vector-width=" + std::to_string(bits));
+  }
+  // The target's own flags come last, so they can override ours (-O2 after -O3).
+  const size_t ours = flags.size();
+  for (auto& word : split_words(t.attr<std::string>("cflags"))) {
+    // Skip exact repeats of our flags (the default -cflags is -O3).
+    if (std::find(flags.begin(), flags.begin() + ours, word) == flags.begin() + ours) {
+      flags.push_back(std::move(word));
+    }
+  }
+  return flags;
+}
+
+std::string generate_c(const std::vector<PrimFunc>& funcs, const ir::Target& target) {
+  const ir::TargetNode& t = check_c_target(target);
+  ir::HardwareParams hw = ir::hardware_params(target);
+  int64_t align = std::max<int64_t>(hw->vector_bytes, 16);
+  Prelude prelude;
+  std::string kernels;
+  std::map<std::string, std::string> symbols;  // C name -> kernel name
+  for (const auto& f : funcs) {
+    TT_CHECK(f, kInvalidArgument, "generate_c: null function");
+    std::string symbol = c_function_name(f->name);
+    auto [it, fresh] = symbols.emplace(symbol, f->name);
+    TT_CHECK(fresh, kInvalidArgument, "functions '", it->second, "' and '", f->name,
+             "' both become the C function '", symbol, "'; kernel names must differ");
+    FunctionEmitter emitter(prelude, f, t.attr<int64_t>("num-cores"), align);
+    kernels += "\n" + emitter.emit();
+  }
+  std::string out = "// Generated by tensortune for target: " + target.str() +
+                    "\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n";
+  return out + prelude.text() + kernels;
+}
+
+}  // namespace tensortune::codegen

@@ -1,0 +1,519 @@
+#include "tensortune/lower/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "tensortune/ir/arith.h"
+#include "tensortune/ir/expr_functor.h"
+#include "tensortune/ir/simplify.h"
+#include "tensortune/lower/pipeline.h"
+
+namespace tensortune::lower {
+namespace {
+
+using schedule::ComputeLocation;
+using schedule::IterAnnotation;
+using schedule::IterRelation;
+using schedule::LoopState;
+using schedule::Stage;
+
+// Where a stage's values live: its buffer and, for a stage computed inside
+// another's loop, the region of the tensor the buffer holds.
+struct Placement {
+  Buffer buffer;
+  std::vector<Expr> region_min;  // empty: the buffer holds the whole tensor
+  std::vector<int64_t> region_extent;
+};
+
+std::string c_identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
+  return out;
+}
+
+Expr flat_index(const Buffer& buffer, const std::vector<Expr>& indices) {
+  TT_ICHECK(indices.size() == buffer->shape.size(), "index rank mismatch for ", buffer->name);
+  Expr flat = ir::int_imm(0, DataType::int64());
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Expr i = indices[d].dtype() == DataType::int64() ? indices[d] : ir::cast(DataType::int64(), indices[d]);
+    flat = flat + i * ir::int_imm(buffer->strides[d], DataType::int64());
+  }
+  return ir::simplify(flat);
+}
+
+ir::Expr combine(ir::ReduceOp op, Expr acc, Expr value) {
+  switch (op) {
+    case ir::ReduceOp::kSum: return acc + value;
+    case ir::ReduceOp::kProd: return acc * value;
+    case ir::ReduceOp::kMax: return ir::max(acc, value);
+    case ir::ReduceOp::kMin: return ir::min(acc, value);
+  }
+  TT_ICHECK(false, "bad reduce op");
+  return acc;
+}
+
+ForKind for_kind(IterAnnotation a) {
+  switch (a) {
+    case IterAnnotation::kNone: return ForKind::kSerial;
+    case IterAnnotation::kParallel: return ForKind::kParallel;
+    case IterAnnotation::kVectorize: return ForKind::kVectorized;
+    case IterAnnotation::kUnroll: return ForKind::kUnrolled;
+  }
+  return ForKind::kSerial;
+}
+
+// Marks as unrolled the serial loops under `s` whose whole nest has at most
+// `max_step` iterations (the auto_unroll_max_step pragma). Returns the nest's
+// trip count, or -1 when it cannot be unrolled (non-constant or too large).
+int64_t mark_unroll(Stmt& s, int64_t max_step) {
+  switch (s->kind()) {
+    case StmtKind::kFor: {
+      const auto& f = static_cast<const ForNode&>(*s);
+      Stmt body = f.body;
+      int64_t inner = mark_unroll(body, max_step);
+      auto extent = ir::as_const_int(f.extent);
+      int64_t trips = (inner >= 0 && extent && *extent * inner <= max_step) ? *extent * inner : -1;
+      ForKind kind = f.for_kind;
+      if (trips >= 0 && kind == ForKind::kSerial) kind = ForKind::kUnrolled;
+      if (!body.same_as(f.body) || kind != f.for_kind) {
+        s = for_loop(f.loop_var, f.min, f.extent, kind, body);
+      }
+      return kind == ForKind::kParallel ? -1 : trips;
+    }
+    case StmtKind::kSeq: {
+      const auto& q = static_cast<const SeqNode&>(*s);
+      std::vector<Stmt> stmts = q.stmts;
+      int64_t total = 0;
+      bool ok = true;
+      for (auto& st : stmts) {
+        int64_t t = mark_unroll(st, max_step);
+        ok = ok && t >= 0;
+        total += std::max<int64_t>(t, 0);
+      }
+      s = seq(stmts);
+      return ok ? std::max<int64_t>(total, 1) : -1;
+    }
+    case StmtKind::kIfThenElse: {
+      const auto& n = static_cast<const IfThenElseNode&>(*s);
+      Stmt then_case = n.then_case, else_case = n.else_case;
+      int64_t a = mark_unroll(then_case, max_step);
+      int64_t b = else_case ? mark_unroll(else_case, max_step) : 1;
+      s = if_then_else(n.condition, then_case, else_case);
+      return a >= 0 && b >= 0 ? std::max(a, b) : -1;
+    }
+    case StmtKind::kAllocate: {
+      const auto& n = static_cast<const AllocateNode&>(*s);
+      Stmt body = n.body;
+      int64_t t = mark_unroll(body, max_step);
+      s = allocate(n.buffer, body);
+      return t;
+    }
+    case StmtKind::kLetStmt: {
+      const auto& n = static_cast<const LetStmtNode&>(*s);
+      Stmt body = n.body;
+      int64_t t = mark_unroll(body, max_step);
+      s = let_stmt(n.var, n.value, body);
+      return t;
+    }
+    case StmtKind::kBufferStore:
+    case StmtKind::kEvaluate:
+      return 1;
+  }
+  return -1;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(const LoopState& state) : state_(state), placements_(state.num_stages()) {}
+
+  PrimFunc run(const std::string& name) {
+    std::vector<Buffer> params;
+    int num_inputs = 0;
+    const auto& tensors = state_.dag().tensors();
+    for (const auto& input : tensors.inputs) {
+      int s = state_.stage_named(input.name());
+      TT_ICHECK(s >= 0, "input stage missing");
+      placements_[s].buffer = make_buffer(s, input.shape(), "global");
+      params.push_back(placements_[s].buffer);
+      ++num_inputs;
+    }
+    for (const auto& output : tensors.outputs) {
+      int s = -1;
+      for (int i = 0; i < state_.num_stages(); ++i) {
+        if (state_.stage(i).is_output && state_.stage(i).name() == output.name()) s = i;
+      }
+      TT_ICHECK(s >= 0, "output stage '", output.name(), "' missing");
+      placements_[s].buffer = make_buffer(s, output.shape(), "global");
+      params.push_back(placements_[s].buffer);
+    }
+    // Intermediate stages at the root get whole-tensor buffers around everything.
+    std::vector<Buffer> root_buffers;
+    for (int s = 0; s < state_.num_stages(); ++s) {
+      const Stage& st = state_.stage(s);
+      if (st.is_placeholder() || placements_[s].buffer) continue;
+      if (st.location == ComputeLocation::kRoot) {
+        placements_[s].buffer = make_buffer(s, st.tensor.shape(), "local");
+        root_buffers.push_back(placements_[s].buffer);
+      }
+    }
+    std::vector<Stmt> nests;
+    for (int s = 0; s < state_.num_stages(); ++s) {
+      const Stage& st = state_.stage(s);
+      if (!st.is_placeholder() && st.location == ComputeLocation::kRoot) nests.push_back(emit_stage(s));
+    }
+    Stmt body = seq(std::move(nests));
+    for (auto it = root_buffers.rbegin(); it != root_buffers.rend(); ++it) body = allocate(*it, body);
+    return PrimFunc::make(c_identifier(name), std::move(params), num_inputs, body);
+  }
+
+ private:
+  // Loop variables get distinct names in a kernel, so the printed IR and the
+  // generated code read unambiguously.
+  std::string unique_var_name(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; used_var_names_.count(name) || used_names_.count(name); ++k) {
+      name = base + "_" + std::to_string(k);
+    }
+    used_var_names_.insert(name);
+    return name;
+  }
+
+  Buffer make_buffer(int s, const std::vector<int64_t>& shape, const std::string& scope) {
+    const Stage& st = state_.stage(s);
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (d + 1 < static_cast<int>(shape.size())) strides[d] = strides[d + 1] * shape[d + 1];
+      if (scope == "global") continue;  // argument layouts are the caller's: dense
+      for (const auto& align : st.storage_align) {
+        if (align.dim != d) continue;
+        while (strides[d] % align.factor != align.offset) ++strides[d];
+      }
+    }
+    std::string name = c_identifier(st.name());
+    while (used_names_.count(name)) name += "_";
+    used_names_.insert(name);
+    return Buffer::make(name, st.tensor.dtype(), shape, strides, scope);
+  }
+
+  // Rewrites a stage's expression: its axes to their values, reads of inlined
+  // stages to their expressions, other reads to buffer loads (or, when
+  // `collect` names a stage, records the indices of reads of that stage).
+  class Rewriter final : public ir::ExprMutator {
+   public:
+    Rewriter(Lowerer& lowerer, std::map<const ir::VarNode*, Expr> values, int collect = -1,
+             std::vector<std::vector<Expr>>* collected = nullptr)
+        : lowerer_(lowerer), values_(std::move(values)), collect_(collect), collected_(collected) {}
+
+   protected:
+    using ExprMutator::rewrite;
+    Expr rewrite(const ir::VarNode& n, const Expr& self) override {
+      auto it = values_.find(&n);
+      return it == values_.end() ? self : it->second;
+    }
+    Expr rewrite(const ir::ProducerLoadNode& n, const Expr& self) override {
+      std::vector<Expr> indices;
+      mutate_all(n.indices, &indices);
+      int s = lowerer_.stage_of(n.producer.get());
+      const Stage& st = lowerer_.state_.stage(s);
+      if (st.location == ComputeLocation::kInline) {
+        auto op = st.tensor.compute_op();
+        std::map<const ir::VarNode*, Expr> values = values_;
+        for (size_t d = 0; d < op->axis.size(); ++d) values[op->axis[d]->var.get()] = indices[d];
+        Rewriter inner(lowerer_, std::move(values), collect_, collected_);
+        return inner.mutate(op->body);
+      }
+      if (s == collect_) {
+        collected_->push_back(indices);
+        return ir::producer_load(n.producer, indices);
+      }
+      if (collect_ >= 0) return ir::producer_load(n.producer, indices);
+      return lowerer_.load(s, indices);
+    }
+
+   private:
+    Lowerer& lowerer_;
+    std::map<const ir::VarNode*, Expr> values_;
+    int collect_;
+    std::vector<std::vector<Expr>>* collected_;
+  };
+
+  int stage_of(const Object* tensor) {
+    for (int s = 0; s < state_.num_stages(); ++s) {
+      if (state_.stage(s).tensor.get() == tensor) return s;
+    }
+    TT_ICHECK(false, "read of a tensor that is no stage of the state");
+    return -1;
+  }
+
+  Expr load(int s, const std::vector<Expr>& indices) {
+    const Placement& p = placements_[s];
+    TT_ICHECK(p.buffer, "stage '", state_.stage(s).name(), "' is read before it has a buffer");
+    std::vector<Expr> local = indices;
+    for (size_t d = 0; d < p.region_min.size(); ++d) local[d] = indices[d] - p.region_min[d];
+    return ir::buffer_load(p.buffer, flat_index(p.buffer, local));
+  }
+
+  // Everything known about the stage being emitted.
+  struct StageContext {
+    int stage = -1;
+    const Stage* st = nullptr;
+    Ref<te::ComputeOpNode> op;
+    const ir::ReduceNode* red = nullptr;
+    std::vector<int64_t> extent;   // per iterator id
+    std::vector<Var> loop_vars;    // per leaf position
+    ir::VarRanges ranges;          // the stage's loop variables
+    std::map<const ir::VarNode*, Expr> axis_values;  // op axes and reduce axes -> coordinates
+    std::vector<Expr> predicates;
+    std::set<const ir::VarNode*> reduce_vars;
+    Expr store_index;
+    int first_reduce = -1;
+  };
+
+  // The loops of one stage, with the stages computed at its loops inside.
+  Stmt emit_stage(int s) {
+    StageContext c;
+    c.stage = s;
+    c.st = &state_.stage(s);
+    const Stage& st = *c.st;
+    c.op = st.tensor.compute_op();
+    if (c.op->body->kind() == ir::ExprKind::kReduce) {
+      c.red = static_cast<const ir::ReduceNode*>(c.op->body.get());
+    }
+    Placement& place = placements_[s];
+    const size_t n_spatial = c.op->axis.size();
+
+    // Extents: root axes from the region (or the shape), then down the relations.
+    c.extent.assign(st.iters.size(), 0);
+    for (size_t r = 0; r < st.root.size(); ++r) {
+      c.extent[st.root[r]] = r < n_spatial && !place.region_extent.empty()
+                                 ? place.region_extent[r]
+                                 : st.iters[st.root[r]].extent;
+    }
+    for (const auto& rel : st.relations) {
+      if (rel.kind == IterRelation::Kind::kSplit) {
+        int64_t fixed = 1;
+        for (size_t k = 0; k < rel.outputs.size(); ++k) {
+          if (static_cast<int>(k) != rel.remainder) fixed *= st.iters[rel.outputs[k]].extent;
+        }
+        for (size_t k = 0; k < rel.outputs.size(); ++k) {
+          c.extent[rel.outputs[k]] = static_cast<int>(k) == rel.remainder
+                                         ? (c.extent[rel.inputs[0]] + fixed - 1) / fixed
+                                         : st.iters[rel.outputs[k]].extent;
+        }
+      } else {
+        int64_t product = 1;
+        for (int in : rel.inputs) product *= c.extent[in];
+        c.extent[rel.outputs[0]] = product;
+      }
+    }
+
+    // Loop variables, and the value of every iterator from the leaves up.
+    std::vector<Expr> value(st.iters.size());
+    for (size_t k = 0; k < st.leaves.size(); ++k) {
+      int id = st.leaves[k];
+      Var v = Var::make(unique_var_name(c_identifier(st.iters[id].name)),
+                        c.extent[id] > INT32_MAX ? DataType::int64() : DataType::int32());
+      c.loop_vars.push_back(v);
+      value[id] = v;
+      c.ranges[v.get()] = c.extent[id];
+      if (st.iters[id].kind == ir::IterKind::kReduce) {
+        c.reduce_vars.insert(v.get());
+        if (c.first_reduce < 0) c.first_reduce = static_cast<int>(k);
+      }
+    }
+    for (auto it = st.relations.rbegin(); it != st.relations.rend(); ++it) {
+      const IterRelation& rel = *it;
+      if (rel.kind == IterRelation::Kind::kSplit) {
+        Expr v = value[rel.outputs[0]];
+        for (size_t k = 1; k < rel.outputs.size(); ++k) {
+          v = v * ir::make_const(v.dtype(), static_cast<double>(c.extent[rel.outputs[k]])) +
+              value[rel.outputs[k]];
+        }
+        value[rel.inputs[0]] = ir::simplify(v);
+        int64_t covered = 1;
+        for (int o : rel.outputs) covered *= c.extent[o];
+        if (covered > c.extent[rel.inputs[0]]) {
+          c.predicates.push_back(
+              value[rel.inputs[0]] <
+              ir::make_const(v.dtype(), static_cast<double>(c.extent[rel.inputs[0]])));
+        }
+      } else {
+        Expr fused = value[rel.outputs[0]];
+        int64_t inner = 1;
+        for (int k = static_cast<int>(rel.inputs.size()) - 1; k >= 0; --k) {
+          int in = rel.inputs[k];
+          Expr v = inner == 1 ? fused
+                              : ir::floordiv(fused, ir::make_const(fused.dtype(), static_cast<double>(inner)));
+          if (k > 0) v = ir::floormod(v, ir::make_const(fused.dtype(), static_cast<double>(c.extent[in])));
+          value[in] = ir::simplify(v);
+          inner *= c.extent[in];
+        }
+      }
+    }
+
+    // Each axis's coordinate in the tensor; guards where a region overhangs it.
+    std::vector<Expr> local_index;
+    for (size_t r = 0; r < n_spatial; ++r) {
+      Expr v = value[st.root[r]];
+      local_index.push_back(v);
+      Expr coord = place.region_min.empty() ? v : ir::simplify(place.region_min[r] + v);
+      c.axis_values[c.op->axis[r]->var.get()] = coord;
+      if (place.region_min.empty()) continue;
+      int64_t dim = st.tensor.shape()[r];
+      ir::VarRanges all = enclosing_;
+      all.insert(c.ranges.begin(), c.ranges.end());
+      auto b = ir::bound_of(coord, all);
+      auto lo = b ? ir::as_const_int(b->min) : std::nullopt;
+      if (!lo || *lo < 0) c.predicates.push_back(coord >= ir::make_const(coord.dtype(), 0));
+      if (!lo || *lo + b->extent > dim) {
+        c.predicates.push_back(coord < ir::make_const(coord.dtype(), static_cast<double>(dim)));
+      }
+    }
+    if (c.red) {
+      for (size_t r = 0; r < c.red->axis.size(); ++r) {
+        c.axis_values[c.red->axis[r]->var.get()] = value[st.root[n_spatial + r]];
+      }
+    }
+    if (!place.buffer) place.buffer = make_buffer(s, place.region_extent, "local");
+    c.store_index = flat_index(place.buffer, local_index);
+    return build(c, 0, /*init_only=*/false);
+  }
+
+  Stmt guard(const StageContext& c, Stmt body, bool spatial_only) {
+    Expr cond;
+    for (const auto& p : c.predicates) {
+      bool uses_reduce = false;
+      for (const auto* v : c.reduce_vars) uses_reduce |= ir::uses_var(p, v);
+      if (spatial_only && uses_reduce) continue;
+      cond = cond ? ir::logical_and(cond, p) : p;
+    }
+    return cond ? if_then_else(ir::simplify(cond), body) : body;
+  }
+
+  // The loops from leaf position `pos` inward. With init_only, the spatial
+  // loops of a reduction's initialisation.
+  Stmt build(StageContext& c, size_t pos, bool init_only) {
+    const Stage& st = *c.st;
+    const Buffer& buffer = placements_[c.stage].buffer;
+    if (pos == st.leaves.size()) {
+      Rewriter rewriter(*this, c.axis_values);
+      if (!c.red) {
+        return guard(c, buffer_store(buffer, c.store_index, rewriter.mutate(c.op->body)), false);
+      }
+      if (init_only) {
+        Expr init = c.red->init ? rewriter.mutate(c.red->init) : ir::reduce_identity(c.red->op, c.red->dtype);
+        return guard(c, buffer_store(buffer, c.store_index, init), true);
+      }
+      Expr acc = ir::buffer_load(buffer, c.store_index);
+      Stmt update = buffer_store(buffer, c.store_index, combine(c.red->op, acc, rewriter.mutate(c.red->source)));
+      if (c.red->condition) update = if_then_else(rewriter.mutate(c.red->condition), update);
+      return guard(c, update, false);
+    }
+    int id = st.leaves[pos];
+    if (init_only && st.iters[id].kind == ir::IterKind::kReduce) return build(c, pos + 1, true);
+    if (c.red && !init_only && static_cast<int>(pos) == c.first_reduce) {
+      Stmt init_nest = build(c, pos, true);
+      return seq({init_nest, build_loop(c, pos, false)});
+    }
+    return build_loop(c, pos, init_only);
+  }
+
+  // One loop (leaf `pos`), with the stages computed at it placed inside.
+  Stmt build_loop(StageContext& c, size_t pos, bool init_only) {
+    const Stage& st = *c.st;
+    int id = st.leaves[pos];
+    Var v = c.loop_vars[pos];
+    enclosing_[v.get()] = c.extent[id];
+    std::vector<Stmt> parts;
+    std::vector<Buffer> buffers;
+    if (!init_only) {
+      for (int a : state_.attached_to(c.stage)) {
+        if (state_.stage(a).attach_iter != id) continue;
+        infer_region(a, c, pos);
+        parts.push_back(emit_stage(a));
+        buffers.push_back(placements_[a].buffer);
+      }
+    }
+    Stmt body = build(c, pos + 1, init_only);
+    if (!parts.empty()) {
+      parts.push_back(body);
+      body = seq(std::move(parts));
+      for (auto it = buffers.rbegin(); it != buffers.rend(); ++it) body = allocate(*it, body);
+    }
+    const auto& iter = st.iters[id];
+    if (iter.auto_unroll_max_step > 0) mark_unroll(body, iter.auto_unroll_max_step);
+    enclosing_.erase(v.get());
+    return for_loop(v, ir::make_const(v->dtype, 0),
+                    ir::make_const(v->dtype, static_cast<double>(c.extent[id])),
+                    for_kind(iter.annotation), body);
+  }
+
+  // The region of stage `a` that the stage of `c` reads inside its loop at
+  // position `pos`: the loops after it vary, the others are held fixed.
+  void infer_region(int a, const StageContext& c, size_t pos) {
+    ir::VarRanges varying;
+    for (size_t k = pos + 1; k < c.loop_vars.size(); ++k) {
+      varying[c.loop_vars[k].get()] = c.ranges.at(c.loop_vars[k].get());
+    }
+    std::vector<std::vector<Expr>> reads;
+    Rewriter collector(*this, c.axis_values, a, &reads);
+    collector.mutate(c.op->body);
+    const auto& shape = state_.stage(a).tensor.shape();
+    Placement& p = placements_[a];
+    p.region_min.clear();
+    p.region_extent.clear();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::optional<ir::IntBound> total;
+      bool ok = !reads.empty();
+      for (const auto& r : reads) {
+        auto b = ir::bound_of(r[d], varying);
+        if (!b) {
+          ok = false;
+          break;
+        }
+        if (!total) {
+          total = b;
+          continue;
+        }
+        auto diff = ir::const_difference(b->min, total->min);
+        if (!diff) {
+          ok = false;
+          break;
+        }
+        int64_t lo = std::min<int64_t>(0, *diff);
+        int64_t hi = std::max(total->extent, *diff + b->extent);
+        if (*diff < 0) total->min = b->min;
+        total->extent = hi - lo;
+      }
+      if (!ok || total->extent >= shape[d]) {
+        p.region_min.push_back(ir::make_const(DataType::int32(), 0));
+        p.region_extent.push_back(shape[d]);
+      } else {
+        p.region_min.push_back(ir::simplify(total->min));
+        p.region_extent.push_back(total->extent);
+      }
+    }
+    p.buffer = Buffer();  // made for the region when the stage is emitted
+  }
+
+  const LoopState& state_;
+  std::vector<Placement> placements_;
+  std::set<std::string> used_names_;      // buffers
+  std::set<std::string> used_var_names_;  // loop variables
+  ir::VarRanges enclosing_;  // loops around the point being emitted
+};
+
+}  // namespace
+
+PrimFunc lower_schedule(const LoopState& state, const std::string& name) {
+  Lowerer lowerer(state);
+  return lowerer.run(name);
+}
+
+PrimFunc lower(const LoopState& state, const std::string& name) {
+  return run_pipeline(lower_schedule(state, name));
+}
+
+}  // namespace tensortune::lower

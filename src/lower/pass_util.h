@@ -1,0 +1,27 @@
+// Helpers shared by the lowering passes (private to src/lower/).
+#pragma once
+
+#include <functional>
+
+#include "tensortune/lower/stmt.h"
+
+namespace tensortune::lower::detail {
+
+/// `s` with `rewrite` applied to every expression its statements hold directly
+/// (loop bounds, conditions, indices, values); unchanged parts stay shared.
+Stmt map_exprs(const Stmt& s, const std::function<Expr(const Expr&)>& rewrite);
+
+/// `s` with variables replaced by expressions wherever they occur
+/// (ir::substitute on every expression).
+Stmt substitute(const Stmt& s, const std::function<Expr(const ir::VarNode&)>& replacement);
+
+/// `s` with variable `var` replaced by `value`.
+Stmt substitute(const Stmt& s, const ir::VarNode* var, const Expr& value);
+
+/// A statement that does nothing (an empty sequence).
+Stmt no_op();
+
+/// True if `s` is an empty sequence.
+bool is_no_op(const Stmt& s);
+
+}  // namespace tensortune::lower::detail

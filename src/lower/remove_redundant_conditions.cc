@@ -1,0 +1,195 @@
+// The "remove_redundant_conditions" pass: see passes.h.
+#include <map>
+#include <optional>
+
+#include "lower/pass_util.h"
+#include "tensortune/ir/arith.h"
+#include "tensortune/ir/expr_functor.h"
+#include "tensortune/ir/simplify.h"
+#include "tensortune/lower/passes.h"
+
+namespace tensortune::lower {
+namespace {
+
+using ir::CompareOp;
+using ir::ExprKind;
+
+/// Proves conditions from the ranges of the enclosing loops. A loop over
+/// [min, min + extent) with constant bounds is described to ir::bound_of,
+/// which works with ranges [0, extent), as a fresh variable v' over
+/// [0, extent) with loop_var = v' + min.
+class ConditionProver {
+ public:
+  /// Enters a loop; returns false (and records nothing) when its bounds are not constant.
+  bool enter_loop(const ForNode& loop) {
+    auto min = ir::as_const_int(loop.min), extent = ir::as_const_int(loop.extent);
+    if (!min || !extent || *extent <= 0) return false;
+    if (*min == 0) {
+      ranges_[loop.loop_var.get()] = *extent;
+    } else {
+      Var shifted = Var::make(loop.loop_var->name, loop.loop_var->dtype);
+      ranges_[shifted.get()] = *extent;
+      shift_[loop.loop_var.get()] = {shifted, shifted + ir::int_imm(*min, loop.loop_var->dtype)};
+    }
+    return true;
+  }
+  void exit_loop(const ForNode& loop) {
+    auto it = shift_.find(loop.loop_var.get());
+    if (it == shift_.end()) {
+      ranges_.erase(loop.loop_var.get());
+      return;
+    }
+    ranges_.erase(it->second.first.get());
+    shift_.erase(it);
+  }
+
+  /// True / false when the condition holds / fails for every value of the
+  /// enclosing loop variables, nullopt when that is not proven.
+  std::optional<bool> prove(const Expr& cond) const {
+    if (auto c = ir::as_const_int(cond)) return *c != 0;
+    switch (cond->kind()) {
+      case ExprKind::kLogical: {
+        const auto& n = static_cast<const ir::LogicalNode&>(*cond);
+        auto a = prove(n.a), b = prove(n.b);
+        bool is_and = n.op == ir::LogicalOp::kAnd;
+        // For && a false side decides, for || a true one.
+        if ((a && *a != is_and) || (b && *b != is_and)) return !is_and;
+        if (a && b) return is_and;
+        return std::nullopt;
+      }
+      case ExprKind::kNot: {
+        auto a = prove(static_cast<const ir::NotNode&>(*cond).a);
+        if (a) return !*a;
+        return std::nullopt;
+      }
+      case ExprKind::kCompare:
+        return prove_compare(static_cast<const ir::CompareNode&>(*cond));
+      default:
+        return std::nullopt;
+    }
+  }
+
+  /// `cond` with the parts proven true or false replaced by constants, simplified.
+  Expr reduce(const Expr& cond) const {
+    if (auto p = prove(cond)) return ir::make_const(cond.dtype(), *p);
+    if (cond->kind() == ExprKind::kLogical) {
+      const auto& n = static_cast<const ir::LogicalNode&>(*cond);
+      Expr a = reduce(n.a), b = reduce(n.b);
+      if (a.same_as(n.a) && b.same_as(n.b)) return cond;
+      return ir::simplify(ir::logical(n.op, a, b));
+    }
+    return cond;
+  }
+
+ private:
+  std::optional<bool> prove_compare(const ir::CompareNode& n) const {
+    if (!n.a.dtype().is_integer() || !n.a.dtype().is_scalar()) return std::nullopt;
+    Expr diff = ir::simplify(shifted(n.a) - shifted(n.b));
+    auto bound = ir::bound_of(diff, ranges_);
+    if (!bound) return std::nullopt;
+    auto lo_const = ir::as_const_int(bound->min);
+    if (!lo_const) return std::nullopt;
+    int64_t lo = *lo_const, hi = lo + bound->extent - 1;
+    auto decide = [](bool always, bool never) -> std::optional<bool> {
+      if (always) return true;
+      if (never) return false;
+      return std::nullopt;
+    };
+    switch (n.op) {
+      case CompareOp::kLT:
+        return decide(hi < 0, lo >= 0);
+      case CompareOp::kLE:
+        return decide(hi <= 0, lo > 0);
+      case CompareOp::kGT:
+        return decide(lo > 0, hi <= 0);
+      case CompareOp::kGE:
+        return decide(lo >= 0, hi < 0);
+      case CompareOp::kEQ:
+        return decide(lo == 0 && hi == 0, lo > 0 || hi < 0);
+      case CompareOp::kNE:
+        return decide(lo > 0 || hi < 0, lo == 0 && hi == 0);
+    }
+    return std::nullopt;
+  }
+
+  Expr shifted(const Expr& e) const {
+    if (shift_.empty()) return e;
+    return ir::substitute(e, [&](const ir::VarNode& v) {
+      auto it = shift_.find(&v);
+      return it == shift_.end() ? Expr() : it->second.second;
+    });
+  }
+
+  ir::VarRanges ranges_;
+  /// Loop variable -> its fresh stand-in over [0, extent) and the expression
+  /// it equals (the stand-in is kept alive here: ranges_ holds its address).
+  std::map<const ir::VarNode*, std::pair<Var, Expr>> shift_;
+};
+
+/// Rewrites select conditions inside expressions with the prover.
+class SelectReducer final : public ir::ExprMutator {
+ public:
+  explicit SelectReducer(const ConditionProver& prover) : prover_(prover) {}
+
+ protected:
+  using ir::ExprMutator::rewrite;
+  Expr rewrite(const ir::SelectNode& n, const Expr& self) override {
+    Expr t = mutate(n.true_value), f = mutate(n.false_value);
+    Expr c = n.condition.dtype().is_scalar() ? prover_.reduce(n.condition) : n.condition;
+    if (auto k = ir::as_const_int(c)) return *k ? t : f;
+    if (c.same_as(n.condition) && t.same_as(n.true_value) && f.same_as(n.false_value)) return self;
+    return ir::select(c, t, f);
+  }
+
+ private:
+  const ConditionProver& prover_;
+};
+
+class RedundancyRemover final : public StmtMutator {
+ public:
+  Expr mutate_expr(const Expr& e) override {
+    if (!e) return e;
+    SelectReducer reducer(prover_);
+    return reducer.mutate(e);
+  }
+
+ protected:
+  using StmtMutator::rewrite;
+
+  Stmt rewrite(const ForNode& n, const Stmt& self) override {
+    auto extent = ir::as_const_int(n.extent);
+    if (extent && *extent == 1) return mutate(detail::substitute(n.body, n.loop_var.get(), n.min));
+    bool tracked = prover_.enter_loop(n);
+    Stmt s = StmtMutator::rewrite(n, self);
+    if (tracked) prover_.exit_loop(n);
+    return s;
+  }
+
+  Stmt rewrite(const IfThenElseNode& n, const Stmt& self) override {
+    Expr cond = prover_.reduce(n.condition);
+    if (auto c = ir::as_const_int(cond)) {
+      if (*c) return mutate(n.then_case);
+      return n.else_case ? mutate(n.else_case) : detail::no_op();
+    }
+    cond = mutate_expr(cond);
+    Stmt then_case = mutate(n.then_case), else_case = mutate(n.else_case);
+    if (cond.same_as(n.condition) && then_case.same_as(n.then_case) &&
+        else_case.same_as(n.else_case)) {
+      return self;
+    }
+    return if_then_else(cond, then_case, else_case);
+  }
+
+ private:
+  ConditionProver prover_;
+};
+
+}  // namespace
+
+PrimFunc remove_redundant_conditions(const PrimFunc& f) {
+  RedundancyRemover remover;
+  Stmt body = remover.mutate(f->body);
+  return body.same_as(f->body) ? f : f.with_body(body);
+}
+
+}  // namespace tensortune::lower

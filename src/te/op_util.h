@@ -1,0 +1,63 @@
+/// \file
+/// Helpers shared by the operator library's source files (private to src/te).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensortune/te/tensor.h"
+
+namespace tensortune::te::detail {
+
+/// An int32 index constant (loop variables are int32, so index math is too).
+Expr index_const(int64_t value);
+
+/// `e + c`, or `e` itself when c is 0 (keeps index expressions readable).
+Expr add_index(const Expr& e, int64_t c);
+
+/// `e * c`, or `e` itself when c is 1.
+Expr mul_index(const Expr& e, int64_t c);
+
+/// `e` clamped into [low, high]; the bounds a caller knows cannot be crossed
+/// may be skipped with `clamp_low` / `clamp_high` false.
+Expr clamp_index(const Expr& e, int64_t low, int64_t high, bool clamp_low = true,
+                 bool clamp_high = true);
+
+/// A constant of `dtype` (the element type of the tensors an op works on).
+Expr value_const(DataType dtype, double value);
+
+/// The loop variables of a compute as expressions.
+std::vector<Expr> as_exprs(const std::vector<Var>& vars);
+
+/// `value` as JSON; non-finite values as the strings "inf", "-inf", "nan"
+/// (JSON has no such numbers, and attrs must survive a text round trip).
+nlohmann::json json_number(double value);
+
+/// "[2, 3]".
+std::string shape_str(const std::vector<int64_t>& shape);
+
+/// `axis` in [-ndim, ndim) made non-negative; otherwise kInvalidArgument naming `op`.
+int normalize_axis(int axis, int ndim, std::string_view op);
+
+/// Fails unless `t` is non-null and has `rank` dimensions.
+void check_rank(const Tensor& t, int rank, std::string_view op, std::string_view operand);
+
+/// Fails unless `t` is non-null.
+void check_defined(const Tensor& t, std::string_view op, std::string_view operand);
+
+/// Fails unless `a` and `b` have the same dtype.
+void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op);
+
+/// Fails unless `t` has a floating-point dtype.
+void check_float(const Tensor& t, std::string_view op);
+
+/// `x` padded by `before`/`after` (one entry per dimension) with `pad_value`
+/// (an expression of x's dtype), as its own stage with tag "pad"; `x` itself
+/// when nothing is padded. Reads clamp their index, so the select never
+/// reads out of bounds.
+Tensor pad_stage(const Tensor& x, const std::vector<int64_t>& before,
+                 const std::vector<int64_t>& after, const Expr& pad_value, std::string name,
+                 const nlohmann::json& value_json);
+
+}  // namespace tensortune::te::detail

@@ -1,0 +1,377 @@
+// Elementwise and broadcasting operators, and the normalisations built on them.
+#include <cmath>
+#include <numbers>
+
+#include "te/op_util.h"
+#include "tensortune/te/ops.h"
+
+namespace tensortune::te {
+
+using detail::as_exprs;
+using detail::check_defined;
+using detail::check_float;
+using detail::check_rank;
+using detail::check_same_dtype;
+using detail::index_const;
+using detail::json_number;
+using detail::shape_str;
+using detail::value_const;
+
+// ---- unary --------------------------------------------------------------------
+
+Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
+                nlohmann::json attrs) {
+  check_defined(x, name, "the operand");
+  return compute(
+      x.shape(), [&](const std::vector<Var>& v) { return f(x(as_exprs(v))); }, std::move(name),
+      "elemwise", std::move(attrs));
+}
+
+namespace {
+
+// A float-only unary op that maps straight onto an intrinsic.
+Tensor float_unary(const Tensor& x, const char* name, Expr (*f)(Expr)) {
+  check_defined(x, name, "the operand");
+  check_float(x, name);
+  return elemwise(x, [f](const Expr& e) { return f(e); }, name);
+}
+
+}  // namespace
+
+Tensor exp(const Tensor& x) { return float_unary(x, "exp", ir::exp); }
+Tensor log(const Tensor& x) { return float_unary(x, "log", ir::log); }
+Tensor sqrt(const Tensor& x) { return float_unary(x, "sqrt", ir::sqrt); }
+Tensor rsqrt(const Tensor& x) { return float_unary(x, "rsqrt", ir::rsqrt); }
+Tensor tanh(const Tensor& x) { return float_unary(x, "tanh", ir::tanh); }
+Tensor sigmoid(const Tensor& x) { return float_unary(x, "sigmoid", ir::sigmoid); }
+Tensor erf(const Tensor& x) { return float_unary(x, "erf", ir::erf); }
+Tensor floor(const Tensor& x) { return float_unary(x, "floor", ir::floor); }
+Tensor ceil(const Tensor& x) { return float_unary(x, "ceil", ir::ceil); }
+Tensor sin(const Tensor& x) {
+  return float_unary(x, "sin", [](Expr e) { return ir::call(ir::Intrinsic::kSin, {e}); });
+}
+Tensor cos(const Tensor& x) {
+  return float_unary(x, "cos", [](Expr e) { return ir::call(ir::Intrinsic::kCos, {e}); });
+}
+
+Tensor abs(const Tensor& x) {
+  check_defined(x, "abs", "the operand");
+  DataType t = x.dtype();
+  return elemwise(
+      x,
+      [t](const Expr& e) -> Expr {
+        if (t.is_float()) return ir::fabs(e);
+        if (t.is_uint() || t.is_bool()) return e;
+        return ir::select(e < value_const(t, 0), value_const(t, 0) - e, e);
+      },
+      "abs");
+}
+
+Tensor negative(const Tensor& x) {
+  check_defined(x, "negative", "the operand");
+  DataType t = x.dtype();
+  return elemwise(x, [t](const Expr& e) { return value_const(t, 0) - e; }, "negative");
+}
+
+Tensor relu(const Tensor& x) {
+  check_defined(x, "relu", "the operand");
+  DataType t = x.dtype();
+  return elemwise(x, [t](const Expr& e) { return ir::max(e, value_const(t, 0)); }, "relu");
+}
+
+Tensor leaky_relu(const Tensor& x, double alpha) {
+  check_defined(x, "leaky_relu", "the operand");
+  check_float(x, "leaky_relu");
+  DataType t = x.dtype();
+  return elemwise(
+      x,
+      [t, alpha](const Expr& e) {
+        return ir::select(e > value_const(t, 0), e, e * value_const(t, alpha));
+      },
+      "leaky_relu", {{"alpha", json_number(alpha)}});
+}
+
+Tensor clip(const Tensor& x, double low, double high) {
+  check_defined(x, "clip", "the operand");
+  if (!(low <= high)) {
+    fail(ErrorKind::kInvalidArgument, "clip: low (", low, ") must not exceed high (", high, ")");
+  }
+  DataType t = x.dtype();
+  return elemwise(
+      x,
+      [t, low, high](const Expr& e) {
+        return ir::min(ir::max(e, value_const(t, low)), value_const(t, high));
+      },
+      "clip", {{"low", json_number(low)}, {"high", json_number(high)}});
+}
+
+Tensor gelu(const Tensor& x) {
+  check_defined(x, "gelu", "the operand");
+  check_float(x, "gelu");
+  DataType t = x.dtype();
+  return elemwise(
+      x,
+      [t](const Expr& e) {
+        Expr cdf = value_const(t, 1) + ir::erf(e * value_const(t, 1.0 / std::numbers::sqrt2));
+        return value_const(t, 0.5) * e * cdf;
+      },
+      "gelu", {{"approximation", "erf"}});
+}
+
+Tensor cast(const Tensor& x, DataType dtype) {
+  check_defined(x, "cast", "the operand");
+  return compute(
+      x.shape(), [&](const std::vector<Var>& v) { return ir::cast(dtype, x(as_exprs(v))); },
+      "cast", "injective", {{"dtype", dtype.str()}});
+}
+
+// ---- broadcasting binary --------------------------------------------------------
+
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    // Aligned at the right: a missing leading dimension acts as extent 1.
+    int64_t ea = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
+    int64_t eb = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
+    if (ea != eb && ea != 1 && eb != 1) {
+      fail(ErrorKind::kInvalidArgument, "shapes ", shape_str(a), " and ", shape_str(b),
+           " do not broadcast: dimension ", d, " of the result has extents ", ea, " and ", eb);
+    }
+    out[d] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+namespace {
+
+// The index into `t` for output index `v` under broadcasting.
+std::vector<Expr> broadcast_index(const Tensor& t, const std::vector<Var>& v) {
+  std::vector<Expr> index;
+  size_t offset = v.size() - t.shape().size();
+  for (size_t d = 0; d < t.shape().size(); ++d) {
+    index.push_back(t.shape()[d] == 1 ? index_const(0) : Expr(v[offset + d]));
+  }
+  return index;
+}
+
+}  // namespace
+
+Tensor broadcast_binary(const Tensor& a, const Tensor& b,
+                        const std::function<Expr(const Expr&, const Expr&)>& f, std::string name,
+                        nlohmann::json attrs) {
+  check_defined(a, name, "the first operand");
+  check_defined(b, name, "the second operand");
+  check_same_dtype(a, b, name);
+  std::vector<int64_t> shape;
+  try {
+    shape = broadcast_shape(a.shape(), b.shape());
+  } catch (const Error& e) {
+    fail(e.kind(), name, ": ", e.what());
+  }
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) { return f(a(broadcast_index(a, v)), b(broadcast_index(b, v))); },
+      std::move(name), "broadcast", std::move(attrs));
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x + y; }, "add");
+}
+Tensor subtract(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x - y; }, "subtract");
+}
+Tensor multiply(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x * y; }, "multiply");
+}
+Tensor divide(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x / y; }, "divide");
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::max(x, y); },
+                          "maximum");
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::min(x, y); },
+                          "minimum");
+}
+Tensor power(const Tensor& a, const Tensor& b) {
+  check_defined(a, "power", "the first operand");
+  check_float(a, "power");
+  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::pow(x, y); },
+                          "power");
+}
+
+Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
+  check_defined(data, "bias_add", "data");
+  check_rank(bias, 1, "bias_add", "bias");
+  check_same_dtype(data, bias, "bias_add");
+  int ax = detail::normalize_axis(axis, data.ndim(), "bias_add");
+  if (bias.shape()[0] != data.shape()[ax]) {
+    fail(ErrorKind::kInvalidArgument, "bias_add: bias ", shape_str(bias.shape()),
+         " does not match dimension ", ax, " of data ", shape_str(data.shape()));
+  }
+  return compute(
+      data.shape(),
+      [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); }, "bias_add",
+      "broadcast", {{"op", "bias_add"}, {"axis", ax}});
+}
+
+// ---- normalisation --------------------------------------------------------------
+
+namespace {
+
+// `v` without dimension `axis`: the index of a reduced-over-`axis` tensor.
+std::vector<Expr> drop_axis(const std::vector<Var>& v, int axis) {
+  std::vector<Expr> out;
+  for (size_t d = 0; d < v.size(); ++d) {
+    if (static_cast<int>(d) != axis) out.push_back(v[d]);
+  }
+  return out;
+}
+
+// `v` with `at` inserted as dimension `axis`.
+std::vector<Expr> insert_axis(const std::vector<Var>& v, int axis, const Expr& at) {
+  std::vector<Expr> out = as_exprs(v);
+  out.insert(out.begin() + axis, at);
+  return out;
+}
+
+std::vector<int64_t> without(const std::vector<int64_t>& shape, int axis) {
+  std::vector<int64_t> out = shape;
+  out.erase(out.begin() + axis);
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int axis, std::string name) {
+  check_defined(x, "softmax", "the operand");
+  check_float(x, "softmax");
+  int ax = detail::normalize_axis(axis, x.ndim(), "softmax");
+  std::vector<int64_t> reduced = without(x.shape(), ax);
+  auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
+  IterVar k1 = reduce_axis(x.shape()[ax], "k");
+  Tensor mx = compute(
+      reduced, [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
+      name + "_max", "softmax", attrs("max"));
+  Tensor e = compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) { return ir::exp(x(as_exprs(v)) - mx(drop_axis(v, ax))); },
+      name + "_exp", "softmax", attrs("exp"));
+  IterVar k2 = reduce_axis(x.shape()[ax], "k");
+  Tensor total = compute(
+      reduced, [&](const std::vector<Var>& v) { return sum(e(insert_axis(v, ax, k2.expr())), {k2}); },
+      name + "_sum", "softmax", attrs("sum"));
+  return compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) { return e(as_exprs(v)) / total(drop_axis(v, ax)); },
+      std::move(name), "softmax", attrs("norm"));
+}
+
+Tensor log_softmax(const Tensor& x, int axis, std::string name) {
+  check_defined(x, "log_softmax", "the operand");
+  check_float(x, "log_softmax");
+  int ax = detail::normalize_axis(axis, x.ndim(), "log_softmax");
+  std::vector<int64_t> reduced = without(x.shape(), ax);
+  auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
+  IterVar k1 = reduce_axis(x.shape()[ax], "k");
+  Tensor mx = compute(
+      reduced, [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
+      name + "_max", "log_softmax", attrs("max"));
+  IterVar k2 = reduce_axis(x.shape()[ax], "k");
+  Tensor total = compute(
+      reduced,
+      [&](const std::vector<Var>& v) {
+        return sum(ir::exp(x(insert_axis(v, ax, k2.expr())) - mx(as_exprs(v))), {k2});
+      },
+      name + "_sum", "log_softmax", attrs("sum"));
+  return compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> outer = drop_axis(v, ax);
+        return x(as_exprs(v)) - mx(outer) - ir::log(total(outer));
+      },
+      std::move(name), "log_softmax", attrs("norm"));
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double epsilon,
+                  std::string name) {
+  const char* op = "layer_norm";
+  check_defined(x, op, "the operand");
+  check_float(x, op);
+  TT_CHECK(x.ndim() >= 1, kInvalidArgument, "layer_norm: the operand must have a dimension");
+  int last = x.ndim() - 1;
+  int64_t d = x.shape()[last];
+  for (const auto& [t, what] : {std::pair{gamma, "gamma"}, std::pair{beta, "beta"}}) {
+    if (!t) continue;
+    check_rank(t, 1, op, what);
+    check_same_dtype(x, t, op);
+    if (t.shape()[0] != d) {
+      fail(ErrorKind::kInvalidArgument, "layer_norm: ", what, " ", shape_str(t.shape()),
+           " must have the extent of the normalised axis (", d, ")");
+    }
+  }
+  DataType t = x.dtype();
+  std::vector<int64_t> outer = without(x.shape(), last);
+  auto attrs = [&](const char* stage) {
+    return nlohmann::json{{"axis", last}, {"epsilon", json_number(epsilon)}, {"stage", stage}};
+  };
+  Expr inv_d = value_const(t, 1.0 / static_cast<double>(d));
+  IterVar k1 = reduce_axis(d, "k");
+  Tensor total = compute(
+      outer, [&](const std::vector<Var>& v) { return sum(x(insert_axis(v, last, k1.expr())), {k1}); },
+      name + "_sum", op, attrs("sum"));
+  IterVar k2 = reduce_axis(d, "k");
+  Tensor squares = compute(
+      outer,
+      [&](const std::vector<Var>& v) {
+        Expr dev = x(insert_axis(v, last, k2.expr())) - total(as_exprs(v)) * inv_d;
+        return sum(dev * dev, {k2});
+      },
+      name + "_var_sum", op, attrs("var_sum"));
+  return compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> o = drop_axis(v, last);
+        Expr mean = total(o) * inv_d;
+        Expr inv_std = ir::rsqrt(squares(o) * inv_d + value_const(t, epsilon));
+        Expr out = (x(as_exprs(v)) - mean) * inv_std;
+        if (gamma) out = out * gamma(v[last]);
+        if (beta) out = out + beta(v[last]);
+        return out;
+      },
+      std::move(name), op, attrs("norm"));
+}
+
+Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& moving_mean, const Tensor& moving_var, int axis,
+                            double epsilon, std::string name) {
+  const char* op = "batch_norm_inference";
+  check_defined(x, op, "the operand");
+  check_float(x, op);
+  int ax = detail::normalize_axis(axis, x.ndim(), op);
+  int64_t c = x.shape()[ax];
+  for (const auto& [t, what] : {std::pair{gamma, "gamma"}, std::pair{beta, "beta"},
+                                std::pair{moving_mean, "moving_mean"},
+                                std::pair{moving_var, "moving_var"}}) {
+    check_rank(t, 1, op, what);
+    check_same_dtype(x, t, op);
+    if (t.shape()[0] != c) {
+      fail(ErrorKind::kInvalidArgument, op, ": ", what, " ", shape_str(t.shape()),
+           " must have the extent of axis ", ax, " (", c, ")");
+    }
+  }
+  DataType t = x.dtype();
+  return compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) {
+        Expr ch = v[ax];
+        Expr inv_std = ir::rsqrt(moving_var(ch) + value_const(t, epsilon));
+        return (x(as_exprs(v)) - moving_mean(ch)) * inv_std * gamma(ch) + beta(ch);
+      },
+      std::move(name), "batch_norm", {{"axis", ax}, {"epsilon", json_number(epsilon)}});
+}
+
+}  // namespace tensortune::te

@@ -1,0 +1,490 @@
+// Linear algebra, convolutions and pooling.
+#include "tensortune/te/ops.h"
+#include "te/op_util.h"
+
+namespace tensortune::te {
+
+using detail::add_index;
+using detail::check_rank;
+using detail::check_same_dtype;
+using detail::index_const;
+using detail::mul_index;
+using detail::shape_str;
+using detail::value_const;
+
+namespace {
+
+// Checks the common parameters of a 2-D window (convolution or pooling).
+void check_window(std::string_view op, const std::array<int64_t, 2>& stride,
+                  const std::array<int64_t, 4>& padding, const std::array<int64_t, 2>& dilation) {
+  for (int64_t s : stride) {
+    if (s < 1) fail(ErrorKind::kInvalidArgument, op, ": strides must be >= 1, got ", s);
+  }
+  for (int64_t p : padding) {
+    if (p < 0) fail(ErrorKind::kInvalidArgument, op, ": padding must be >= 0, got ", p);
+  }
+  for (int64_t d : dilation) {
+    if (d < 1) fail(ErrorKind::kInvalidArgument, op, ": dilation must be >= 1, got ", d);
+  }
+}
+
+// Output extent of a window of `size` taps (dilated extent), or a clear error.
+int64_t out_extent(std::string_view op, std::string_view dim, int64_t in, int64_t pad_sum,
+                   int64_t window, int64_t stride) {
+  int64_t span = in + pad_sum - window;
+  if (span < 0) {
+    fail(ErrorKind::kInvalidArgument, op, ": the window (", window, ") is larger than the padded ",
+         dim, " (", in + pad_sum, ")");
+  }
+  return span / stride + 1;
+}
+
+nlohmann::json conv_attrs_json(const Conv2dAttrs& a, std::string_view layout) {
+  return {{"stride", a.stride},
+          {"padding", a.padding},
+          {"dilation", a.dilation},
+          {"groups", a.groups},
+          {"layout", layout}};
+}
+
+}  // namespace
+
+Conv2dAttrs Conv2dAttrs::uniform(int64_t stride, int64_t pad, int64_t dilation, int64_t groups) {
+  Conv2dAttrs a;
+  a.stride = {stride, stride};
+  a.padding = {pad, pad, pad, pad};
+  a.dilation = {dilation, dilation};
+  a.groups = groups;
+  return a;
+}
+
+Pool2dAttrs Pool2dAttrs::uniform(int64_t kernel, int64_t stride, int64_t pad) {
+  Pool2dAttrs a;
+  a.kernel = {kernel, kernel};
+  a.stride = {stride, stride};
+  a.padding = {pad, pad, pad, pad};
+  return a;
+}
+
+// ---- linear algebra -----------------------------------------------------------
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+              std::string name) {
+  check_rank(a, 2, "matmul", "A");
+  check_rank(b, 2, "matmul", "B");
+  check_same_dtype(a, b, "matmul");
+  int64_t m = transpose_a ? a.shape()[1] : a.shape()[0];
+  int64_t ka = transpose_a ? a.shape()[0] : a.shape()[1];
+  int64_t kb = transpose_b ? b.shape()[1] : b.shape()[0];
+  int64_t n = transpose_b ? b.shape()[0] : b.shape()[1];
+  if (ka != kb) {
+    fail(ErrorKind::kInvalidArgument, "matmul: reduction extents differ: A ", shape_str(a.shape()),
+         (transpose_a ? " (transposed)" : ""), " has K = ", ka, ", B ", shape_str(b.shape()),
+         (transpose_b ? " (transposed)" : ""), " has K = ", kb);
+  }
+  IterVar k = reduce_axis(ka, "k");
+  return compute(
+      {m, n},
+      [&](const std::vector<Var>& v) {
+        Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
+        Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
+        return sum(lhs * rhs, {k});
+      },
+      std::move(name), "matmul", {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+}
+
+Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::string name) {
+  check_rank(data, 2, "dense", "data");
+  check_rank(weight, 2, "dense", "weight");
+  check_same_dtype(data, weight, "dense");
+  if (data.shape()[1] != weight.shape()[1]) {
+    fail(ErrorKind::kInvalidArgument, "dense: data ", shape_str(data.shape()), " and weight ",
+         shape_str(weight.shape()), " differ in K (the last extent of both)");
+  }
+  IterVar k = reduce_axis(data.shape()[1], "k");
+  Tensor out = compute(
+      {data.shape()[0], weight.shape()[0]},
+      [&](const std::vector<Var>& v) { return sum(data(v[0], k.expr()) * weight(v[1], k.expr()), {k}); },
+      bias ? name + "_matmul" : name, "dense");
+  if (!bias) return out;
+  check_rank(bias, 1, "dense", "bias");
+  check_same_dtype(data, bias, "dense");
+  if (bias.shape()[0] != weight.shape()[0]) {
+    fail(ErrorKind::kInvalidArgument, "dense: bias ", shape_str(bias.shape()),
+         " does not match the ", weight.shape()[0], " output features");
+  }
+  return compute(
+      out.shape(), [&](const std::vector<Var>& v) { return out(v[0], v[1]) + bias(v[1]); },
+      std::move(name), "broadcast", {{"op", "bias_add"}, {"axis", 1}});
+}
+
+Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                    std::string name) {
+  check_rank(a, 3, "batch_matmul", "A");
+  check_rank(b, 3, "batch_matmul", "B");
+  check_same_dtype(a, b, "batch_matmul");
+  int64_t ba = a.shape()[0], bb = b.shape()[0];
+  if (ba != bb && ba != 1 && bb != 1) {
+    fail(ErrorKind::kInvalidArgument, "batch_matmul: batch extents ", ba, " and ", bb,
+         " neither match nor broadcast");
+  }
+  int64_t m = transpose_a ? a.shape()[2] : a.shape()[1];
+  int64_t ka = transpose_a ? a.shape()[1] : a.shape()[2];
+  int64_t kb = transpose_b ? b.shape()[2] : b.shape()[1];
+  int64_t n = transpose_b ? b.shape()[1] : b.shape()[2];
+  if (ka != kb) {
+    fail(ErrorKind::kInvalidArgument, "batch_matmul: reduction extents differ: A ",
+         shape_str(a.shape()), " has K = ", ka, ", B ", shape_str(b.shape()), " has K = ", kb);
+  }
+  IterVar k = reduce_axis(ka, "k");
+  return compute(
+      {std::max(ba, bb), m, n},
+      [&](const std::vector<Var>& v) {
+        Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
+        Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
+        Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
+        Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
+        return sum(lhs * rhs, {k});
+      },
+      std::move(name), "batch_matmul",
+      {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+}
+
+// ---- convolutions -------------------------------------------------------------
+
+Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+                   std::string name) {
+  const char* op = "conv2d_nchw";
+  check_rank(data, 4, op, "data");
+  check_rank(kernel, 4, op, "kernel");
+  check_same_dtype(data, kernel, op);
+  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
+  int64_t k = kernel.shape()[0], cg = kernel.shape()[1], r = kernel.shape()[2],
+          s = kernel.shape()[3];
+  int64_t groups = attrs.groups;
+  if (groups < 1 || c % groups != 0 || k % groups != 0) {
+    fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
+         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
+         k, ")");
+  }
+  if (cg != c / groups) {
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()), " has ", cg,
+         " input channels per group; data ", shape_str(data.shape()), " with groups = ", groups,
+         " needs ", c / groups);
+  }
+  auto [sh, sw] = attrs.stride;
+  auto [dh, dw] = attrs.dilation;
+  auto [pt, pl, pb, pr] = attrs.padding;
+  int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
+  int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
+  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb, pr},
+                                    value_const(data.dtype(), 0), "pad_data", 0.0);
+  IterVar rc = reduce_axis(cg, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+  int64_t kg = k / groups;
+  return compute(
+      {n, k, oh, ow},
+      [&](const std::vector<Var>& v) {
+        Expr channel =
+            groups == 1 ? rc.expr() : mul_index(ir::floordiv(v[1], index_const(kg)), cg) + rc.expr();
+        Expr y = mul_index(v[2], sh) + mul_index(ry.expr(), dh);
+        Expr x = mul_index(v[3], sw) + mul_index(rx.expr(), dw);
+        return sum(padded(v[0], channel, y, x) * kernel(v[1], rc.expr(), ry.expr(), rx.expr()),
+                   {rc, ry, rx});
+      },
+      std::move(name), op, conv_attrs_json(attrs, "NCHW"));
+}
+
+Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+                   std::string name) {
+  const char* op = "conv2d_nhwc";
+  check_rank(data, 4, op, "data");
+  check_rank(kernel, 4, op, "kernel");
+  check_same_dtype(data, kernel, op);
+  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  int64_t n = data.shape()[0], h = data.shape()[1], w = data.shape()[2], c = data.shape()[3];
+  int64_t r = kernel.shape()[0], s = kernel.shape()[1], cg = kernel.shape()[2],
+          k = kernel.shape()[3];
+  int64_t groups = attrs.groups;
+  if (groups < 1 || c % groups != 0 || k % groups != 0) {
+    fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
+         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
+         k, ")");
+  }
+  if (cg != c / groups) {
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
+         " (HWIO) has ", cg, " input channels per group; data ", shape_str(data.shape()),
+         " with groups = ", groups, " needs ", c / groups);
+  }
+  auto [sh, sw] = attrs.stride;
+  auto [dh, dw] = attrs.dilation;
+  auto [pt, pl, pb, pr] = attrs.padding;
+  int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
+  int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
+  Tensor padded = detail::pad_stage(data, {0, pt, pl, 0}, {0, pb, pr, 0},
+                                    value_const(data.dtype(), 0), "pad_data", 0.0);
+  IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"), rc = reduce_axis(cg, "rc");
+  int64_t kg = k / groups;
+  return compute(
+      {n, oh, ow, k},
+      [&](const std::vector<Var>& v) {
+        Expr channel =
+            groups == 1 ? rc.expr() : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
+        Expr y = mul_index(v[1], sh) + mul_index(ry.expr(), dh);
+        Expr x = mul_index(v[2], sw) + mul_index(rx.expr(), dw);
+        return sum(padded(v[0], y, x, channel) * kernel(ry.expr(), rx.expr(), rc.expr(), v[3]),
+                   {ry, rx, rc});
+      },
+      std::move(name), op, conv_attrs_json(attrs, "NHWC"));
+}
+
+Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+                             std::string name) {
+  const char* op = "depthwise_conv2d_nchw";
+  check_rank(data, 4, op, "data");
+  check_rank(kernel, 4, op, "kernel");
+  check_same_dtype(data, kernel, op);
+  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
+  int64_t kc = kernel.shape()[0], mult = kernel.shape()[1], r = kernel.shape()[2],
+          s = kernel.shape()[3];
+  if (kc != c) {
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
+         " must be [C, multiplier, R, S] with C = ", c, " (the channels of data ",
+         shape_str(data.shape()), ")");
+  }
+  if (attrs.groups != 1 && attrs.groups != c) {
+    fail(ErrorKind::kInvalidArgument, op, ": groups = ", attrs.groups,
+         " is implied by the depthwise layout; pass 1 (or the channel count ", c, ")");
+  }
+  auto [sh, sw] = attrs.stride;
+  auto [dh, dw] = attrs.dilation;
+  auto [pt, pl, pb, pr] = attrs.padding;
+  int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
+  int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
+  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb, pr},
+                                    value_const(data.dtype(), 0), "pad_data", 0.0);
+  IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+  nlohmann::json json_attrs = conv_attrs_json(attrs, "NCHW");
+  json_attrs["groups"] = c;
+  json_attrs["channel_multiplier"] = mult;
+  return compute(
+      {n, c * mult, oh, ow},
+      [&](const std::vector<Var>& v) {
+        Expr in_channel = mult == 1 ? Expr(v[1]) : ir::floordiv(v[1], index_const(mult));
+        Expr m = mult == 1 ? index_const(0) : ir::floormod(v[1], index_const(mult));
+        Expr y = mul_index(v[2], sh) + mul_index(ry.expr(), dh);
+        Expr x = mul_index(v[3], sw) + mul_index(rx.expr(), dw);
+        return sum(padded(v[0], in_channel, y, x) * kernel(in_channel, m, ry.expr(), rx.expr()),
+                   {ry, rx});
+      },
+      std::move(name), op, std::move(json_attrs));
+}
+
+Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
+                             const Conv2dTransposeAttrs& attrs, std::string name) {
+  const char* op = "conv2d_transpose_nchw";
+  check_rank(data, 4, op, "data");
+  check_rank(kernel, 4, op, "kernel");
+  check_same_dtype(data, kernel, op);
+  check_window(op, attrs.stride, attrs.padding, {1, 1});
+  int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
+  int64_t kc = kernel.shape()[0], k = kernel.shape()[1], r = kernel.shape()[2],
+          s = kernel.shape()[3];
+  if (kc != c) {
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
+         " must be [C, K, R, S] with C = ", c, " (the channels of data ",
+         shape_str(data.shape()), ")");
+  }
+  auto [sh, sw] = attrs.stride;
+  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [oph, opw] = attrs.output_padding;
+  if (oph < 0 || opw < 0 || oph >= sh || opw >= sw) {
+    fail(ErrorKind::kInvalidArgument, op, ": output padding (", oph, ", ", opw,
+         ") must be >= 0 and below the stride (", sh, ", ", sw, ")");
+  }
+  if (pt > r - 1 || pb > r - 1 || pl > s - 1 || pr > s - 1) {
+    fail(ErrorKind::kInvalidArgument, op, ": padding (", pt, ", ", pl, ", ", pb, ", ", pr,
+         ") must not exceed the kernel extent minus one (", r - 1, ", ", s - 1, ")");
+  }
+  // The input spread out by the stride (zeros between rows/columns), then
+  // padded by R - 1 - pad so a plain convolution with the flipped kernel
+  // gives the transposed one.
+  int64_t bt = r - 1 - pt, bl = s - 1 - pl;
+  int64_t dil_h = (h - 1) * sh + 1, dil_w = (w - 1) * sw + 1;
+  int64_t ph = bt + dil_h + (r - 1 - pb + oph), pw = bl + dil_w + (s - 1 - pr + opw);
+  Tensor spread = compute(
+      {n, c, ph, pw},
+      [&](const std::vector<Var>& v) {
+        Expr y = add_index(v[2], -bt), x = add_index(v[3], -bl);
+        Expr inside = ir::logical_and(
+            ir::logical_and(v[2] >= index_const(bt), y < index_const(dil_h)),
+            ir::logical_and(v[3] >= index_const(bl), x < index_const(dil_w)));
+        if (sh > 1) {
+          inside = ir::logical_and(inside, ir::floormod(y, index_const(sh)) == index_const(0));
+        }
+        if (sw > 1) {
+          inside = ir::logical_and(inside, ir::floormod(x, index_const(sw)) == index_const(0));
+        }
+        Expr iy = detail::clamp_index(sh > 1 ? ir::floordiv(y, index_const(sh)) : y, 0, h - 1);
+        Expr ix = detail::clamp_index(sw > 1 ? ir::floordiv(x, index_const(sw)) : x, 0, w - 1);
+        return ir::select(inside, data(v[0], v[1], iy, ix), value_const(data.dtype(), 0));
+      },
+      "data_dilate_pad", "pad",
+      {{"stride", attrs.stride}, {"before", {bt, bl}}, {"after", {r - 1 - pb + oph, s - 1 - pr + opw}}});
+  int64_t oh = ph - r + 1, ow = pw - s + 1;
+  IterVar rc = reduce_axis(c, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+  return compute(
+      {n, k, oh, ow},
+      [&](const std::vector<Var>& v) {
+        Expr flipped_y = index_const(r - 1) - ry.expr();
+        Expr flipped_x = index_const(s - 1) - rx.expr();
+        return sum(spread(v[0], rc.expr(), v[2] + ry.expr(), v[3] + rx.expr()) *
+                       kernel(rc.expr(), v[1], flipped_y, flipped_x),
+                   {rc, ry, rx});
+      },
+      std::move(name), op,
+      {{"stride", attrs.stride}, {"padding", attrs.padding}, {"output_padding", attrs.output_padding}});
+}
+
+// ---- pooling ------------------------------------------------------------------
+
+namespace {
+
+struct PoolGeometry {
+  int64_t oh, ow;
+  int64_t extra_h, extra_w;  ///< padding beyond the bottom/right that ceil_mode windows need
+};
+
+PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2dAttrs& a) {
+  check_rank(data, 4, op, "data");
+  check_window(op, a.stride, a.padding, {1, 1});
+  auto [r, s] = a.kernel;
+  if (r < 1 || s < 1) {
+    fail(ErrorKind::kInvalidArgument, op, ": the window (", r, ", ", s, ") must be at least 1x1");
+  }
+  auto [pt, pl, pb, pr] = a.padding;
+  // A window lying wholly in the padding would have nothing to pool; PyTorch
+  // rules it out the same way.
+  if (pt > r / 2 || pb > r / 2 || pl > s / 2 || pr > s / 2) {
+    fail(ErrorKind::kInvalidArgument, op, ": padding (", pt, ", ", pl, ", ", pb, ", ", pr,
+         ") must be at most half the window (", r, ", ", s, ")");
+  }
+  int64_t h = data.shape()[2], w = data.shape()[3];
+  auto extent = [&](std::string_view dim, int64_t in, int64_t before, int64_t after,
+                    int64_t window, int64_t stride) {
+    int64_t span = in + before + after - window;
+    if (span < 0) {
+      fail(ErrorKind::kInvalidArgument, op, ": the window (", window,
+           ") is larger than the padded ", dim, " (", in + before + after, ")");
+    }
+    if (!a.ceil_mode) return span / stride + 1;
+    int64_t out = (span + stride - 1) / stride + 1;
+    // The last window must start inside the input or its leading padding.
+    if ((out - 1) * stride >= in + before) --out;
+    return out;
+  };
+  PoolGeometry g;
+  g.oh = extent("height", h, pt, pb, r, a.stride[0]);
+  g.ow = extent("width", w, pl, pr, s, a.stride[1]);
+  g.extra_h = std::max<int64_t>(0, (g.oh - 1) * a.stride[0] + r - (h + pt + pb));
+  g.extra_w = std::max<int64_t>(0, (g.ow - 1) * a.stride[1] + s - (w + pl + pr));
+  return g;
+}
+
+nlohmann::json pool_attrs_json(const Pool2dAttrs& a) {
+  return {{"kernel", a.kernel},
+          {"stride", a.stride},
+          {"padding", a.padding},
+          {"ceil_mode", a.ceil_mode},
+          {"count_include_pad", a.count_include_pad},
+          {"layout", "NCHW"}};
+}
+
+}  // namespace
+
+Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  const char* op = "max_pool2d_nchw";
+  PoolGeometry g = pool_geometry(op, data, attrs);
+  auto [pt, pl, pb, pr] = attrs.padding;
+  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w},
+                                    ir::min_value(data.dtype()), "pad_data",
+                                    data.dtype().is_float() ? nlohmann::json("-inf")
+                                                            : nlohmann::json("min"));
+  IterVar ry = reduce_axis(attrs.kernel[0], "ry"), rx = reduce_axis(attrs.kernel[1], "rx");
+  nlohmann::json json_attrs = pool_attrs_json(attrs);
+  json_attrs.erase("count_include_pad");
+  return compute(
+      {data.shape()[0], data.shape()[1], g.oh, g.ow},
+      [&](const std::vector<Var>& v) {
+        Expr y = mul_index(v[2], attrs.stride[0]) + ry.expr();
+        Expr x = mul_index(v[3], attrs.stride[1]) + rx.expr();
+        return max(padded(v[0], v[1], y, x), {ry, rx});
+      },
+      std::move(name), "pool_max", std::move(json_attrs));
+}
+
+Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  const char* op = "avg_pool2d_nchw";
+  PoolGeometry g = pool_geometry(op, data, attrs);
+  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [r, s] = attrs.kernel;
+  auto [sh, sw] = attrs.stride;
+  int64_t h = data.shape()[2], w = data.shape()[3];
+  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w},
+                                    value_const(data.dtype(), 0), "pad_data", 0.0);
+  IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
+  nlohmann::json json_attrs = pool_attrs_json(attrs);
+  Tensor total = compute(
+      {data.shape()[0], data.shape()[1], g.oh, g.ow},
+      [&](const std::vector<Var>& v) {
+        Expr y = mul_index(v[2], sh) + ry.expr();
+        Expr x = mul_index(v[3], sw) + rx.expr();
+        return sum(padded(v[0], v[1], y, x), {ry, rx});
+      },
+      name + "_sum", "pool_sum", json_attrs);
+  // The divisor is index arithmetic: the window's start and end, clipped.
+  auto count = [&](const Expr& o, int64_t stride, int64_t before, int64_t after, int64_t window,
+                   int64_t in) -> Expr {
+    Expr start = add_index(mul_index(o, stride), -before);
+    if (attrs.count_include_pad) {
+      return ir::min(add_index(start, window), index_const(in + after)) - start;
+    }
+    return ir::min(add_index(start, window), index_const(in)) - ir::max(start, index_const(0));
+  };
+  return compute(
+      total.shape(),
+      [&](const std::vector<Var>& v) {
+        Expr n = count(v[2], sh, pt, pb, r, h) * count(v[3], sw, pl, pr, s, w);
+        return total(v[0], v[1], v[2], v[3]) / ir::cast(data.dtype(), n);
+      },
+      std::move(name), "pool_avg", std::move(json_attrs));
+}
+
+Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name) {
+  check_rank(data, 4, "global_avg_pool2d_nchw", "data");
+  int64_t h = data.shape()[2], w = data.shape()[3];
+  IterVar ry = reduce_axis(h, "ry"), rx = reduce_axis(w, "rx");
+  std::vector<int64_t> shape{data.shape()[0], data.shape()[1], 1, 1};
+  Tensor total = compute(
+      shape,
+      [&](const std::vector<Var>& v) { return sum(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx}); },
+      name + "_sum", "pool_sum", {{"global", true}, {"layout", "NCHW"}});
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        return total(v[0], v[1], v[2], v[3]) / value_const(data.dtype(), static_cast<double>(h * w));
+      },
+      std::move(name), "pool_avg", {{"global", true}, {"layout", "NCHW"}});
+}
+
+Tensor global_max_pool2d_nchw(const Tensor& data, std::string name) {
+  check_rank(data, 4, "global_max_pool2d_nchw", "data");
+  IterVar ry = reduce_axis(data.shape()[2], "ry"), rx = reduce_axis(data.shape()[3], "rx");
+  return compute(
+      {data.shape()[0], data.shape()[1], 1, 1},
+      [&](const std::vector<Var>& v) { return max(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx}); },
+      std::move(name), "pool_max", {{"global", true}, {"layout", "NCHW"}});
+}
+
+}  // namespace tensortune::te

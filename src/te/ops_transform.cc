@@ -1,0 +1,306 @@
+// Data movement (pad, reshape, transpose, concat, slice) and reductions over axes.
+#include <algorithm>
+#include <limits>
+
+#include "te/op_util.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/ops.h"
+
+namespace tensortune::te {
+
+using detail::add_index;
+using detail::as_exprs;
+using detail::check_defined;
+using detail::check_same_dtype;
+using detail::clamp_index;
+using detail::index_const;
+using detail::json_number;
+using detail::mul_index;
+using detail::shape_str;
+using detail::value_const;
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+           double pad_value, std::string name) {
+  check_defined(x, "pad", "the operand");
+  size_t rank = x.shape().size();
+  if (before.size() > rank || after.size() > rank) {
+    fail(ErrorKind::kInvalidArgument, "pad: ", before.size(), " / ", after.size(),
+         " padding entries for a tensor of ", rank, " dimensions");
+  }
+  std::vector<int64_t> b(rank, 0), a(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    if (d < before.size()) b[d] = before[d];
+    if (d < after.size()) a[d] = after[d];
+    if (b[d] < 0 || a[d] < 0) {
+      fail(ErrorKind::kInvalidArgument, "pad: padding of dimension ", d, " is (", b[d], ", ",
+           a[d], "); it must be >= 0");
+    }
+  }
+  Tensor out = detail::pad_stage(x, b, a, value_const(x.dtype(), pad_value), name,
+                                 json_number(pad_value));
+  if (!out.same_as(x)) return out;
+  // Nothing to pad: still a stage of its own, so the caller gets a new tensor.
+  return compute(
+      x.shape(), [&](const std::vector<Var>& v) { return x(as_exprs(v)); }, std::move(name), "pad",
+      {{"before", b}, {"after", a}, {"value", json_number(pad_value)}});
+}
+
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name) {
+  check_defined(x, "reshape", "the operand");
+  std::vector<int64_t> out = shape;
+  int64_t known = 1;
+  int inferred = -1;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == -1 && inferred < 0) {
+      inferred = static_cast<int>(d);
+    } else if (out[d] < 1) {
+      fail(ErrorKind::kInvalidArgument, "reshape: target shape ", shape_str(shape),
+           " has extent ", out[d], " (extents are >= 1, and one may be -1)");
+    } else {
+      known *= out[d];
+    }
+  }
+  if (inferred >= 0) {
+    if (x.size() % known != 0) {
+      fail(ErrorKind::kInvalidArgument, "reshape: cannot infer the -1 of ", shape_str(shape),
+           " for ", x.size(), " elements (shape ", shape_str(x.shape()), ")");
+    }
+    out[inferred] = x.size() / known;
+    known *= out[inferred];
+  }
+  if (known != x.size()) {
+    fail(ErrorKind::kInvalidArgument, "reshape: ", shape_str(x.shape()), " has ", x.size(),
+         " elements, the target shape ", shape_str(shape), " has ", known);
+  }
+  // The row-major position is index arithmetic; it needs 64 bits only for huge tensors.
+  bool wide = x.size() > std::numeric_limits<int32_t>::max();
+  auto konst = [&](int64_t v) { return wide ? ir::int_imm(v, DataType::int64()) : index_const(v); };
+  const std::vector<int64_t>& in = x.shape();
+  return compute(
+      out,
+      [&](const std::vector<Var>& v) {
+        Expr flat = konst(0);
+        for (size_t d = 0; d < out.size(); ++d) {
+          Expr vd = wide ? ir::cast(DataType::int64(), v[d]) : Expr(v[d]);
+          flat = d == 0 ? vd : (out[d] == 1 ? flat : flat * konst(out[d])) + vd;
+        }
+        std::vector<Expr> index(in.size());
+        int64_t stride = 1;
+        for (size_t d = in.size(); d-- > 0;) {
+          Expr i = stride == 1 ? flat : ir::floordiv(flat, konst(stride));
+          if (d > 0) i = ir::floormod(i, konst(in[d]));
+          index[d] = in[d] == 1 ? index_const(0) : i;
+          stride *= in[d];
+        }
+        return x(index);
+      },
+      std::move(name), "injective", {{"op", "reshape"}, {"newshape", out}});
+}
+
+Tensor transpose(const Tensor& x, const std::vector<int>& perm, std::string name) {
+  check_defined(x, "transpose", "the operand");
+  int rank = x.ndim();
+  std::vector<int> p = perm;
+  if (p.empty()) {
+    for (int d = rank - 1; d >= 0; --d) p.push_back(d);
+  }
+  std::vector<bool> seen(rank, false);
+  bool valid = static_cast<int>(p.size()) == rank;
+  for (int& d : p) {
+    if (!valid) break;
+    if (d < 0) d += rank;
+    valid = d >= 0 && d < rank && !seen[d];
+    if (valid) seen[d] = true;
+  }
+  if (!valid) {
+    std::vector<std::string> parts;
+    for (int d : perm) parts.push_back(std::to_string(d));
+    fail(ErrorKind::kInvalidArgument, "transpose: [", join(parts, ", "),
+         "] is not a permutation of the ", rank, " dimensions of ", shape_str(x.shape()));
+  }
+  std::vector<int64_t> shape(rank);
+  for (int d = 0; d < rank; ++d) shape[d] = x.shape()[p[d]];
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> index(rank);
+        for (int d = 0; d < rank; ++d) index[p[d]] = v[d];
+        return x(index);
+      },
+      std::move(name), "injective", {{"op", "transpose"}, {"perm", p}});
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
+  if (xs.empty()) fail(ErrorKind::kInvalidArgument, "concat: no tensors to join");
+  for (size_t i = 0; i < xs.size(); ++i) check_defined(xs[i], "concat", "an operand");
+  const Tensor& first = xs[0];
+  int ax = detail::normalize_axis(axis, first.ndim(), "concat");
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const Tensor& t : xs) {
+    check_same_dtype(first, t, "concat");
+    bool same = t.ndim() == first.ndim();
+    for (int d = 0; same && d < t.ndim(); ++d) {
+      same = d == ax || t.shape()[d] == first.shape()[d];
+    }
+    if (!same) {
+      fail(ErrorKind::kInvalidArgument, "concat: '", t.name(), "' ", shape_str(t.shape()),
+           " does not match '", first.name(), "' ", shape_str(first.shape()),
+           " outside axis ", ax);
+    }
+    offsets.push_back(total);
+    total += t.shape()[ax];
+  }
+  std::vector<int64_t> shape = first.shape();
+  shape[ax] = total;
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        // Read part j at the index clamped into it, so both arms of every
+        // select stay in bounds; the select picks the part that holds it.
+        auto read = [&](size_t j) {
+          std::vector<Expr> index = as_exprs(v);
+          int64_t extent = xs[j].shape()[ax];
+          index[ax] = clamp_index(add_index(v[ax], -offsets[j]), 0, extent - 1, offsets[j] > 0,
+                                  j + 1 < xs.size());
+          return xs[j](index);
+        };
+        Expr out = read(xs.size() - 1);
+        for (size_t j = xs.size() - 1; j-- > 0;) {
+          out = ir::select(v[ax] < index_const(offsets[j + 1]), read(j), out);
+        }
+        return out;
+      },
+      std::move(name), "injective", {{"op", "concat"}, {"axis", ax}});
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+             const std::vector<int64_t>& strides, std::string name) {
+  check_defined(x, "slice", "the operand");
+  size_t rank = x.shape().size();
+  if (begin.size() > rank || end.size() > rank || strides.size() > rank) {
+    fail(ErrorKind::kInvalidArgument, "slice: more begin/end/stride entries than the ", rank,
+         " dimensions of ", shape_str(x.shape()));
+  }
+  std::vector<int64_t> starts(rank), steps(rank), shape(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = x.shape()[d];
+    int64_t s = d < strides.size() ? strides[d] : 1;
+    if (s == 0) fail(ErrorKind::kInvalidArgument, "slice: stride of dimension ", d, " is 0");
+    // numpy: negative positions count from the end, then clamp into the
+    // range a walk in this direction can take.
+    auto normalize = [&](int64_t pos) {
+      if (pos < 0) pos = pos < -n ? -1 : pos + n;
+      return s > 0 ? std::clamp<int64_t>(pos, 0, n) : std::clamp<int64_t>(pos, -1, n - 1);
+    };
+    int64_t b = d < begin.size() ? normalize(begin[d]) : (s > 0 ? 0 : n - 1);
+    int64_t e = d < end.size() ? normalize(end[d]) : (s > 0 ? n : -1);
+    int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
+    if (len <= 0) {
+      fail(ErrorKind::kInvalidArgument, "slice: dimension ", d, " of ", shape_str(x.shape()),
+           " is empty after slicing (begin ", b, ", end ", e, ", stride ", s, ")");
+    }
+    starts[d] = b;
+    steps[d] = s;
+    shape[d] = len;
+  }
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> index;
+        for (size_t d = 0; d < rank; ++d) index.push_back(add_index(mul_index(v[d], steps[d]), starts[d]));
+        return x(index);
+      },
+      std::move(name), "injective", {{"op", "slice"}, {"begin", starts}, {"strides", steps}});
+}
+
+// ---- reductions ---------------------------------------------------------------
+
+namespace {
+
+struct ReducePlan {
+  std::vector<bool> reduced;      ///< per input dimension
+  std::vector<int64_t> out_shape;
+  std::vector<int> axes;          ///< sorted, non-negative
+};
+
+ReducePlan plan_reduce(const Tensor& x, const std::vector<int>& axes, bool keepdims,
+                       std::string_view op) {
+  check_defined(x, op, "the operand");
+  int rank = x.ndim();
+  ReducePlan plan;
+  plan.reduced.assign(rank, axes.empty());
+  for (int a : axes) {
+    int d = detail::normalize_axis(a, rank, op);
+    if (plan.reduced[d]) fail(ErrorKind::kInvalidArgument, op, ": axis ", a, " is listed twice");
+    plan.reduced[d] = true;
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (plan.reduced[d]) {
+      plan.axes.push_back(d);
+      if (keepdims) plan.out_shape.push_back(1);
+    } else {
+      plan.out_shape.push_back(x.shape()[d]);
+    }
+  }
+  return plan;
+}
+
+Tensor reduce_stage(const Tensor& x, const ReducePlan& plan, bool keepdims, ir::ReduceOp op,
+                    std::string name, std::string_view op_name) {
+  std::vector<IterVar> axis;
+  for (int d : plan.axes) axis.push_back(reduce_axis(x.shape()[d], "k" + std::to_string(d)));
+  return compute(
+      plan.out_shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> index;
+        size_t next_out = 0, next_red = 0;
+        for (size_t d = 0; d < plan.reduced.size(); ++d) {
+          if (plan.reduced[d]) {
+            index.push_back(axis[next_red++].expr());
+            if (keepdims) ++next_out;
+          } else {
+            index.push_back(v[next_out++]);
+          }
+        }
+        return ir::reduce(op, x(index), axis);
+      },
+      std::move(name), "reduce",
+      {{"op", op_name}, {"axes", plan.axes}, {"keepdims", keepdims}});
+}
+
+}  // namespace
+
+Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims,
+                  std::string name) {
+  ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_sum");
+  return reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, std::move(name), "sum");
+}
+
+Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims,
+                   std::string name) {
+  ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_mean");
+  int64_t count = 1;
+  for (int d : plan.axes) count *= x.shape()[d];
+  Tensor total = reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, name + "_sum", "sum");
+  return compute(
+      total.shape(),
+      [&](const std::vector<Var>& v) {
+        return total(as_exprs(v)) / value_const(x.dtype(), static_cast<double>(count));
+      },
+      std::move(name), "elemwise", {{"op", "mean"}, {"count", count}});
+}
+
+Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims,
+                  std::string name) {
+  ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_max");
+  return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMax, std::move(name), "max");
+}
+
+Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims,
+                  std::string name) {
+  ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_min");
+  return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMin, std::move(name), "min");
+}
+
+}  // namespace tensortune::te

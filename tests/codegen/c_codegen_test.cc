@@ -1,0 +1,213 @@
+// The C generator's text (nothing is compiled here): kernel signature, vector
+// code, pragmas, allocations, names, errors, the effect of pass options, and
+// the compiler flags.
+#include "tensortune/codegen/c_codegen.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "codegen/codegen_test_util.h"
+#include "common/test_util.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/lower/pipeline.h"
+
+namespace tensortune::codegen {
+namespace {
+
+using ir::DataType;
+using ir::Expr;
+using ir::Var;
+using lower::Buffer;
+using lower::ForKind;
+using lower::PrimFunc;
+using lower::Stmt;
+
+Buffer A = Buffer::make("A", DataType::float32(), {256});
+Buffer B = Buffer::make("B", DataType::float32(), {256});
+Buffer C = Buffer::make("C", DataType::float32(), {256});
+
+Stmt loop(const Var& v, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
+  return lower::for_loop(v, 0, ir::int_imm(extent, v->dtype), kind, std::move(body));
+}
+Expr load(const Buffer& b, Expr index) { return ir::buffer_load(b, std::move(index)); }
+
+PrimFunc vadd(const std::string& name = "vadd") {
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  return PrimFunc::make(name, {A, B, C}, 2,
+                        loop(io, 16,
+                             loop(ii, 16, lower::buffer_store(C, idx, load(A, idx) + load(B, idx)),
+                                  ForKind::kVectorized)));
+}
+
+std::string c_of(const PrimFunc& f, const ir::Target& target = ir::Target::parse("c")) {
+  return generate_c({lower::run_pipeline(f)}, target);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+int occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(CCodegen, KernelSignatureAndVectorCode) {
+  std::string c = c_of(vadd());
+  EXPECT_TRUE(contains(c, "int32_t vadd(void** args) {")) << c;
+  EXPECT_TRUE(contains(c, "const float* restrict A = (const float*)args[0];")) << c;
+  EXPECT_TRUE(contains(c, "float* restrict C = (float*)args[2];")) << c;
+  EXPECT_TRUE(contains(c, "typedef float tt_f32x16 __attribute__((vector_size(64)));")) << c;
+  EXPECT_TRUE(contains(c, "*(tt_f32x16_u*)(C + io * 16) = ")) << c;
+  EXPECT_TRUE(contains(c, "(*(const tt_f32x16_u*)(A + io * 16))")) << c;
+  EXPECT_TRUE(contains(c, "  return 0;\n}")) << c;
+}
+
+TEST(CCodegen, DisableVectorizeChangesTheCode) {
+  std::string vector = c_of(vadd());
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions().with_config("tir.disable_vectorize", true)));
+  std::string scalar = c_of(vadd());
+  EXPECT_NE(vector, scalar);
+  EXPECT_FALSE(contains(scalar, "tt_f32x16")) << scalar;
+  EXPECT_FALSE(contains(scalar, "#pragma omp simd")) << scalar;
+  EXPECT_TRUE(contains(scalar, "for (int32_t ii = 0; ii < 16; ++ii) {")) << scalar;
+  EXPECT_TRUE(contains(scalar, "C[io * 16 + ii] = A[io * 16 + ii] + B[io * 16 + ii];")) << scalar;
+}
+
+TEST(CCodegen, DisabledVectorizePassLeavesCompilerHint) {
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions().with_disabled("vectorize")));
+  std::string c = c_of(vadd());
+  EXPECT_TRUE(contains(c, "#pragma omp simd\n    for (int32_t ii = 0; ii < 16; ++ii) {")) << c;
+}
+
+TEST(CCodegen, MaxUnrollStepChangesReplicatedStatements) {
+  Var i = Var::make("i");
+  PrimFunc f =
+      PrimFunc::make("unrolled", {A, C}, 1,
+                     loop(i, 8, lower::buffer_store(C, i, load(A, i) * 2.0f), ForKind::kUnrolled));
+  std::string unrolled = c_of(f);
+  EXPECT_EQ(occurrences(unrolled, "C["), 8) << unrolled;
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions().with_config("tir.max_unroll_step", 4)));
+  std::string hinted = c_of(f);
+  EXPECT_EQ(occurrences(hinted, "C["), 1) << hinted;
+  EXPECT_TRUE(contains(hinted, "#pragma GCC unroll 8\n  for (int32_t i = 0; i < 8; ++i) {"))
+      << hinted;
+}
+
+TEST(CCodegen, OutermostParallelLoopOnly) {
+  Var i = Var::make("i"), j = Var::make("j");
+  PrimFunc f = PrimFunc::make(
+      "par", {A, C}, 1,
+      loop(i, 16,
+           loop(j, 16, lower::buffer_store(C, i * 16 + j, load(A, i * 16 + j)), ForKind::kParallel),
+           ForKind::kParallel));
+  std::string c = c_of(f, ir::Target::parse("c -num-cores=4"));
+  EXPECT_EQ(occurrences(c, "#pragma omp parallel for num_threads(4)\n  for (int32_t i = 0;"), 1)
+      << c;
+  EXPECT_EQ(occurrences(c, "#pragma omp"), 1) << c;
+  // One core: no threads at all.
+  EXPECT_EQ(occurrences(c_of(f, ir::Target::parse("c")), "#pragma omp"), 0);
+}
+
+TEST(CCodegen, SmallAllocationsOnTheStackLargeOnTheHeap) {
+  Var i = Var::make("i");
+  auto staged = [&](int64_t size) {
+    Buffer t = Buffer::make("T", DataType::float32(), {size}, {}, "local");
+    return PrimFunc::make(
+        "staged", {A, C}, 1,
+        lower::allocate(t, lower::seq({loop(i, 16, lower::buffer_store(t, i, load(A, i))),
+                                       loop(i, 16, lower::buffer_store(C, i, load(t, i)))})));
+  };
+  std::string small = c_of(staged(1024));
+  EXPECT_TRUE(contains(small, "  float T[1024] __attribute__((aligned(16)));\n")) << small;
+  std::string large = c_of(staged(65536));
+  EXPECT_TRUE(contains(large, "float* restrict T = (float*)tt_alloc(262144);")) << large;
+  EXPECT_TRUE(contains(large, "  free(T);\n")) << large;
+}
+
+TEST(CCodegen, NamesBecomeUniqueCIdentifiers) {
+  Buffer keyword = Buffer::make("float", DataType::float32(), {16});
+  Buffer dotted = Buffer::make("out.0", DataType::float32(), {16});
+  Var i1 = Var::make("i"), i2 = Var::make("i");
+  PrimFunc f = PrimFunc::make(
+      "exp", {keyword, dotted}, 1,
+      lower::seq({loop(i1, 16, lower::buffer_store(dotted, i1, load(keyword, i1))),
+                  loop(i2, 16, lower::buffer_store(dotted, i2, load(dotted, i2) * 2.0f))}));
+  EXPECT_EQ(c_function_name("exp"), "exp_kernel");
+  EXPECT_EQ(c_function_name("conv2d_nchw"), "conv2d_nchw");
+  std::string c = c_of(f);
+  EXPECT_TRUE(contains(c, "int32_t exp_kernel(void** args)")) << c;
+  EXPECT_TRUE(contains(c, "const float* restrict float_v = (const float*)args[0];")) << c;
+  EXPECT_TRUE(contains(c, "float* restrict out_0 = (float*)args[1];")) << c;
+  EXPECT_TRUE(contains(c, "for (int32_t i = 0;")) << c;
+  EXPECT_TRUE(contains(c, "for (int32_t i_1 = 0;")) << c;
+}
+
+TEST(CCodegen, HalfPrecisionConvertsOnLoadAndStore) {
+  Buffer h = Buffer::make("H", DataType::float16(), {16});
+  Buffer bf = Buffer::make("BF", DataType::bfloat16(), {16});
+  Var i = Var::make("i");
+  PrimFunc f = PrimFunc::make(
+      "half", {h, bf}, 1,
+      loop(i, 16, lower::buffer_store(bf, i, ir::cast(DataType::bfloat16(), load(h, i)) * 2.0f)));
+  std::string c = c_of(f);
+  EXPECT_TRUE(contains(c, "const _Float16* restrict H")) << c;
+  EXPECT_TRUE(contains(c, "uint16_t* restrict BF")) << c;
+  EXPECT_TRUE(contains(c, "BF[i] = tt_f32_to_bf16(")) << c;
+  EXPECT_TRUE(contains(c, "((float)H[i])")) << c;
+}
+
+TEST(CCodegen, Errors) {
+  Var i = Var::make("i"), n = Var::make("n");
+  PrimFunc free_var = PrimFunc::make("f", {A, C}, 1, lower::buffer_store(C, n, 1.0f));
+  EXPECT_TT_ERROR(generate_c({free_var}, ir::Target::parse("c")), kInvalidArgument,
+                  "function 'f': variable 'n' is used outside its scope");
+  Buffer t = Buffer::make("T", DataType::float32(), {4}, {}, "local");
+  PrimFunc stray = PrimFunc::make("g", {A, C}, 1, lower::buffer_store(t, 0, 1.0f));
+  EXPECT_TT_ERROR(generate_c({stray}, ir::Target::parse("c")), kInvalidArgument,
+                  "buffer 'T' is used outside its allocation");
+  EXPECT_TT_ERROR(generate_c({vadd("k.1"), vadd("k_1")}, ir::Target::parse("c")), kInvalidArgument,
+                  "both become the C function 'k_1'");
+  EXPECT_TT_ERROR(generate_c({vadd()}, ir::Target::parse("cuda")), kInvalidArgument,
+                  "target of kind 'c'");
+}
+
+bool has_flag(const std::vector<std::string>& flags, const std::string& flag) {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+TEST(CCodegen, CompileFlags) {
+  auto native = compile_flags(ir::Target::parse("native"));
+  for (const char* flag : {"-O3", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-lm"}) {
+    EXPECT_TRUE(has_flag(native, flag)) << flag;
+  }
+  auto native_attrs = ir::Target::parse("native")->attr<std::vector<std::string>>("mattr");
+  bool avx512 =
+      std::find(native_attrs.begin(), native_attrs.end(), "avx512f") != native_attrs.end();
+  EXPECT_EQ(has_flag(native, "-mprefer-vector-width=512"), avx512);
+#if defined(__x86_64__)
+  EXPECT_TRUE(has_flag(native, "-march=native"));
+  // Another CPU: only the features it names.
+  auto avx2 = compile_flags(ir::Target::parse("c -mcpu=other -mattr=avx2,fma -cflags=\"-O2 -g\""));
+  EXPECT_TRUE(has_flag(avx2, "-march=x86-64"));
+  EXPECT_TRUE(has_flag(avx2, "-mavx2"));
+  EXPECT_TRUE(has_flag(avx2, "-mfma"));
+  EXPECT_FALSE(has_flag(avx2, "-march=native"));
+  EXPECT_FALSE(has_flag(avx2, "-mprefer-vector-width=512"));
+  // The target's -cflags come last, so -O2 overrides -O3.
+  EXPECT_EQ(avx2.back(), "-g");
+  EXPECT_EQ(avx2[avx2.size() - 2], "-O2");
+  auto narrow = compile_flags(ir::Target::parse("c -mattr=avx512f -vector-width=32"));
+  EXPECT_TRUE(has_flag(narrow, "-mprefer-vector-width=256"));
+  EXPECT_TRUE(has_flag(narrow, "-mavx512f"));
+#endif
+}
+
+}  // namespace
+}  // namespace tensortune::codegen

@@ -1,0 +1,346 @@
+// Kernels built by hand, lowered by the pipeline, generated as C, compiled
+// into one module (a single compiler run for all of them, cached across test
+// processes) and called on real buffers; each result is compared with a plain
+// C++ loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "codegen/codegen_test_util.h"
+#include "tensortune/codegen/c_codegen.h"
+#include "tensortune/codegen/module.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/lower/pipeline.h"
+#include "tensortune/te/ndarray.h"
+
+namespace tensortune::codegen {
+namespace {
+
+using ir::DataType;
+using ir::Expr;
+using ir::Var;
+using lower::Buffer;
+using lower::ForKind;
+using lower::PrimFunc;
+using lower::Stmt;
+using te::NDArray;
+
+Stmt loop(const Var& v, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
+  return lower::for_loop(v, 0, ir::int_imm(extent, v->dtype), kind, std::move(body));
+}
+Expr load(const Buffer& b, Expr index) { return ir::buffer_load(b, std::move(index)); }
+Stmt store(const Buffer& b, Expr index, Expr value) {
+  return lower::buffer_store(b, std::move(index), std::move(value));
+}
+Buffer f32(const std::string& name, int64_t n) {
+  return Buffer::make(name, DataType::float32(), {n});
+}
+
+// ---- the kernels ----
+
+// C = A + B over 256 elements: 16 x vectorized 16.
+PrimFunc vadd(const std::string& name) {
+  Buffer a = f32("A", 256), b = f32("B", 256), c = f32("C", 256);
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  return PrimFunc::make(
+      name, {a, b, c}, 2,
+      loop(io, 16, loop(ii, 16, store(c, idx, load(a, idx) + load(b, idx)), ForKind::kVectorized)));
+}
+
+// C[8x32] = A[8x16] * B[16x32], columns vectorized by 16, the reduction inside.
+constexpr int kM = 8, kN = 32, kK = 16;
+PrimFunc matmul() {
+  Buffer a = f32("A", kM * kK), b = f32("B", kK * kN), c = f32("C", kM * kN);
+  Var i = Var::make("i"), jo = Var::make("jo"), ji = Var::make("ji"), k = Var::make("k");
+  Expr j = jo * 16 + ji;
+  Stmt init = loop(ji, 16, store(c, i * kN + j, 0.0f), ForKind::kVectorized);
+  Stmt update = loop(
+      k, kK,
+      loop(ji, 16,
+           store(c, i * kN + j, load(c, i * kN + j) + load(a, i * kK + k) * load(b, k * kN + j)),
+           ForKind::kVectorized),
+      ForKind::kUnrolled);
+  return PrimFunc::make("matmul", {a, b, c}, 2,
+                        loop(i, kM, loop(jo, 2, lower::seq({init, update}))));
+}
+
+// S[i] = sum over k of A[i*16 + k], with the reduction loop marked vectorized
+// (which must fall back to a serial loop).
+PrimFunc row_sum() {
+  Buffer a = f32("A", 64), s = f32("S", 4);
+  Var i = Var::make("i"), k = Var::make("k");
+  return PrimFunc::make(
+      "row_sum", {a, s}, 1,
+      loop(i, 4,
+           lower::seq({store(s, i, 0.0f), loop(k, 16, store(s, i, load(s, i) + load(a, i * 16 + k)),
+                                               ForKind::kVectorized)})));
+}
+
+// C = A * 3 + 1 over 64 x 16 with a parallel outer loop.
+PrimFunc parallel_scale() {
+  Buffer a = f32("A", 1024), c = f32("C", 1024);
+  Var i = Var::make("i"), j = Var::make("j");
+  Expr idx = i * 16 + j;
+  return PrimFunc::make(
+      "parallel_scale", {a, c}, 1,
+      loop(i, 64, loop(j, 16, store(c, idx, load(a, idx) * 3.0f + 1.0f), ForKind::kVectorized),
+           ForKind::kParallel));
+}
+
+// Per row: T = A * 2 in a local buffer, then C = T + 1 (the allocation is
+// hoisted by storage_rewrite; with `big` it is too large for the stack).
+PrimFunc staged(const std::string& name, int64_t local_size) {
+  Buffer a = f32("A", 256), c = f32("C", 256);
+  Buffer t = Buffer::make("T", DataType::float32(), {local_size}, {}, "local");
+  Var i = Var::make("i"), j = Var::make("j");
+  return PrimFunc::make(
+      name, {a, c}, 1,
+      loop(i, 16,
+           lower::allocate(t, lower::seq({loop(j, 16, store(t, j, load(a, i * 16 + j) * 2.0f),
+                                               ForKind::kVectorized),
+                                          loop(j, 16, store(c, i * 16 + j, load(t, j) + 1.0f),
+                                               ForKind::kVectorized)}))));
+}
+
+// C = max(A, 0) over 100 elements, split by 16 with a guard.
+PrimFunc guarded_relu() {
+  Buffer a = f32("A", 100), c = f32("C", 100);
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  return PrimFunc::make(
+      "guarded_relu", {a, c}, 1,
+      loop(io, 7,
+           loop(ii, 16, lower::if_then_else(idx < 100, store(c, idx, ir::max(load(a, idx), 0.0f))),
+                ForKind::kVectorized)));
+}
+
+// C = A * B + 1 in `dtype` (float16 or bfloat16), vectorized.
+PrimFunc half_fma(const std::string& name, DataType dtype) {
+  Buffer a = Buffer::make("A", dtype, {64}), b = Buffer::make("B", dtype, {64});
+  Buffer c = Buffer::make("C", dtype, {64});
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  return PrimFunc::make(
+      name, {a, b, c}, 2,
+      loop(io, 4,
+           loop(ii, 16, store(c, idx, load(a, idx) * load(b, idx) + ir::make_const(dtype, 1)),
+                ForKind::kVectorized)));
+}
+
+// Q = floordiv(X, 3), R = floormod(X, 5) over int32, vectorized and scalar.
+PrimFunc int_division(const std::string& name, ForKind kind) {
+  Buffer x = Buffer::make("X", DataType::int32(), {32}),
+         q = Buffer::make("Q", DataType::int32(), {32});
+  Buffer r = Buffer::make("R", DataType::int32(), {32});
+  Var i = Var::make("i");
+  return PrimFunc::make(name, {x, q, r}, 1,
+                        loop(i, 32,
+                             lower::seq({store(q, i, ir::floordiv(load(x, i), 3)),
+                                         store(r, i, ir::floormod(load(x, i), 5))}),
+                             kind));
+}
+
+// C = exp(A) * tanh(B) + sqrt(|A|), selects and a cast of the index:
+// intrinsics without a vector form keep the loop (hinted to the compiler).
+PrimFunc math_mix(const std::string& name, bool vector_form_only) {
+  Buffer a = f32("A", 32), b = f32("B", 32), c = f32("C", 32);
+  Var i = Var::make("i");
+  Expr x = load(a, i), y = load(b, i);
+  Expr value = ir::sqrt(ir::fabs(x)) + ir::select(i < 8, 1.0f, 2.0f) * ir::min(x, y) +
+               ir::cast(DataType::float32(), i) + ir::select(load(b, 0) > 0.0f, x, y);
+  if (!vector_form_only) value = value + ir::exp(x) * ir::tanh(y);
+  return PrimFunc::make(name, {a, b, c}, 2, loop(i, 32, store(c, i, value), ForKind::kVectorized));
+}
+
+// ---- building them all in one module ----
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::vector<PrimFunc> raw = {vadd("vadd"),
+                                 matmul(),
+                                 row_sum(),
+                                 parallel_scale(),
+                                 staged("staged", 16),
+                                 staged("staged_heap", 32768),
+                                 guarded_relu(),
+                                 half_fma("fma_f16", DataType::float16()),
+                                 half_fma("fma_bf16", DataType::bfloat16()),
+                                 int_division("div_vector", ForKind::kVectorized),
+                                 int_division("div_scalar", ForKind::kSerial),
+                                 math_mix("math_vector", true),
+                                 math_mix("math_mixed", false)};
+    auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
+    for (const auto& f : raw) lowered.push_back(lower::run_pipeline(f));
+    {
+      // The same vector add, lowered without vectorization.
+      ir::PassContextGuard guard(ir::PassContext::make(
+          ir::PassContextOptions().with_config("tir.disable_vectorize", true)));
+      lowered.push_back(lower::run_pipeline(vadd("vadd_scalar")));
+    }
+    source_ = new std::string(generate_c(lowered, testing::test_target()));
+    module_ =
+        new Module(build_module(lowered, testing::test_target(), testing::shared_cache_options()));
+  }
+  static void TearDownTestSuite() {
+    delete lowered_;
+    lowered_ = nullptr;
+    delete module_;
+    delete source_;
+    module_ = nullptr;
+    source_ = nullptr;
+  }
+
+  /// Calls kernel `name` on `arrays`.
+  static void call(const std::string& name, std::vector<NDArray*> arrays) {
+    ASSERT_NE(module_, nullptr) << "the module failed to build (see SetUpTestSuite)";
+    std::vector<void*> args;
+    for (auto* a : arrays) args.push_back(a->data());
+    ASSERT_EQ(module_->get(name)(args.data()), 0) << name;
+  }
+
+  static void expect_close(const NDArray& actual, const NDArray& expected,
+                           const std::string& what) {
+    auto diff = te::compare_arrays(actual, expected, te::default_tolerance(expected.dtype()));
+    EXPECT_FALSE(diff.has_value()) << what << ": " << *diff << "\n" << *source_;
+  }
+
+  static std::vector<PrimFunc>* lowered_;
+  static Module* module_;
+  static std::string* source_;
+};
+
+std::vector<PrimFunc>* EndToEnd::lowered_ = nullptr;
+Module* EndToEnd::module_ = nullptr;
+std::string* EndToEnd::source_ = nullptr;
+
+NDArray random_f32(int64_t n, uint64_t seed) {
+  return NDArray::random(DataType::float32(), {n}, seed);
+}
+
+TEST_F(EndToEnd, OneModuleForAllKernels) {
+  ASSERT_NE(module_, nullptr);
+  for (const auto& f : *lowered_) EXPECT_TRUE(module_->has(f->name)) << f->name;
+  // The same kernels again: the cache answers, no compiler runs.
+  Module again = build_module(*lowered_, testing::test_target(), testing::shared_cache_options());
+  EXPECT_TRUE(again.from_cache());
+  EXPECT_EQ(again.library_path(), module_->library_path());
+}
+
+TEST_F(EndToEnd, VectorAdd) {
+  for (const char* name : {"vadd", "vadd_scalar"}) {
+    NDArray a = random_f32(256, 1), b = random_f32(256, 2), c(DataType::float32(), {256});
+    c.fill(NAN);
+    call(name, {&a, &b, &c});
+    NDArray expected(DataType::float32(), {256});
+    for (int64_t i = 0; i < 256; ++i) expected.set(i, static_cast<float>(a.get(i) + b.get(i)));
+    expect_close(c, expected, name);
+  }
+}
+
+TEST_F(EndToEnd, MatmulWithVectorizedColumns) {
+  NDArray a = random_f32(kM * kK, 3), b = random_f32(kK * kN, 4), c(DataType::float32(), {kM * kN});
+  c.fill(NAN);
+  call("matmul", {&a, &b, &c});
+  NDArray expected(DataType::float32(), {kM * kN});
+  for (int i = 0; i < kM; ++i) {
+    for (int j = 0; j < kN; ++j) {
+      double sum = 0;
+      for (int k = 0; k < kK; ++k) sum += a.get(i * kK + k) * b.get(k * kN + j);
+      expected.set(i * kN + j, sum);
+    }
+  }
+  expect_close(c, expected, "matmul");
+}
+
+TEST_F(EndToEnd, ReductionMarkedVectorizedRunsSerially) {
+  NDArray a = random_f32(64, 5), s(DataType::float32(), {4});
+  call("row_sum", {&a, &s});
+  NDArray expected(DataType::float32(), {4});
+  for (int i = 0; i < 4; ++i) {
+    double sum = 0;
+    for (int k = 0; k < 16; ++k) sum += a.get(i * 16 + k);
+    expected.set(i, sum);
+  }
+  expect_close(s, expected, "row_sum");
+}
+
+TEST_F(EndToEnd, ParallelLoop) {
+  EXPECT_NE(source_->find("#pragma omp parallel for num_threads(2)"), std::string::npos);
+  NDArray a = random_f32(1024, 6), c(DataType::float32(), {1024});
+  call("parallel_scale", {&a, &c});
+  NDArray expected(DataType::float32(), {1024});
+  for (int64_t i = 0; i < 1024; ++i) expected.set(i, a.get(i) * 3 + 1);
+  expect_close(c, expected, "parallel_scale");
+}
+
+TEST_F(EndToEnd, LocalBuffersOnStackAndHeap) {
+  EXPECT_NE(source_->find("tt_alloc(131072)"), std::string::npos);
+  for (const char* name : {"staged", "staged_heap"}) {
+    NDArray a = random_f32(256, 7), c(DataType::float32(), {256});
+    call(name, {&a, &c});
+    NDArray expected(DataType::float32(), {256});
+    for (int64_t i = 0; i < 256; ++i) expected.set(i, a.get(i) * 2 + 1);
+    expect_close(c, expected, name);
+  }
+}
+
+TEST_F(EndToEnd, NonDivisibleGuardWritesNothingPastTheEnd) {
+  // One buffer of 112 elements whose last 12 are a sentinel the kernel must not touch.
+  NDArray a = random_f32(100, 8), c(DataType::float32(), {112});
+  c.fill(-7.0);
+  call("guarded_relu", {&a, &c});
+  for (int64_t i = 0; i < 112; ++i) {
+    double want = i < 100 ? std::max(a.get(i), 0.0) : -7.0;
+    ASSERT_EQ(c.get(i), want) << "index " << i;
+  }
+}
+
+TEST_F(EndToEnd, HalfPrecisionElementwise) {
+  for (auto [name, dtype] :
+       {std::pair{"fma_f16", DataType::float16()}, std::pair{"fma_bf16", DataType::bfloat16()}}) {
+    NDArray a = NDArray::random(dtype, {64}, 9), b = NDArray::random(dtype, {64}, 10);
+    NDArray c(dtype, {64});
+    call(name, {&a, &b, &c});
+    NDArray expected(dtype, {64});
+    for (int64_t i = 0; i < 64; ++i) expected.set(i, a.get(i) * b.get(i) + 1);
+    expect_close(c, expected, name);
+  }
+}
+
+TEST_F(EndToEnd, IntegerFloorDivisionAndModulo) {
+  for (const char* name : {"div_vector", "div_scalar"}) {
+    NDArray x(DataType::int32(), {32}), q(DataType::int32(), {32}), r(DataType::int32(), {32});
+    for (int64_t i = 0; i < 32; ++i) x.set_int(i, i * 7 - 100);
+    call(name, {&x, &q, &r});
+    for (int64_t i = 0; i < 32; ++i) {
+      int64_t v = x.get_int(i);
+      int64_t fq = v / 3 - ((v % 3 != 0) && (v < 0));
+      int64_t fr = ((v % 5) + 5) % 5;
+      ASSERT_EQ(q.get_int(i), fq) << name << " floordiv(" << v << ", 3)";
+      ASSERT_EQ(r.get_int(i), fr) << name << " floormod(" << v << ", 5)";
+    }
+  }
+}
+
+TEST_F(EndToEnd, MathIntrinsicsSelectsAndCasts) {
+  for (const char* name : {"math_vector", "math_mixed"}) {
+    NDArray a = random_f32(32, 11), b = random_f32(32, 12), c(DataType::float32(), {32});
+    call(name, {&a, &b, &c});
+    NDArray expected(DataType::float32(), {32});
+    for (int64_t i = 0; i < 32; ++i) {
+      double x = a.get(i), y = b.get(i);
+      double v = std::sqrt(std::fabs(x)) + (i < 8 ? 1.0 : 2.0) * std::fmin(x, y) +
+                 static_cast<double>(i) + (b.get(0) > 0 ? x : y);
+      if (std::string(name) == "math_mixed") v += std::exp(x) * std::tanh(y);
+      expected.set(i, v);
+    }
+    expect_close(c, expected, name);
+  }
+}
+
+}  // namespace
+}  // namespace tensortune::codegen

@@ -1,0 +1,141 @@
+#include "common/node_samples.h"
+
+#include "common/te_node_samples.h"
+
+#include "tensortune/ir/buffer.h"
+#include "tensortune/ir/expr.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/ir/target.h"
+#include "tensortune/lower/stmt.h"
+#include "tensortune/schedule/state.h"
+#include "tensortune/te/task.h"
+
+namespace tensortune::testing {
+namespace {
+
+using namespace ir;  // NOLINT: sample builders
+
+template <class R>
+ObjectPtr obj(const R& r) {
+  return ObjectPtr(r.ptr());
+}
+
+std::map<std::string, std::function<ObjectPtr()>> build() {
+  std::map<std::string, std::function<ObjectPtr()>> s;
+  Var x = Var::make("x");
+  s["ir.IntImm"] = [] { return obj(int_imm(-3, DataType::int_(8))); };
+  s["ir.FloatImm"] = [] { return obj(float_imm(0.25, DataType::float16())); };
+  s["ir.Var"] = [] { return obj(Var::make("v", DataType::int64())); };
+  s["ir.Binary"] = [x] { return obj(floordiv(x, 3)); };
+  s["ir.Compare"] = [x] { return obj(x >= 2); };
+  s["ir.Logical"] = [x] { return obj(logical_or(x < 1, x > 5)); };
+  s["ir.Not"] = [x] { return obj(logical_not(x < 1)); };
+  s["ir.Select"] = [x] { return obj(select(x < 1, x, x * 2)); };
+  s["ir.Cast"] = [x] { return obj(cast(DataType::float32(), x)); };
+  s["ir.Call"] = [] { return obj(pow(float_imm(2.0), float_imm(0.5))); };
+  s["ir.IterVar"] = [] { return obj(IterVar::make("k", 7, IterKind::kReduce)); };
+  s["ir.Reduce"] = [x] {
+    IterVar k = IterVar::make("k", 4, IterKind::kReduce);
+    return obj(reduce(ReduceOp::kMax, k.expr() * x, {k}, k.expr() < x, int_imm(-1)));
+  };
+  s["ir.Buffer"] = [] {
+    return obj(Buffer::make("buf", DataType::float32(), {4, 5}, {8, 1}, "local"));
+  };
+  s["ir.Target"] = [] {
+    return obj(Target::parse("cuda -arch=sm_86 -host=\"c -mattr=avx2,fma -cflags=\\\"-O2 -g\\\"\""));
+  };
+  s["ir.HardwareParams"] = [] {
+    return obj(hardware_params(Target::parse("c -mattr=avx512f -num-cores=8")));
+  };
+  s["ir.InstrumentSpec"] = [] {
+    return obj(InstrumentSpec::make("print_ir", {{"filter", "lower_*"}, {"when", "both"}}));
+  };
+  s["ir.PassContext"] = [] {
+    return obj(PassContext::make(PassContextOptions()
+                                     .with_opt_level(3)
+                                     .with_config("tir.max_unroll_step", 8)
+                                     .with_disabled("unroll")
+                                     .with_required("legalize")
+                                     .with_instrument(InstrumentSpec::make("pass_names"))));
+  };
+  s["ir.BufferLoad"] = [] {
+    Buffer b = Buffer::make("buf", DataType::float32(), {16});
+    return obj(buffer_load(b, ramp(int_imm(4), int_imm(1), 8)));
+  };
+  s["ir.Ramp"] = [x] { return obj(ramp(x * 2, int_imm(3), 4)); };
+  s["ir.Broadcast"] = [] { return obj(broadcast(float_imm(1.5), 16)); };
+  s["ir.ProducerLoad"] = [] {
+    te::Tensor a = te::placeholder({4, 4}, DataType::float32(), "A");
+    Var i = Var::make("i");
+    return obj(a(i, i + 1));
+  };
+  s["te.Task"] = [] {
+    return obj(te::Task::make(te::make_named_workload_from_text("matmul", "8,8,8"),
+                              Target::parse("c -num-cores=2").with_host(Target::parse("c"))));
+  };
+  // Schedules: every step type once, in a state that replays on matmul.
+  {
+    using namespace schedule;  // NOLINT: step builders
+    std::map<std::string, Step> steps = {
+        {"schedule.SplitStep", split(2, 0, {4, 2}, false)},
+        {"schedule.FollowSplitStep", follow_split(2, 1, 0, 2)},
+        {"schedule.FollowFusedSplitStep", follow_fused_split(2, 0, {0, 1}, 1, true)},
+        {"schedule.ReorderStep", reorder(2, {2, 0, 1})},
+        {"schedule.FuseStep", fuse(2, {0, 1})},
+        {"schedule.AnnotationStep", annotate(2, 0, IterAnnotation::kParallel)},
+        {"schedule.ComputeAtStep", compute_at(2, 3, 1)},
+        {"schedule.ComputeInlineStep", compute_inline(4)},
+        {"schedule.ComputeRootStep", compute_root(2)},
+        {"schedule.CacheReadStep", cache_read(1, "local", {2, 3})},
+        {"schedule.CacheWriteStep", cache_write(2, "global")},
+        {"schedule.RfactorStep", rfactor(2, 3, 1)},
+        {"schedule.StorageAlignStep", storage_align(2, 0, 16, 8)},
+        {"schedule.PragmaStep", pragma(2, 0, "auto_unroll_max_step=64")},
+    };
+    for (const auto& [key, step] : steps) s[key] = [step] { return obj(step); };
+    s["schedule.State"] = [] {
+      return obj(State::make({split(2, 0, {4}), split(2, 2, {8}), reorder(2, {0, 2, 1, 3, 4})}));
+    };
+  }
+  // Loop-nest IR: one kernel that uses every statement kind.
+  {
+    using namespace lower;  // NOLINT: statement builders
+    auto kernel = [] {
+      Buffer a = Buffer::make("A", DataType::float32(), {8});
+      Buffer t = Buffer::make("T", DataType::float32(), {8}, {}, "local");
+      Var i = Var::make("i"), v = Var::make("v");
+      Stmt body = seq({buffer_store(t, i, buffer_load(a, i) * 2.0),
+                       if_then_else(i < 4, buffer_store(a, i, buffer_load(t, i)),
+                                    evaluate(int_imm(0)))});
+      Stmt loop = for_loop(i, int_imm(0), int_imm(8), ForKind::kParallel,
+                           let_stmt(v, i + 1, body));
+      return PrimFunc::make("kernel", {a}, 0, allocate(t, loop));
+    };
+    s["lower.PrimFunc"] = [kernel] { return obj(kernel()); };
+    auto find = [kernel](StmtKind kind) {
+      Stmt found;
+      visit_stmts(kernel()->body, [&](const Stmt& st) {
+        if (!found && st->kind() == kind) found = st;
+      });
+      return obj(found);
+    };
+    s["lower.For"] = [find] { return find(StmtKind::kFor); };
+    s["lower.IfThenElse"] = [find] { return find(StmtKind::kIfThenElse); };
+    s["lower.Allocate"] = [find] { return find(StmtKind::kAllocate); };
+    s["lower.BufferStore"] = [find] { return find(StmtKind::kBufferStore); };
+    s["lower.Seq"] = [find] { return find(StmtKind::kSeq); };
+    s["lower.LetStmt"] = [find] { return find(StmtKind::kLetStmt); };
+    s["lower.Evaluate"] = [find] { return find(StmtKind::kEvaluate); };
+  }
+  add_te_node_samples(s);
+  return s;
+}
+
+}  // namespace
+
+const std::map<std::string, std::function<ObjectPtr()>>& node_samples() {
+  static const auto samples = build();
+  return samples;
+}
+
+}  // namespace tensortune::testing

@@ -1,0 +1,77 @@
+// The "remove_redundant_conditions" pass alone.
+#include <gtest/gtest.h>
+
+#include "lower/pass_test_util.h"
+#include "tensortune/lower/passes.h"
+
+namespace tensortune::lower {
+namespace {
+
+using testing::expect_same;
+using testing::expect_same_results;
+using testing::load;
+using testing::loop;
+
+Buffer A = Buffer::make("A", DataType::float32(), {112});
+Buffer B = Buffer::make("B", DataType::float32(), {112});
+
+PrimFunc func(Stmt body) { return PrimFunc::make("f", {A, B}, 1, std::move(body)); }
+
+TEST(RemoveRedundantConditions, DropsGuardProvenByLoopRanges) {
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Stmt store = buffer_store(B, idx, load(A, idx));
+  PrimFunc f = func(loop(io, 4, loop(ii, 16, if_then_else(idx < 64, store))));
+  PrimFunc out = remove_redundant_conditions(f);
+  expect_same(out->body, loop(io, 4, loop(ii, 16, store)));
+  expect_same_results(f, out);
+}
+
+TEST(RemoveRedundantConditions, KeepsGuardOfNonDivisibleSplit) {
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  PrimFunc f =
+      func(loop(io, 7, loop(ii, 16, if_then_else(idx < 100, buffer_store(B, idx, load(A, idx))))));
+  EXPECT_TRUE(remove_redundant_conditions(f).same_as(f));
+}
+
+TEST(RemoveRedundantConditions, FalseConditionTakesElseBranch) {
+  Var i = Var::make("i");
+  Stmt then_case = buffer_store(B, i, 1.0f), else_case = buffer_store(B, i, 2.0f);
+  PrimFunc f = func(loop(i, 16, if_then_else(i >= 16, then_case, else_case)));
+  expect_same(remove_redundant_conditions(f)->body, loop(i, 16, else_case));
+  PrimFunc g = func(loop(i, 16, if_then_else(i > 20, then_case)));
+  expect_same(remove_redundant_conditions(g)->body, loop(i, 16, seq({})));
+}
+
+TEST(RemoveRedundantConditions, DropsProvenConjunctOnly) {
+  Var i = Var::make("i"), n = Var::make("n");
+  Stmt store = buffer_store(B, i, 1.0f);
+  PrimFunc f = func(loop(i, 16, if_then_else(logical_and(i < 16, i < n), store)));
+  expect_same(remove_redundant_conditions(f)->body, loop(i, 16, if_then_else(i < n, store)));
+}
+
+TEST(RemoveRedundantConditions, UsesConstantLoopMin) {
+  Var i = Var::make("i");
+  Stmt store = buffer_store(B, i, 1.0f);
+  Stmt body = for_loop(i, 4, 8, ForKind::kSerial, if_then_else(logical_and(i >= 4, i < 12), store));
+  expect_same(remove_redundant_conditions(func(body))->body,
+              for_loop(i, 4, 8, ForKind::kSerial, store));
+}
+
+TEST(RemoveRedundantConditions, SimplifiesSelectConditions) {
+  Var i = Var::make("i");
+  PrimFunc f = func(loop(i, 16, buffer_store(B, i, ir::select(i < 16, load(A, i), 0.0f))));
+  expect_same(remove_redundant_conditions(f)->body, loop(i, 16, buffer_store(B, i, load(A, i))));
+}
+
+TEST(RemoveRedundantConditions, RemovesLoopsOfExtentOne) {
+  Var i = Var::make("i"), j = Var::make("j");
+  PrimFunc f = func(loop(i, 8, loop(j, 1, buffer_store(B, i * 4 + j, load(A, i + j)))));
+  PrimFunc out = remove_redundant_conditions(f);
+  expect_same(out->body, loop(i, 8, buffer_store(B, i * 4 + 0, load(A, i + 0))));
+  expect_same_results(f, out);
+}
+
+}  // namespace
+}  // namespace tensortune::lower

@@ -1,0 +1,135 @@
+// Hand-written schedules, each checked against the reference evaluator by
+// interpreting the lowered kernel (no compiler involved).
+#include <gtest/gtest.h>
+
+#include "common/schedule_check.h"
+#include "common/test_util.h"
+#include "tensortune/lower/lower.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/te/ops.h"
+
+namespace tensortune::schedule {
+namespace {
+
+using testing::schedule_matches_reference;
+
+te::WorkloadTensors matmul_tensors(int64_t m, int64_t n, int64_t k) {
+  te::Tensor a = te::placeholder({m, k}, ir::DataType::float32(), "A");
+  te::Tensor b = te::placeholder({k, n}, ir::DataType::float32(), "B");
+  return {{a, b}, {te::matmul(a, b)}};
+}
+
+// Stage indices of the matmul DAG: 0 A, 1 B, 2 matmul.
+constexpr int kMatmul = 2;
+
+TEST(Lowering, NaiveSchedule) {
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(5, 7, 3), State::make()));
+}
+
+TEST(Lowering, NonDivisibleSplits) {
+  State s = State::make({split(kMatmul, 0, {4}), split(kMatmul, 2, {3, 2}),
+                         split(kMatmul, 5, {2}, /*inner_to_outer=*/false)});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(10, 13, 7), s));
+}
+
+TEST(Lowering, TiledAndReordered) {
+  // i.0 i.1 j.0 j.1 k -> i.0 j.0 k i.1 j.1
+  State s = State::make({split(kMatmul, 0, {4}), split(kMatmul, 2, {8}),
+                         reorder(kMatmul, {0, 2, 4, 1, 3}), annotate(kMatmul, 4, IterAnnotation::kVectorize),
+                         annotate(kMatmul, 0, IterAnnotation::kParallel)});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(16, 24, 9), s));
+}
+
+TEST(Lowering, FusedThenSplit) {
+  State s = State::make({fuse(kMatmul, {0, 1}), split(kMatmul, 0, {5})});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(6, 7, 4), s));
+}
+
+TEST(Lowering, CacheWriteComputeAtTiles) {
+  // matmul.local computed at the j.0 tile loop of the copy-out stage.
+  State s = State::make({cache_write(kMatmul, "local"),
+                         // stage 2: matmul.local, stage 3: matmul (copy)
+                         split(3, 0, {4}), split(3, 2, {8}), reorder(3, {0, 2, 1, 3}),
+                         compute_at(2, 3, 1), split(2, 2, {2}), reorder(2, {2, 0, 3, 1}),
+                         annotate(3, 3, IterAnnotation::kVectorize)});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(12, 16, 6), s));
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(10, 13, 5), s));  // ragged tiles
+}
+
+TEST(Lowering, RfactorOfAReduction) {
+  State s = State::make({split(kMatmul, 2, {4}), rfactor(kMatmul, 3, 1)});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(3, 5, 10), s));
+  State outer = State::make({split(kMatmul, 2, {4}), rfactor(kMatmul, 2, 0)});
+  EXPECT_TRUE(schedule_matches_reference(matmul_tensors(3, 5, 10), outer));
+}
+
+TEST(Lowering, ZeroPaddingConvWithInlineAndComputeAt) {
+  te::Tensor data = te::placeholder({1, 3, 7, 7}, ir::DataType::float32(), "data");
+  te::Tensor kernel = te::placeholder({4, 3, 3, 3}, ir::DataType::float32(), "kernel");
+  te::Tensor out = te::conv2d_nchw(data, kernel, te::Conv2dAttrs::uniform(2, 1));
+  te::WorkloadTensors t{{data, kernel}, {out}};
+  ComputeDAG dag(t);
+  int pad = dag.stage_named("pad_data");
+  ASSERT_GE(pad, 0) << dag.str();
+  int conv = dag.num_stages() - 1;
+  EXPECT_TRUE(schedule_matches_reference(t, State::make()));
+  EXPECT_TRUE(schedule_matches_reference(t, State::make({compute_inline(pad)})));
+  // The padded input computed per output row: a region of the pad stage.
+  EXPECT_TRUE(schedule_matches_reference(t, State::make({compute_at(pad, conv, 2)})));
+  EXPECT_TRUE(schedule_matches_reference(t, State::make({split(conv, 3, {2}), compute_at(pad, conv, 3)})));
+}
+
+TEST(Lowering, CacheReadAndStorageAlign) {
+  auto t = matmul_tensors(8, 8, 8);
+  State s = State::make({cache_read(1, "local", {kMatmul}), storage_align(2, 0, 16, 3),
+                         split(3, 0, {4}), compute_at(2, 3, 0)});
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+}
+
+TEST(Lowering, PragmaUnrollMarksLoops) {
+  auto t = matmul_tensors(4, 4, 4);
+  State s = State::make({split(kMatmul, 0, {2}), pragma(kMatmul, 0, "auto_unroll_max_step=16")});
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+  LoopState loops = replay(ComputeDAG(t), s);
+  std::string ir = lower::to_string(lower::lower_schedule(loops, "k"));
+  EXPECT_NE(ir.find("unrolled for"), std::string::npos) << ir;
+}
+
+TEST(Steps, InvalidStepsNameTheProblem) {
+  ComputeDAG dag(matmul_tensors(8, 8, 8));
+  EXPECT_TT_ERROR(replay(dag, State::make({split(kMatmul, 9, {2})})), kInvalidArgument,
+                  "step 0, split(");
+  EXPECT_TT_ERROR(replay(dag, State::make({split(kMatmul, 0, {0})})), kInvalidArgument,
+                  "split length 0 is not positive");
+  EXPECT_TT_ERROR(replay(dag, State::make({reorder(kMatmul, {0, 0, 1})})), kInvalidArgument,
+                  "exactly once");
+  EXPECT_TT_ERROR(replay(dag, State::make({fuse(kMatmul, {1, 2})})), kInvalidArgument,
+                  "cannot fuse spatial and reduction loops");
+  EXPECT_TT_ERROR(replay(dag, State::make({annotate(kMatmul, 2, IterAnnotation::kParallel)})),
+                  kInvalidArgument, "reduction loop");
+  EXPECT_TT_ERROR(replay(dag, State::make({compute_inline(kMatmul)})), kInvalidArgument,
+                  "is an output");
+  EXPECT_TT_ERROR(replay(dag, State::make({split(0, 0, {2})})), kInvalidArgument, "placeholder");
+  EXPECT_TT_ERROR(replay(dag, State::make({split(7, 0, {2})})), kInvalidArgument,
+                  "stage 7 does not exist");
+  EXPECT_TT_ERROR(replay(dag, State::make({pragma(kMatmul, 0, "bogus")})), kInvalidArgument,
+                  "known pragmas: auto_unroll_max_step");
+}
+
+TEST(Steps, ReplayAfterSaveLoadGivesAnEqualState) {
+  auto t = matmul_tensors(12, 16, 6);
+  State s = State::make({cache_write(kMatmul, "local"), split(3, 0, {4}), split(3, 2, {8}),
+                         reorder(3, {0, 2, 1, 3}), compute_at(2, 3, 1),
+                         annotate(3, 0, IterAnnotation::kParallel)});
+  State loaded = load_json_as<State>(parse_json_text(save_string(s)));
+  EXPECT_TRUE(structural_equal(s, loaded));
+  ComputeDAG dag(t);
+  LoopState a = replay(dag, s), b = replay(dag, loaded);
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.str(), b.str());
+  EXPECT_TRUE(structural_equal(lower::lower_schedule(a, "k"), lower::lower_schedule(b, "k")));
+}
+
+}  // namespace
+}  // namespace tensortune::schedule
