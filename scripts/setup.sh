@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev
-          googletest libgtest-dev libbenchmark-dev "$@")
+          googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev "$@")
 
 missing=()
 for p in "${packages[@]}"; do

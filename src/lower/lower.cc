@@ -33,12 +33,17 @@ std::string c_identifier(const std::string& name) {
   return out;
 }
 
+// The flat element index of `indices` in `buffer`: int32 arithmetic when the
+// buffer is small enough (no widening in the generated code), else int64.
 Expr flat_index(const Buffer& buffer, const std::vector<Expr>& indices) {
   TT_ICHECK(indices.size() == buffer->shape.size(), "index rank mismatch for ", buffer->name);
-  Expr flat = ir::int_imm(0, DataType::int64());
+  bool narrow = buffer.storage_elements() < INT32_MAX;
+  for (const auto& i : indices) narrow = narrow && i.dtype() == DataType::int32();
+  DataType t = narrow ? DataType::int32() : DataType::int64();
+  Expr flat = ir::make_const(t, 0);
   for (size_t d = 0; d < indices.size(); ++d) {
-    Expr i = indices[d].dtype() == DataType::int64() ? indices[d] : ir::cast(DataType::int64(), indices[d]);
-    flat = flat + i * ir::int_imm(buffer->strides[d], DataType::int64());
+    Expr i = indices[d].dtype() == t ? indices[d] : ir::cast(t, indices[d]);
+    flat = flat + i * ir::make_const(t, static_cast<double>(buffer->strides[d]));
   }
   return ir::simplify(flat);
 }
