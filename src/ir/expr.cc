@@ -264,6 +264,10 @@ Expr float_imm(double value, DataType dtype) {
 Expr make_const(DataType dtype, double value) {
   if (dtype.is_float()) return float_imm(value, dtype);
   if (dtype.is_bool()) return int_imm(value != 0, dtype);
+  // Converting NaN, infinities or out-of-range values to an integer is
+  // undefined in C++: reject them (a float literal meeting an int operand).
+  TT_CHECK(std::isfinite(value) && value >= -9.2233720368547758e18 && value < 9.2233720368547758e18,
+           kInvalidArgument, "the value ", value, " cannot be a constant of type ", dtype.str());
   return int_imm(static_cast<int64_t>(value), dtype);
 }
 

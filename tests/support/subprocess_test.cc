@@ -32,9 +32,10 @@ std::string read_line(Subprocess& child) {
   return line;
 }
 
-/// True once `pid` is gone or a zombie nobody will wait for (not ours to reap).
+/// True once `pid` is gone or a zombie nobody will wait for (not ours to reap);
+/// waits up to 10 s, since a loaded machine may be slow to deliver SIGKILL.
 bool process_gone(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     if (!stat) return true;
     std::string line;
