@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/words.h"
 #include "tensortune/ir/simplify.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/strings.h"
@@ -352,19 +353,32 @@ class FunctionEmitter {
         stored.insert(static_cast<const lower::BufferStoreNode&>(*s).buffer.get());
       }
     });
-    std::ostringstream head;
-    head << "int32_t " << c_function_name(f.name) << "(void** args) {\n";
+    // The body is a function of its own whose buffers are restrict
+    // parameters: GCC takes restrict into account for parameters, not for
+    // local pointers, and without it cannot keep an accumulator in a register
+    // across loads of another buffer. The exported function unpacks args.
+    std::string symbol = c_function_name(f.name);
+    std::vector<std::string> params, casts;
     for (size_t i = 0; i < f.params.size(); ++i) {
       const auto& b = f.params[i];
       std::string name = fresh_name(b->name);
       // Inputs the kernel never writes are const: the compiler may then keep them in registers.
       bool read_only = static_cast<int>(i) < f.num_inputs && !stored.count(b.get());
       std::string type = std::string(read_only ? "const " : "") + c_storage_type(b->dtype);
-      head << "  " << type << "* restrict " << name << " = (" << type << "*)args[" << i << "];\n";
+      params.push_back(type + "* restrict " + name);
+      casts.push_back("(" + type + "*)args[" + std::to_string(i) + "]");
       buffers_.emplace_back(b, name);
     }
     emit_stmt(f.body, 1, true);
-    return head.str() + body_.str() + "  return 0;\n}\n";
+    std::string body_name = "tt_kernel_" + symbol;
+    // One argument per line when they do not fit on one.
+    auto arguments = [](const std::vector<std::string>& list, const std::string& head) {
+      std::string one_line = head + "(" + join(list, ", ") + ")";
+      return one_line.size() <= 96 ? one_line : head + "(\n    " + join(list, ",\n    ") + ")";
+    };
+    return "static int32_t " + arguments(params, body_name) + " {\n" + body_.str() +
+           "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n  return " +
+           arguments(casts, body_name) + ";\n}\n";
   }
 
  private:
@@ -446,11 +460,13 @@ class FunctionEmitter {
     auto min_const = ir::as_const_int(n.min);
     std::string end = strip_parens(
         expr(min_const && *min_const == 0 ? n.extent : ir::simplify(n.min + n.extent)));
-    bool parallel_region = false;
+    // OpenMP admits no OpenMP construct inside a simd loop, and a parallel
+    // loop inside a parallel region would only oversubscribe the cores.
+    bool parallel_region = false, simd_region = false;
     switch (n.for_kind) {
       case ForKind::kParallel:
-        if (in_parallel_) {
-          line(indent, "/* parallel loop inside a parallel loop: runs serially */");
+        if (in_parallel_ || in_simd_) {
+          line(indent, "/* parallel loop inside a parallel or simd loop: runs serially */");
         } else if (num_cores_ > 1) {
           line(indent, "#pragma omp parallel for num_threads(" + std::to_string(num_cores_) + ")");
           parallel_region = true;
@@ -459,7 +475,10 @@ class FunctionEmitter {
         }
         break;
       case ForKind::kVectorized:
-        line(indent, "#pragma omp simd");
+        if (!in_simd_) {
+          line(indent, "#pragma omp simd");
+          simd_region = true;
+        }
         break;
       case ForKind::kUnrolled: {
         auto extent = ir::as_const_int(n.extent);
@@ -474,8 +493,10 @@ class FunctionEmitter {
                      name + ") {");
     vars_[n.loop_var.get()] = name;
     if (parallel_region) in_parallel_ = true;
+    if (simd_region) in_simd_ = true;
     emit_stmt(n.body, indent + 1, true);
     if (parallel_region) in_parallel_ = false;
+    if (simd_region) in_simd_ = false;
     vars_.erase(n.loop_var.get());
     line(indent, "}");
   }
@@ -561,7 +582,6 @@ class FunctionEmitter {
   }
 
   std::string to_storage_vector(DataType t, int lanes, const std::string& v) {
-    std::string l = std::to_string(lanes);
     if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
       return "__builtin_convertvector(" + strip_parens(v) + ", " +
              prelude_.vector_type("f16", lanes) + ")";
@@ -924,7 +944,8 @@ class FunctionEmitter {
   std::set<std::string> used_names_;
   std::vector<std::pair<Buffer, std::string>> buffers_;  ///< in scope, innermost last
   std::map<const ir::VarNode*, std::string> vars_;
-  bool in_parallel_ = false;
+  bool in_parallel_ = false;  ///< inside the loop of an omp parallel for
+  bool in_simd_ = false;      ///< inside the loop of an omp simd
   int64_t stack_bytes_ = 0;
 };
 
@@ -934,12 +955,6 @@ const ir::TargetNode& check_c_target(const ir::Target& target) {
            "C code generation needs a target of kind 'c', got '", target->kind, "'");
   return *target;
 }
-
-}  // namespace
-
-std::string c_function_name(const std::string& name) { return sanitize(name, "_kernel"); }
-
-namespace {
 
 // -mattr features (GCC spelling) that GCC enables with -m<feature> on x86.
 bool is_x86_feature(const std::string& feature) {
@@ -951,22 +966,9 @@ bool is_x86_feature(const std::string& feature) {
   return features.count(feature) > 0;
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
 }  // namespace
+
+std::string c_function_name(const std::string& name) { return sanitize(name, "_kernel"); }
 
 std::vector<std::string> compile_flags(const ir::Target& target) {
   const ir::TargetNode& t = check_c_target(target);
@@ -1001,7 +1003,7 @@ std::vector<std::string> compile_flags(const ir::Target& target) {
   }
   // The target's own flags come last, so they can override ours (-O2 after -O3).
   const size_t ours = flags.size();
-  for (auto& word : split_words(t.attr<std::string>("cflags"))) {
+  for (auto& word : detail::split_words(t.attr<std::string>("cflags"))) {
     // Skip exact repeats of our flags (the default -cflags is -O3).
     if (std::find(flags.begin(), flags.begin() + ours, word) == flags.begin() + ours) {
       flags.push_back(std::move(word));

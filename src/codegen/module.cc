@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -11,9 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <set>
-#include <sstream>
 
+#include "codegen/words.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/support/hash.h"
 #include "tensortune/support/strings.h"
@@ -21,6 +21,7 @@
 
 namespace tensortune::codegen {
 
+/// A dlopen handle, closed when the last module copy using it goes.
 struct Module::Library {
   void* handle = nullptr;
   std::string path;
@@ -82,21 +83,6 @@ void write_atomically(const std::string& path, const std::string& text) {
     std::remove(temp.c_str());
     fail(ErrorKind::kIO, "cannot rename '", temp, "' to '", path, "': ", std::strerror(err));
   }
-}
-
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
 }
 
 std::string hex(uint64_t v) {
@@ -259,7 +245,7 @@ Module Module::compile(const std::string& source, const ir::Target& target,
                        const ModuleOptions& options) {
   TT_CHECK(target && target->kind == "c", kInvalidArgument,
            "compiling C needs a target of kind 'c', got ", target ? target->kind : "null");
-  std::vector<std::string> compiler = split_words(target->attr<std::string>("compiler"));
+  std::vector<std::string> compiler = detail::split_words(target->attr<std::string>("compiler"));
   return compile(source, compiler, compile_flags(target), options);
 }
 

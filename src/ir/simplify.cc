@@ -1,5 +1,7 @@
 #include "tensortune/ir/simplify.h"
 
+#include <limits>
+
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/scalar_semantics.h"
 #include "tensortune/object/structural.h"
@@ -37,10 +39,8 @@ bool same(const Expr& a, const Expr& b) {
 struct AffineSum {
   uint64_t constant = 0;
   std::vector<std::pair<Expr, uint64_t>> terms;
-  int leaves = 0;  ///< terms and constants met while flattening
 
   void add_term(const Expr& t, uint64_t coeff) {
-    ++leaves;
     for (auto& [term, c] : terms) {
       if (same(term, t)) {
         c += coeff;
@@ -51,7 +51,6 @@ struct AffineSum {
   }
   void flatten(const Expr& e, uint64_t scale) {
     if (auto c = as_const_int(e)) {
-      ++leaves;
       constant += static_cast<uint64_t>(*c) * scale;
       return;
     }
@@ -67,33 +66,35 @@ struct AffineSum {
       add_term(e, scale);
     }
   }
-  int size() const {
-    int n = constant != 0;
-    for (const auto& [t, c] : terms) n += c != 0;
-    return n;
-  }
 };
 
-// Rebuilds a flattened sum: terms in order of first appearance, a negative
-// coefficient as a subtraction, the constant last (where the other rules
-// expect it).
+// Rebuilds a flattened sum in canonical form: the terms with a positive
+// coefficient in order of first appearance, then those with a negative one
+// subtracted, then the constant (last, where the other rules expect it). With
+// no positive term the constant comes first (0 - x). Signs are read in the
+// type's width as signed, so an unsigned x - y stays a subtraction.
 Expr build_sum(const AffineSum& sum, DataType t) {
-  auto as_signed = [&](uint64_t v) { return wrap_to_int(t, static_cast<int64_t>(v)); };
+  DataType signed_type = DataType::int_(t.bits());
+  auto signed_value = [&](uint64_t v) { return wrap_to_int(signed_type, static_cast<int64_t>(v)); };
+  auto constant = [&](uint64_t v) { return int_imm(wrap_to_int(t, static_cast<int64_t>(v)), t); };
+  auto scaled = [&](const Expr& term, uint64_t coeff) {
+    return signed_value(coeff) == 1 ? term : binary(BinaryOp::kMul, term, constant(coeff));
+  };
   Expr out;
   for (const auto& [term, coeff] : sum.terms) {
-    int64_t c = as_signed(coeff);
-    if (c == 0) continue;
-    bool negative = c < 0 && out;
-    int64_t magnitude = negative ? as_signed(-coeff) : c;
-    Expr scaled = magnitude == 1 ? term : binary(BinaryOp::kMul, term, int_imm(magnitude, t));
-    out = !out ? scaled : binary(negative ? BinaryOp::kSub : BinaryOp::kAdd, out, scaled);
+    if (signed_value(coeff) <= 0) continue;
+    out = out ? binary(BinaryOp::kAdd, out, scaled(term, coeff)) : scaled(term, coeff);
   }
-  int64_t c = as_signed(sum.constant);
-  if (!out) return int_imm(c, t);
-  if (c == 0) return out;
-  int64_t negated = as_signed(-sum.constant);
-  if (c < 0 && negated > 0) return binary(BinaryOp::kSub, out, int_imm(negated, t));
-  return binary(BinaryOp::kAdd, out, int_imm(c, t));
+  bool constant_placed = !out;
+  if (!out) out = constant(sum.constant);
+  for (const auto& [term, coeff] : sum.terms) {
+    if (signed_value(coeff) < 0) out = binary(BinaryOp::kSub, out, scaled(term, -coeff));
+  }
+  int64_t c = signed_value(sum.constant);
+  if (constant_placed || c == 0) return out;
+  bool subtract = c < 0 && c != std::numeric_limits<int64_t>::min();
+  return subtract ? binary(BinaryOp::kSub, out, constant(-sum.constant))
+                  : binary(BinaryOp::kAdd, out, constant(sum.constant));
 }
 
 // ---- binary rules: each sees simplified operands; returns null if it does not apply ----
@@ -184,9 +185,12 @@ const BinaryRule kBinaryRules[] = {
                   : Expr();
      }},
     {"affine-sum", [](BinaryOp op, const Expr& a, const Expr& b) {
-       // Merges like terms and constants of a scalar integer sum, so that
-       // index expressions such as (x*8 + 3) - x*8 fold to 3. Fires only when
-       // something merges, so an already canonical sum is left as is.
+       // Brings a scalar integer sum to canonical form (build_sum): like terms
+       // and constants merge, so that (x*8 + 3) - x*8 folds to 3, and equal
+       // sums written differently, such as (i*4 + 1)*512 + j and i*2048 + j +
+       // 512, become the same expression (which lets the C compiler see that
+       // two addresses differ by a constant). A sum already in canonical form
+       // is left as is.
        if ((op != BinaryOp::kAdd && op != BinaryOp::kSub) || !a.dtype().is_integer() ||
            !a.dtype().is_scalar()) {
          return Expr();
@@ -194,7 +198,10 @@ const BinaryRule kBinaryRules[] = {
        AffineSum sum;
        sum.flatten(a, 1);
        sum.flatten(b, op == BinaryOp::kAdd ? 1 : static_cast<uint64_t>(-1));
-       return sum.size() < sum.leaves ? build_sum(sum, a.dtype()) : Expr();
+       Expr built = build_sum(sum, a.dtype());
+       const BinaryNode* same_shape = as_binary(built, op);
+       if (same_shape && same(same_shape->a, a) && same(same_shape->b, b)) return Expr();
+       return built;
      }},
 };
 

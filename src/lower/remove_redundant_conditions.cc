@@ -1,4 +1,6 @@
 // The "remove_redundant_conditions" pass: see passes.h.
+#include "tensortune/lower/passes.h"
+
 #include <map>
 #include <optional>
 
@@ -6,7 +8,6 @@
 #include "tensortune/ir/arith.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/simplify.h"
-#include "tensortune/lower/passes.h"
 
 namespace tensortune::lower {
 namespace {

@@ -1,7 +1,8 @@
 // The "simplify" pass: see passes.h.
+#include "tensortune/lower/passes.h"
+
 #include "lower/pass_util.h"
 #include "tensortune/ir/simplify.h"
-#include "tensortune/lower/passes.h"
 
 namespace tensortune::lower {
 namespace {

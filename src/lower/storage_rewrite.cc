@@ -7,6 +7,8 @@
 // two allocations neither of whose scopes contains the other are never live
 // at once, so they can share storage. A parallel or vectorized loop is a
 // boundary: its iterations may run at the same time, each with its own copy.
+#include "tensortune/lower/passes.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -15,7 +17,6 @@
 #include "lower/pass_util.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/pass_context.h"
-#include "tensortune/lower/passes.h"
 #include "tensortune/object/structural.h"
 
 namespace tensortune::lower {

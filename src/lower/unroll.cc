@@ -1,9 +1,10 @@
 // The "unroll" pass: see passes.h.
+#include "tensortune/lower/passes.h"
+
 #include <algorithm>
 
 #include "lower/pass_util.h"
 #include "tensortune/ir/pass_context.h"
-#include "tensortune/lower/passes.h"
 
 namespace tensortune::lower {
 namespace {

@@ -7,6 +7,8 @@
 // body could not be rewritten stays kVectorized (the code generator hints it
 // to the C compiler's vectorizer), and one whose iterations may interfere
 // becomes serial.
+#include "tensortune/lower/passes.h"
+
 #include <map>
 #include <optional>
 #include <set>
@@ -17,7 +19,6 @@
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/simplify.h"
-#include "tensortune/lower/passes.h"
 #include "tensortune/object/structural.h"
 
 namespace tensortune::lower {
@@ -30,143 +31,6 @@ using ir::Intrinsic;
 constexpr int64_t kMaxLanes = 64;
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-// ---- the dependence check ----
-
-struct Access {
-  const ir::BufferNode* buffer;
-  Expr index;  ///< with let-bound variables inlined
-  bool is_store;
-};
-
-/// Collects the buffer accesses of a loop body, with the ranges of the loops
-/// inside it, and whether every loop and let inside can be described.
-class AccessCollector {
- public:
-  explicit AccessCollector(Var loop_var) : loop_var_(std::move(loop_var)) {}
-
-  void collect(const Stmt& s) {
-    dispatch(s, [&](const auto& n) {
-      using N = std::decay_t<decltype(n)>;
-      if constexpr (std::is_same_v<N, ForNode>) {
-        exprs(n.min);
-        exprs(n.extent);
-        auto min = ir::as_const_int(n.min), extent = ir::as_const_int(n.extent);
-        if (min && *min == 0 && extent) {
-          inner_ranges_[n.loop_var.get()] = *extent;
-        } else {
-          // Shift a constant min away; other bounds leave the variable undescribed.
-          if (min && extent) {
-            Var shifted = Var::make(n.loop_var->name, n.loop_var->dtype);
-            inner_ranges_[shifted.get()] = *extent;
-            inline_[n.loop_var.get()] = shifted + ir::int_imm(*min, n.loop_var->dtype);
-            keep_alive_.push_back(shifted);
-          } else {
-            undescribed_.insert(n.loop_var.get());
-          }
-        }
-        collect(n.body);
-      } else if constexpr (std::is_same_v<N, IfThenElseNode>) {
-        exprs(n.condition);
-        collect(n.then_case);
-        if (n.else_case) collect(n.else_case);
-      } else if constexpr (std::is_same_v<N, AllocateNode>) {
-        private_buffers_.insert(canonical(n.buffer));
-        collect(n.body);
-      } else if constexpr (std::is_same_v<N, BufferStoreNode>) {
-        exprs(n.index);
-        exprs(n.value);
-        accesses_.push_back({canonical(n.buffer), inlined(n.index), true});
-      } else if constexpr (std::is_same_v<N, SeqNode>) {
-        for (const auto& x : n.stmts) collect(x);
-      } else if constexpr (std::is_same_v<N, LetStmtNode>) {
-        exprs(n.value);
-        inline_[n.var.get()] = inlined(n.value);
-        collect(n.body);
-      } else if constexpr (std::is_same_v<N, EvaluateNode>) {
-        exprs(n.value);
-      }
-    });
-  }
-
-  /// True if no two iterations of the loop touch the same element of a
-  /// buffer that the body writes (buffers allocated inside are private).
-  bool iterations_independent() const {
-    std::map<const ir::BufferNode*, Expr> stored_at;
-    for (const auto& a : accesses_) {
-      if (!a.is_store || private_buffers_.count(a.buffer)) continue;
-      auto [it, fresh] = stored_at.emplace(a.buffer, a.index);
-      if (fresh && !distinct_per_iteration(a.index)) return false;
-    }
-    for (const auto& a : accesses_) {
-      auto it = stored_at.find(a.buffer);
-      if (it == stored_at.end()) continue;
-      // Every access of a written buffer is at the same element in one
-      // iteration, which no other iteration touches.
-      if (!a.index.same_as(it->second) &&
-          !equal_with_free_vars_by_identity(ir::simplify(a.index), ir::simplify(it->second))) {
-        return false;
-      }
-    }
-    return true;
-  }
-
- private:
-  void exprs(const Expr& e) {
-    ir::visit_pre_order(e, [&](const Expr& x) {
-      if (x->kind() == ExprKind::kBufferLoad) {
-        const auto& load = static_cast<const ir::BufferLoadNode&>(*x);
-        accesses_.push_back({canonical(load.buffer), inlined(load.index), false});
-      }
-    });
-  }
-
-  /// One node per buffer: structurally equal buffer nodes are the same buffer.
-  const ir::BufferNode* canonical(const Buffer& b) {
-    for (const auto& known : buffers_) {
-      if (known.same_as(b) || structural_equal(known, b)) return known.get();
-    }
-    buffers_.push_back(b);
-    return b.get();
-  }
-
-  Expr inlined(const Expr& e) const {
-    if (inline_.empty()) return e;
-    return ir::substitute(e, [&](const ir::VarNode& v) {
-      auto it = inline_.find(&v);
-      return it == inline_.end() ? Expr() : it->second;
-    });
-  }
-
-  // index = c * loop_var + rest, where rest spans at most |c| values over
-  // the inner loops: then iteration i touches only [lo + c*i, lo + c*i + |c|).
-  bool distinct_per_iteration(const Expr& index) const {
-    for (const auto* v : undescribed_) {
-      if (ir::uses_var(index, v)) return false;
-    }
-    const ir::VarNode* var = loop_var_.get();
-    DataType t = loop_var_->dtype;
-    Expr next = ir::substitute(index, [&](const ir::VarNode& v) {
-      return &v == var ? loop_var_ + ir::int_imm(1, t) : Expr();
-    });
-    auto coeff = ir::const_difference(next, index);
-    if (!coeff || *coeff == 0) return false;
-    Expr rest = ir::simplify(ir::substitute(
-        index, [&](const ir::VarNode& v) { return &v == var ? ir::int_imm(0, t) : Expr(); }));
-    auto bound = ir::bound_of(rest, inner_ranges_);
-    return bound && bound->extent <= (*coeff < 0 ? -*coeff : *coeff);
-  }
-
- private:
-  Var loop_var_;
-  std::vector<Access> accesses_;
-  std::vector<Buffer> buffers_;  ///< the canonical nodes
-  ir::VarRanges inner_ranges_;
-  std::map<const ir::VarNode*, Expr> inline_;
-  std::set<const ir::VarNode*> undescribed_;
-  std::set<const ir::BufferNode*> private_buffers_;
-  std::vector<Var> keep_alive_;  ///< stand-ins for shifted loops, keyed by address above
-};
 
 // ---- the rewrite into vector operations ----
 
@@ -387,6 +251,152 @@ class BodyVectorizer final : public ir::ExprMutator {
   bool failed_ = false;
 };
 
+/// The constant c with index(v + 1) = index(v) + c for the loop variable v,
+/// found with the same ramp algebra the rewrite uses (so casts and constant
+/// factors are understood); nullopt when the index is not affine in v.
+std::optional<int64_t> stride_of(const Expr& index, const ForNode& loop) {
+  BodyVectorizer probe(loop, 2);
+  Expr lanes = probe.mutate(index);
+  if (probe.failed()) return std::nullopt;
+  if (lanes.dtype().is_scalar()) return 0;
+  if (lanes->kind() != ExprKind::kRamp) return std::nullopt;
+  return ir::as_const_int(static_cast<const ir::RampNode&>(*lanes).stride);
+}
+
+// ---- the dependence check ----
+
+struct Access {
+  const ir::BufferNode* buffer;
+  Expr index;  ///< with let-bound variables inlined
+  bool is_store;
+};
+
+/// Collects the buffer accesses of a loop body, with the ranges of the loops
+/// inside it, and whether every loop and let inside can be described.
+class AccessCollector {
+ public:
+  explicit AccessCollector(const ForNode& loop) : loop_(loop) {}
+
+  void collect(const Stmt& s) {
+    dispatch(s, [&](const auto& n) {
+      using N = std::decay_t<decltype(n)>;
+      if constexpr (std::is_same_v<N, ForNode>) {
+        exprs(n.min);
+        exprs(n.extent);
+        auto min = ir::as_const_int(n.min), extent = ir::as_const_int(n.extent);
+        if (min && *min == 0 && extent) {
+          inner_ranges_[n.loop_var.get()] = *extent;
+        } else {
+          // Shift a constant min away; other bounds leave the variable undescribed.
+          if (min && extent) {
+            Var shifted = Var::make(n.loop_var->name, n.loop_var->dtype);
+            inner_ranges_[shifted.get()] = *extent;
+            inline_[n.loop_var.get()] = shifted + ir::int_imm(*min, n.loop_var->dtype);
+            keep_alive_.push_back(shifted);
+          } else {
+            undescribed_.insert(n.loop_var.get());
+          }
+        }
+        collect(n.body);
+      } else if constexpr (std::is_same_v<N, IfThenElseNode>) {
+        exprs(n.condition);
+        collect(n.then_case);
+        if (n.else_case) collect(n.else_case);
+      } else if constexpr (std::is_same_v<N, AllocateNode>) {
+        private_buffers_.insert(canonical(n.buffer));
+        collect(n.body);
+      } else if constexpr (std::is_same_v<N, BufferStoreNode>) {
+        exprs(n.index);
+        exprs(n.value);
+        accesses_.push_back({canonical(n.buffer), inlined(n.index), true});
+      } else if constexpr (std::is_same_v<N, SeqNode>) {
+        for (const auto& x : n.stmts) collect(x);
+      } else if constexpr (std::is_same_v<N, LetStmtNode>) {
+        exprs(n.value);
+        inline_[n.var.get()] = inlined(n.value);
+        collect(n.body);
+      } else if constexpr (std::is_same_v<N, EvaluateNode>) {
+        exprs(n.value);
+      }
+    });
+  }
+
+  /// True if no two iterations of the loop touch the same element of a
+  /// buffer that the body writes (buffers allocated inside are private).
+  bool iterations_independent() const {
+    std::map<const ir::BufferNode*, Expr> stored_at;
+    for (const auto& a : accesses_) {
+      if (!a.is_store || private_buffers_.count(a.buffer)) continue;
+      auto [it, fresh] = stored_at.emplace(a.buffer, a.index);
+      if (fresh && !distinct_per_iteration(a.index)) return false;
+    }
+    for (const auto& a : accesses_) {
+      auto it = stored_at.find(a.buffer);
+      if (it == stored_at.end()) continue;
+      // Every access of a written buffer is at the same element in one
+      // iteration, which no other iteration touches.
+      if (!a.index.same_as(it->second) &&
+          !equal_with_free_vars_by_identity(ir::simplify(a.index), ir::simplify(it->second))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  void exprs(const Expr& e) {
+    ir::visit_pre_order(e, [&](const Expr& x) {
+      if (x->kind() == ExprKind::kBufferLoad) {
+        const auto& load = static_cast<const ir::BufferLoadNode&>(*x);
+        accesses_.push_back({canonical(load.buffer), inlined(load.index), false});
+      }
+    });
+  }
+
+  /// One node per buffer: structurally equal buffer nodes are the same buffer.
+  const ir::BufferNode* canonical(const Buffer& b) {
+    for (const auto& known : buffers_) {
+      if (known.same_as(b) || structural_equal(known, b)) return known.get();
+    }
+    buffers_.push_back(b);
+    return b.get();
+  }
+
+  Expr inlined(const Expr& e) const {
+    if (inline_.empty()) return e;
+    return ir::substitute(e, [&](const ir::VarNode& v) {
+      auto it = inline_.find(&v);
+      return it == inline_.end() ? Expr() : it->second;
+    });
+  }
+
+  // index = c * loop_var + rest, where rest spans at most |c| values over
+  // the inner loops: then iteration i touches only [lo + c*i, lo + c*i + |c|).
+  bool distinct_per_iteration(const Expr& index) const {
+    for (const auto* v : undescribed_) {
+      if (ir::uses_var(index, v)) return false;
+    }
+    auto coeff = stride_of(index, loop_);
+    if (!coeff || *coeff == 0) return false;
+    const ir::VarNode* var = loop_.loop_var.get();
+    Expr zero = ir::int_imm(0, loop_.loop_var->dtype);
+    Expr rest = ir::simplify(
+        ir::substitute(index, [&](const ir::VarNode& v) { return &v == var ? zero : Expr(); }));
+    auto bound = ir::bound_of(rest, inner_ranges_);
+    return bound && bound->extent <= (*coeff < 0 ? -*coeff : *coeff);
+  }
+
+ private:
+  const ForNode& loop_;
+  std::vector<Access> accesses_;
+  std::vector<Buffer> buffers_;  ///< the canonical nodes
+  ir::VarRanges inner_ranges_;
+  std::map<const ir::VarNode*, Expr> inline_;
+  std::set<const ir::VarNode*> undescribed_;
+  std::set<const ir::BufferNode*> private_buffers_;
+  std::vector<Var> keep_alive_;  ///< stand-ins for shifted loops, keyed by address above
+};
+
 // ---- the pass ----
 
 class LoopVectorizer final : public StmtMutator {
@@ -400,7 +410,7 @@ class LoopVectorizer final : public StmtMutator {
     if (n.for_kind != ForKind::kVectorized) return s;
     const auto& loop = static_cast<const ForNode&>(*s);
 
-    AccessCollector accesses(loop.loop_var);
+    AccessCollector accesses(loop);
     accesses.collect(loop.body);
     if (!accesses.iterations_independent()) {
       return for_loop(loop.loop_var, loop.min, loop.extent, ForKind::kSerial, loop.body);

@@ -73,7 +73,12 @@ TEST(Simplify, AffineSums) {
   expect_simplifies((x * 16 + y) - (x * 16 + 4), y - 4);
   expect_simplifies(x - (x + 2), -2);
   expect_simplifies((x * y + 1) - x * y, 1);
-  // Sums with nothing to merge keep their shape.
+  // Equal sums written differently become the same expression.
+  expect_simplifies((x * 4 + 1) * 512 + y, x * 2048 + y + 512);
+  expect_simplifies(y - x * 3 + x * 2048 + 512 - y + y, x * 2045 + y + 512);
+  expect_simplifies(Expr(0) - x, Expr(0) - x);
+  expect_simplifies(Expr(5) - x * 2 - y, Expr(5) - x * 2 - y);
+  // Sums in canonical form keep their shape.
   Expr e = x * 8 + y;
   EXPECT_TRUE(simplify(e).same_as(e));
   // Constants merge modulo the type's width: in int8, 100 - (-100) is -56.

@@ -56,6 +56,22 @@ TEST(Vectorize, IndexAffineInLoopVariableBecomesRampBase) {
   expect_same_results(f, out);
 }
 
+TEST(Vectorize, WideningCastsOfTheIndexKeepTheRamp) {
+  // Lowering computes flat indices in int64 from int32 loop variables.
+  Var io = Var::make("io"), ii = Var::make("ii");
+  auto i64 = [](Expr e) { return ir::cast(DataType::int64(), std::move(e)); };
+  Expr idx = ir::int_imm(0, DataType::int64()) + i64(io) * ir::int_imm(16, DataType::int64()) +
+             i64(ii) * ir::int_imm(1, DataType::int64());
+  PrimFunc f = func(
+      loop(io, 16,
+           loop(ii, 16, buffer_store(C, idx, load(A, idx) + load(B, idx)), ForKind::kVectorized)));
+  PrimFunc out = vectorize_pass(f);
+  Expr r =
+      ir::ramp(i64(io) * ir::int_imm(16, DataType::int64()), ir::int_imm(1, DataType::int64()), 16);
+  expect_same(out->body, loop(io, 16, buffer_store(C, r, load(A, r) + load(B, r))));
+  expect_same_results(f, out);
+}
+
 TEST(Vectorize, InvariantLoadIsBroadcast) {
   Var i = Var::make("i");
   PrimFunc f = func(loop(i, 16, buffer_store(C, i, load(A, i) * load(S, 0)), ForKind::kVectorized));
