@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/words.h"
+#include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/simplify.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/strings.h"
@@ -358,6 +359,7 @@ class FunctionEmitter {
     // local pointers, and without it cannot keep an accumulator in a register
     // across loads of another buffer. The exported function unpacks args.
     std::string symbol = c_function_name(f.name);
+    symbol_ = symbol;
     std::vector<std::string> params, casts;
     for (size_t i = 0; i < f.params.size(); ++i) {
       const auto& b = f.params[i];
@@ -367,6 +369,7 @@ class FunctionEmitter {
       std::string type = std::string(read_only ? "const " : "") + c_storage_type(b->dtype);
       params.push_back(type + "* restrict " + name);
       casts.push_back("(" + type + "*)args[" + std::to_string(i) + "]");
+      if (read_only) read_only_.insert(b.get());
       buffers_.emplace_back(b, name);
     }
     emit_stmt(f.body, 1, true);
@@ -376,7 +379,7 @@ class FunctionEmitter {
       std::string one_line = head + "(" + join(list, ", ") + ")";
       return one_line.size() <= 96 ? one_line : head + "(\n    " + join(list, ",\n    ") + ")";
     };
-    return "static int32_t " + arguments(params, body_name) + " {\n" + body_.str() +
+    return outlined_.str() + "static int32_t " + arguments(params, body_name) + " {\n" + body_.str() +
            "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n  return " +
            arguments(casts, body_name) + ";\n}\n";
   }
@@ -492,6 +495,12 @@ class FunctionEmitter {
     line(indent, "for (" + type + " " + name + " = " + min + "; " + name + " < " + end + "; ++" +
                      name + ") {");
     vars_[n.loop_var.get()] = name;
+    if (parallel_region) {
+      emit_outlined_body(n, indent + 1);
+      vars_.erase(n.loop_var.get());
+      line(indent, "}");
+      return;
+    }
     if (parallel_region) in_parallel_ = true;
     if (simd_region) in_simd_ = true;
     emit_stmt(n.body, indent + 1, true);
@@ -499,6 +508,59 @@ class FunctionEmitter {
     if (simd_region) in_simd_ = false;
     vars_.erase(n.loop_var.get());
     line(indent, "}");
+  }
+
+  // The body of a parallel loop becomes a function of its own: GCC outlines
+  // an omp region into a function that sees the buffers through a struct of
+  // plain pointers, losing restrict, and then cannot keep accumulators in
+  // registers. As parameters of our function the buffers keep restrict.
+  void emit_outlined_body(const lower::ForNode& n, int indent) {
+    std::vector<std::string> params, args;
+    std::set<const Object*> seen;
+    auto use_var = [&](const ir::VarNode& v) {
+      if (!vars_.count(&v) || !seen.insert(&v).second) return;
+      params.push_back(c_type(v.dtype) + " " + vars_.at(&v));
+      args.push_back(vars_.at(&v));
+    };
+    auto use_buffer = [&](const Buffer& b) {
+      for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
+        if (!it->first.same_as(b) && !structural_equal(it->first, b)) continue;
+        if (!seen.insert(it->first.get()).second) return;
+        bool read_only = read_only_.count(it->first.get()) > 0;
+        params.push_back(std::string(read_only ? "const " : "") + c_storage_type(b->dtype) +
+                         "* restrict " + it->second);
+        args.push_back(it->second);
+        return;
+      }
+    };
+    use_var(*n.loop_var);
+    lower::visit_stmts(n.body, [&](const Stmt& st) {
+      if (st->kind() == lower::StmtKind::kBufferStore) {
+        use_buffer(static_cast<const lower::BufferStoreNode&>(*st).buffer);
+      }
+    });
+    lower::visit_stmt_exprs(n.body, [&](const Expr& e) {
+      ir::visit_pre_order(e, [&](const Expr& x) {
+        if (x->kind() == ir::ExprKind::kVar) use_var(static_cast<const ir::VarNode&>(*x));
+        if (x->kind() == ir::ExprKind::kBufferLoad) {
+          use_buffer(static_cast<const ir::BufferLoadNode&>(*x).buffer);
+        }
+      });
+    });
+    std::string fn = fresh_name("tt_parallel_" + symbol_);
+    std::ostringstream saved;
+    saved << body_.str();
+    body_.str("");
+    int64_t saved_stack = stack_bytes_;
+    stack_bytes_ = 0;
+    in_parallel_ = true;
+    emit_stmt(n.body, 1, true);
+    in_parallel_ = false;
+    stack_bytes_ = saved_stack;
+    outlined_ << "static void " << fn << "(" << join(params, ", ") << ") {\n" << body_.str() << "}\n\n";
+    body_.str("");
+    body_ << saved.str();
+    line(indent, fn + "(" + join(args, ", ") + ");");
   }
 
   void emit_allocate(const lower::AllocateNode& n, int indent, bool tail) {
@@ -941,6 +1003,9 @@ class FunctionEmitter {
   int64_t num_cores_;
   int64_t align_;
   std::ostringstream body_;
+  std::ostringstream outlined_;  ///< functions holding the bodies of parallel loops
+  std::string symbol_;          ///< the kernel's C name
+  std::set<const ir::BufferNode*> read_only_;  ///< parameters the kernel never writes
   std::set<std::string> used_names_;
   std::vector<std::pair<Buffer, std::string>> buffers_;  ///< in scope, innermost last
   std::map<const ir::VarNode*, std::string> vars_;
