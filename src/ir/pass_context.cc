@@ -220,7 +220,7 @@ std::vector<ConfigOptionInfo> config_options() {
 // that contexts naming them validate before those layers exist in a program.
 TT_REGISTER_CONFIG_OPTION("tir.disable_vectorize", ConfigType::kBool, false,
                           "lower vectorized loops as serial loops");
-TT_REGISTER_CONFIG_OPTION("tir.max_unroll_step", ConfigType::kInt, 16,
+TT_REGISTER_CONFIG_OPTION("tir.max_unroll_step", ConfigType::kInt, 64,
                           "unroll loops of at most this many constant iterations; 0 disables");
 TT_REGISTER_CONFIG_OPTION("tir.disable_storage_rewrite", ConfigType::kBool, false,
                           "keep every intermediate buffer instead of reusing memory");

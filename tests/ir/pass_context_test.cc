@@ -187,7 +187,7 @@ TEST(PassContext, ConfigValuesAndDefaults) {
   PassContext def = PassContext::current();
   EXPECT_EQ(def->opt_level, 2);
   EXPECT_FALSE(def->get_config<bool>("tir.disable_vectorize"));
-  EXPECT_EQ(def->get_config<int64_t>("tir.max_unroll_step"), 16);
+  EXPECT_EQ(def->get_config<int64_t>("tir.max_unroll_step"), 64);
   EXPECT_EQ(def->get_config<std::string>("testing.inject_fault"), "");
   EXPECT_EQ(def->get_config<double>("test.ratio"), 0.5);
   // An int written for a float option is stored as a float, so the context

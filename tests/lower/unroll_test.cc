@@ -29,7 +29,7 @@ PrimFunc unroll_with(const PrimFunc& f, int64_t max_step) {
 TEST(Unroll, ReplicatesBodyPerIteration) {
   Var i = Var::make("i");
   PrimFunc f = func(loop(i, 4, buffer_store(B, i, load(A, i) * 2.0f), ForKind::kUnrolled));
-  PrimFunc out = unroll_pass(f);  // default tir.max_unroll_step is 16
+  PrimFunc out = unroll_pass(f);  // default tir.max_unroll_step is 64
   std::vector<Stmt> copies;
   for (int k = 0; k < 4; ++k) copies.push_back(buffer_store(B, k, load(A, k) * 2.0f));
   expect_same(out->body, seq(copies));
