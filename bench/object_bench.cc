@@ -5,7 +5,11 @@
 // 100th layer is made of reductions, each binding its own variable. Its depth
 // (about 2,100) stays well below kMaxGraphDepth.
 //
-//   build/object_bench --benchmark_min_time=2
+// save_string and load_string write and read the text directly; the *Dom
+// benchmarks time the nlohmann::json DOM paths (save_json + dump, parse +
+// load_json) that callers holding a json value use, for comparison.
+//
+//   build/bench/object_bench --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -54,11 +58,19 @@ struct Fixture {
   ir::Expr dag = build_dag(42);
   ir::Expr twin = build_dag(42);  // built independently: no node in common
   std::string text = save_string(dag);
+  nlohmann::json doc = parse_json_text(text);
   size_t nodes = post_order(dag.ptr()).size();
 
   Fixture() {
     if (!structural_equal(dag, twin) || structural_hash(dag) != structural_hash(twin)) {
       std::fprintf(stderr, "object_bench: the two DAGs differ; the benchmark is broken\n");
+      std::abort();
+    }
+    // BM_Load must time load_string's own reader, not its fallback to the DOM path.
+    auto direct = detail::load_text_directly(text);
+    if (text != save_json(dag).dump() || !direct ||
+        !structural_equal(*direct, ObjectPtr(dag.ptr()))) {
+      std::fprintf(stderr, "object_bench: save_string/load_string disagree with the DOM path\n");
       std::abort();
     }
     std::fprintf(stderr, "object_bench: %zu nodes, %zu bytes of JSON\n", nodes, text.size());
@@ -76,7 +88,13 @@ void set_counters(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_SaveJsonAndDump(benchmark::State& state) {
+void BM_SaveString(benchmark::State& state) {
+  const Fixture& f = fixture();
+  for (auto _ : state) benchmark::DoNotOptimize(save_string(f.dag));
+  set_counters(state);
+}
+
+void BM_SaveJsonDomAndDump(benchmark::State& state) {
   const Fixture& f = fixture();
   for (auto _ : state) benchmark::DoNotOptimize(save_json(f.dag).dump());
   set_counters(state);
@@ -88,9 +106,15 @@ void BM_ParseOnly(benchmark::State& state) {
   set_counters(state);
 }
 
-void BM_Load(benchmark::State& state) {  // parse + load_json
+void BM_Load(benchmark::State& state) {  // load_string: text to graph
   const Fixture& f = fixture();
   for (auto _ : state) benchmark::DoNotOptimize(load_string(f.text));
+  set_counters(state);
+}
+
+void BM_LoadJsonDom(benchmark::State& state) {  // load_json of an already parsed DOM
+  const Fixture& f = fixture();
+  for (auto _ : state) benchmark::DoNotOptimize(load_json(f.doc));
   set_counters(state);
 }
 
@@ -106,9 +130,11 @@ void BM_StructuralHash(benchmark::State& state) {
   set_counters(state);
 }
 
-BENCHMARK(BM_SaveJsonAndDump)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ParseOnly)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SaveString)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SaveJsonDomAndDump)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Load)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ParseOnly)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadJsonDom)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StructuralEqual)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StructuralHash)->Unit(benchmark::kMillisecond);
 

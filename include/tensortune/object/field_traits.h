@@ -8,9 +8,14 @@
 /// nlohmann::json (opaque data such as instrument parameters).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -33,6 +38,46 @@ class LoadContext {
   virtual ~LoadContext() = default;
   /// The already-loaded node at `index`; throws if it does not exist yet.
   virtual ObjectPtr node(int64_t index) = 0;
+};
+
+/// An integer as JSON text holds it: non-negative ones as unsigned, negative
+/// ones as signed (as nlohmann::json stores them).
+struct JsonInt {
+  bool is_unsigned = true;
+  uint64_t u = 0;  ///< the value, when is_unsigned
+  int64_t s = 0;   ///< the value, when not
+};
+
+/// Reads field values straight from JSON text: the fast path of load_string,
+/// which builds no JSON DOM. A read returns false when the text does not hold
+/// what the field needs; load_string then loads the whole text through the
+/// checked DOM path (parse_json_text + load_json) instead, which reports the
+/// error with its byte offset, node, type and field. A read therefore needs no
+/// error message of its own, only exactness when it succeeds: it must give the
+/// value that FieldTraits::load would give for the same text.
+class JsonReader {
+ public:
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject, kInvalid };
+  virtual ~JsonReader() = default;
+  /// The kind of the next value, without consuming it.
+  virtual Kind peek() = 0;
+  virtual bool read_null() = 0;
+  virtual bool read_bool(bool& v) = 0;
+  /// An integer: a number without fraction or exponent that fits 64 bits.
+  virtual bool read_int(JsonInt& v) = 0;
+  /// Any number, converted as nlohmann::json's get<double>() would.
+  virtual bool read_number(double& v) = 0;
+  /// A string, unescaped; the view is valid until the next read.
+  virtual bool read_string(std::string_view& v) = 0;
+  /// Consumes the '[' of an array; then call next_element() before each element.
+  virtual bool begin_array() = 0;
+  /// True when another element follows; false at the closing ']' (consumed)
+  /// or on malformed text, which the loader notices after the field.
+  virtual bool next_element() = 0;
+  /// Any value, as the DOM node that parsing the whole text would have built.
+  virtual bool read_json(nlohmann::json& v) = 0;
+  /// Any value, checked but not parsed: its text, a view into the loaded text.
+  virtual bool read_text(std::string_view& text) = 0;
 };
 
 /// Compares two graphs; keeps the variable bindings and the path to the first difference.
@@ -91,6 +136,25 @@ inline std::string json_excerpt(const json& value, size_t max_chars = 40) {
   return text.substr(0, cut) + "...";
 }
 
+// The text writer of save_string (serialize.cc). Each appends exactly what
+// nlohmann::json's dump() writes for the same value, so save_string and
+// save_json(...).dump() give the same bytes.
+
+/// `s` as a JSON string: quoted, escaped, UTF-8 passed through. Invalid UTF-8
+/// throws the nlohmann::json::type_error that dump() throws for it.
+void append_json_string(std::string& out, std::string_view s);
+/// A finite double, in dump()'s shortest round-trip form ("1.0", "0.1", "1e+20").
+void append_json_double(std::string& out, double v);
+/// Any JSON value, compactly.
+void append_json_value(std::string& out, const json& v);
+
+template <class I>
+void append_json_int(std::string& out, I v) {
+  char buf[24];
+  auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
 [[noreturn]] inline void type_mismatch(std::string_view expected, const json& got) {
   fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()),
        " ", json_excerpt(got));
@@ -99,6 +163,9 @@ inline std::string json_excerpt(const json& value, size_t max_chars = 40) {
 template <class T>
 concept RefType = std::is_base_of_v<RefBase, T>;
 
+// A value type's saved form must depend on its value alone (equal values,
+// equal to_json; equal JSON, equal from_json): structural equality and hash
+// already rely on it, and the text writer and reader memoise on it.
 template <class T>
 concept ValueType = requires(const T& v, const json& j) {
   { v.to_json() } -> std::convertible_to<json>;
@@ -123,6 +190,8 @@ template <>
 struct FieldTraits<bool> {
   static std::string type_name() { return "bool"; }
   static detail::json save(bool v, SaveContext&) { return v; }
+  static void write(bool v, std::string& out, SaveContext&) { out += v ? "true" : "false"; }
+  static bool read(bool& v, JsonReader& r, LoadContext&) { return r.read_bool(v); }
   static void load(bool& v, const detail::json& j, LoadContext&) {
     if (!j.is_boolean()) detail::type_mismatch("bool", j);
     v = j.get<bool>();
@@ -138,6 +207,19 @@ template <class T>
 struct FieldTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static std::string type_name() { return "int"; }
   static detail::json save(T v, SaveContext&) { return v; }
+  static void write(T v, std::string& out, SaveContext&) { detail::append_json_int(out, v); }
+  static bool read(T& v, JsonReader& r, LoadContext&) {
+    JsonInt i;
+    if (!r.read_int(i)) return false;
+    if (i.is_unsigned) {
+      if (i.u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+      v = static_cast<T>(i.u);
+      return true;
+    }
+    if (i.s < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
+    v = static_cast<T>(i.s);  // negative, so no larger than any integer type's max
+    return true;
+  }
   static void load(T& v, const detail::json& j, LoadContext&) {
     if (!j.is_number_integer()) detail::type_mismatch("integer", j);
     if (j.is_number_unsigned()) {
@@ -169,6 +251,30 @@ struct FieldTraits<double> {
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     return v;
   }
+  static void write(double v, std::string& out, SaveContext&) {
+    if (std::isnan(v)) {
+      out += "\"nan\"";
+    } else if (std::isinf(v)) {
+      out += v > 0 ? "\"inf\"" : "\"-inf\"";
+    } else {
+      detail::append_json_double(out, v);
+    }
+  }
+  static bool read(double& v, JsonReader& r, LoadContext&) {
+    if (r.peek() != JsonReader::Kind::kString) return r.read_number(v);
+    std::string_view s;
+    if (!r.read_string(s)) return false;
+    if (s == "nan") {
+      v = std::nan("");
+    } else if (s == "inf") {
+      v = INFINITY;
+    } else if (s == "-inf") {
+      v = -INFINITY;
+    } else {
+      return false;
+    }
+    return true;
+  }
   static void load(double& v, const detail::json& j, LoadContext&) {
     if (j.is_number()) {
       v = j.get<double>();
@@ -195,6 +301,15 @@ template <>
 struct FieldTraits<std::string> {
   static std::string type_name() { return "string"; }
   static detail::json save(const std::string& v, SaveContext&) { return v; }
+  static void write(const std::string& v, std::string& out, SaveContext&) {
+    detail::append_json_string(out, v);
+  }
+  static bool read(std::string& v, JsonReader& r, LoadContext&) {
+    std::string_view s;
+    if (!r.read_string(s)) return false;
+    v.assign(s);
+    return true;
+  }
   static void load(std::string& v, const detail::json& j, LoadContext&) {
     if (!j.is_string()) detail::type_mismatch("string", j);
     v = j.get<std::string>();
@@ -213,6 +328,10 @@ struct FieldTraits<nlohmann::json> {
   using json = nlohmann::json;
   static std::string type_name() { return "json"; }
   static json save(const json& v, SaveContext&) { return v; }
+  static void write(const json& v, std::string& out, SaveContext&) {
+    detail::append_json_value(out, v);
+  }
+  static bool read(json& v, JsonReader& r, LoadContext&) { return r.read_json(v); }
   static void load(json& v, const json& j, LoadContext&) { v = j; }
   static bool equal(const json& a, const json& b, EqualContext&, bool) { return a == b; }
   static uint64_t hash(const json& v, HashContext&, bool) { return hash_string(v.dump()); }
@@ -228,6 +347,22 @@ struct FieldTraits<E> {
     return "one of " + join(names, "|");
   }
   static detail::json save(E v, SaveContext&) { return name(v); }
+  static void write(E v, std::string& out, SaveContext&) {
+    auto i = static_cast<size_t>(v);
+    detail::append_json_string(out, i < EnumNames<E>::names.size() ? EnumNames<E>::names[i] : "?");
+  }
+  static bool read(E& v, JsonReader& r, LoadContext&) {
+    std::string_view s;
+    if (!r.read_string(s)) return false;
+    const auto& names = EnumNames<E>::names;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == s) {
+        v = static_cast<E>(i);
+        return true;
+      }
+    }
+    return false;
+  }
   static void load(E& v, const detail::json& j, LoadContext&) {
     if (j.is_string()) {
       const auto& names = EnumNames<E>::names;
@@ -255,6 +390,37 @@ template <detail::ValueType T>
 struct FieldTraits<T> {
   static std::string type_name() { return T::kTypeName; }
   static detail::json save(const T& v, SaveContext&) { return v.to_json(); }
+  // Value types only convert to and from a DOM, which costs allocations, and
+  // a graph repeats few values (every expression node has a dtype): so the
+  // last value written and the last text read are remembered, per thread.
+  static void write(const T& v, std::string& out, SaveContext&) {
+    thread_local std::optional<T> last;
+    thread_local std::string last_text;
+    if (!last || !(*last == v)) {
+      last.reset();  // stays empty if to_json or its writing throws
+      last_text.clear();
+      detail::append_json_value(last_text, v.to_json());
+      last = v;
+    }
+    out += last_text;
+  }
+  static bool read(T& v, JsonReader& r, LoadContext& c) {
+    thread_local std::optional<T> last;
+    thread_local std::string last_text;
+    std::string_view text;
+    if (!r.read_text(text)) return false;
+    if (!last || last_text != text) {
+      last.reset();
+      // The text was checked by read_text; a bad value throws, and the loader
+      // then takes the DOM path.
+      load(v, detail::json::parse(text), c);
+      last_text.assign(text);
+      last = v;
+      return true;
+    }
+    v = *last;
+    return true;
+  }
   static void load(T& v, const detail::json& j, LoadContext&) { v = T::from_json(j); }
   static bool equal(const T& a, const T& b, EqualContext&, bool) { return a == b; }
   static uint64_t hash(const T& v, HashContext&, bool) { return v.hash(); }
@@ -270,6 +436,50 @@ struct FieldTraits<R> {
   static detail::json save(const R& v, SaveContext& c) {
     if (!v) return nullptr;
     return c.ref(v.ptr());
+  }
+  static void write(const R& v, std::string& out, SaveContext& c) {
+    if (!v) {
+      out += "null";
+    } else {
+      detail::append_json_int(out, c.ref(v.ptr()));
+    }
+  }
+  static bool read(R& v, JsonReader& r, LoadContext& c) {
+    if (r.peek() == JsonReader::Kind::kNull) {
+      v = R();
+      return r.read_null();
+    }
+    JsonInt i;
+    if (!r.read_int(i)) return false;
+    if (i.is_unsigned && i.u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return false;
+    }
+    // A bad index throws; the loader then takes the DOM path.
+    ObjectPtr node = c.node(i.is_unsigned ? static_cast<int64_t>(i.u) : i.s);
+    // dynamic_cast compares type names and dominated loading references: a
+    // type seen to be a Node once is one every time (one C++ type per
+    // NodeTypeInfo), and then a static cast gives the same pointer.
+    if constexpr (requires(const Object* o) { static_cast<const Node*>(o); }) {
+      const NodeTypeInfo* type = &node->type_info();
+      thread_local std::array<const NodeTypeInfo*, 4> known{};
+      for (const NodeTypeInfo* k : known) {
+        if (k == type) {
+          v = R(std::static_pointer_cast<const Node>(std::move(node)));
+          return true;
+        }
+      }
+      auto typed = std::dynamic_pointer_cast<const Node>(std::move(node));
+      if (!typed) return false;
+      std::rotate(known.rbegin(), known.rbegin() + 1, known.rend());
+      known[0] = type;
+      v = R(std::move(typed));
+      return true;
+    } else {
+      auto typed = std::dynamic_pointer_cast<const Node>(std::move(node));
+      if (!typed) return false;
+      v = R(std::move(typed));
+      return true;
+    }
   }
   static void load(R& v, const detail::json& j, LoadContext& c) {
     if (j.is_null()) {
@@ -316,6 +526,23 @@ struct FieldTraits<std::vector<T>> {
     detail::json out = detail::json::array();
     for (const auto& e : v) out.push_back(Elem::save(e, c));
     return out;
+  }
+  static void write(const std::vector<T>& v, std::string& out, SaveContext& c) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      Elem::write(v[i], out, c);
+    }
+    out += ']';
+  }
+  static bool read(std::vector<T>& v, JsonReader& r, LoadContext& c) {
+    if (!r.begin_array()) return false;
+    v.clear();
+    while (r.next_element()) {
+      v.emplace_back();
+      if (!Elem::read(v.back(), r, c)) return false;
+    }
+    return true;
   }
   static void load(std::vector<T>& v, const detail::json& j, LoadContext& c) {
     if (!j.is_array()) detail::type_mismatch(type_name(), j);
@@ -397,6 +624,12 @@ class FieldList {
     };
     f.load = [member](Object& o, const nlohmann::json& j, LoadContext& c) {
       Traits::load(static_cast<Node&>(o).*member, j, c);
+    };
+    f.write = [member](const Object& o, std::string& out, SaveContext& c) {
+      Traits::write(static_cast<const Node&>(o).*member, out, c);
+    };
+    f.read = [member](Object& o, JsonReader& r, LoadContext& c) {
+      return Traits::read(static_cast<Node&>(o).*member, r, c);
     };
     f.equal = [member, binds](const Object& a, const Object& b, EqualContext& c) {
       return Traits::equal(static_cast<const Node&>(a).*member,

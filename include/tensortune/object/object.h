@@ -101,6 +101,7 @@ enum FieldFlags : uint32_t {
 // are implemented by serialize.cc and structural.cc; node code never sees them.
 class SaveContext;
 class LoadContext;
+class JsonReader;
 class EqualContext;
 class HashContext;
 class CopyContext;
@@ -116,6 +117,10 @@ struct FieldInfo {
   size_t align = 0;       ///< declared (see tests/object/registry_test.cc)
   std::function<nlohmann::json(const Object&, SaveContext&)> save;
   std::function<void(Object&, const nlohmann::json&, LoadContext&)> load;
+  /// save as JSON text appended to `out`: the same value, without a DOM (save_string).
+  std::function<void(const Object&, std::string&, SaveContext&)> write;
+  /// load from JSON text (load_string); false means "take the checked DOM path".
+  std::function<bool(Object&, JsonReader&, LoadContext&)> read;
   std::function<bool(const Object&, const Object&, EqualContext&)> equal;
   std::function<uint64_t(const Object&, HashContext&)> hash;
   std::function<void(Object&, const Object&, CopyContext&)> copy;
@@ -133,6 +138,17 @@ struct NodeTypeInfo {
   size_t align = 0;  ///< alignof the node type
   std::function<std::shared_ptr<Object>()> create;          ///< a blank node, for load and copy
   std::function<void(const Object&)> validate;              ///< checks a loaded node; may be empty
+  /// How save_string writes a node of this type: each piece's text, then the
+  /// value of its field (none after the last piece). The keys, "type" among
+  /// them, come in the order a saved JSON object lists them (bytewise, as
+  /// nlohmann::json's std::map keeps them), so save_string writes the bytes of
+  /// save_json(...).dump() without sorting or escaping keys per node. The first
+  /// fields.size() pieces name the fields in that order. Set by NodeRegistry::add.
+  struct SavedPiece {
+    std::string text;  ///< e.g. `{"a":` or `,"type":"ir.Add"}`
+    int field = -1;    ///< index into `fields`, or -1 after the last piece
+  };
+  std::vector<SavedPiece> saved_layout;
   const FieldInfo* field(std::string_view name) const;
 };
 

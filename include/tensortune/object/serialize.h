@@ -11,6 +11,7 @@
 /// as a user error naming the node index, the type and the field.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,10 +28,13 @@ nlohmann::json save_json(const ObjectPtr& root);
 /// Reads a graph saved by save_json; see the file comment for what is checked.
 ObjectPtr load_json(const nlohmann::json& doc);
 
-/// save_json, printed compactly (or indented when `indent` >= 0).
+/// save_json(root).dump(indent), byte for byte. Compact text (the default) is
+/// written straight from the fields, without building the DOM.
 std::string save_string(const ObjectPtr& root, int indent = -1);
 
-/// Parses text and loads it; a JSON syntax error names its byte offset.
+/// Parses text and loads it; a JSON syntax error names its byte offset. Reads
+/// the text directly, without building the DOM, and gives what
+/// load_json(parse_json_text(text)) gives: the same graph, or the same error.
 ObjectPtr load_string(std::string_view text);
 
 /// Deepest nesting of arrays and objects that parse_json_text accepts: copying,
@@ -40,6 +44,13 @@ inline constexpr int kMaxJsonNesting = 512;
 /// Parses JSON text; a syntax error, or nesting deeper than kMaxJsonNesting, is
 /// a kParse error naming the byte offset.
 nlohmann::json parse_json_text(std::string_view text, std::string_view what = "JSON");
+
+namespace detail {
+/// load_string's text reader alone: the graph, or std::nullopt where
+/// load_string hands the text to the DOM path (bad input, or a form the reader
+/// leaves to it, such as escaped keys or duplicate keys). For tests.
+std::optional<ObjectPtr> load_text_directly(std::string_view text);
+}  // namespace detail
 
 template <class T>
 nlohmann::json save_json(const Ref<T>& root) {
