@@ -70,6 +70,33 @@ class ConditionProver {
     }
   }
 
+  /// floordiv / floormod (and / % of non-negative values) of an integer by a
+  /// constant c > 0 whose dividend the loop ranges keep within one multiple
+  /// of c: the quotient is a constant q and the remainder `a - q*c`. A fused
+  /// loop's index split back apart is the common case; folding it matters
+  /// most once the loop body is outlined, where its range is lost to the C
+  /// compiler. nullopt when not proven.
+  std::optional<Expr> fold_division(const ir::BinaryNode& n) const {
+    using ir::BinaryOp;
+    bool floor_op = n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kFloorMod;
+    bool trunc_op = n.op == BinaryOp::kDiv || n.op == BinaryOp::kMod;
+    if (!(floor_op || trunc_op) || !n.a.dtype().is_integer() || !n.a.dtype().is_scalar()) {
+      return std::nullopt;
+    }
+    auto divisor = ir::as_const_int(n.b);
+    if (!divisor || *divisor <= 0) return std::nullopt;
+    auto bound = ir::bound_of(ir::simplify(shifted(n.a)), ranges_);
+    if (!bound) return std::nullopt;
+    auto lo = ir::as_const_int(bound->min);
+    if (!lo || (trunc_op && *lo < 0)) return std::nullopt;
+    int64_t hi = *lo + bound->extent - 1, c = *divisor;
+    auto floor_div = [c](int64_t a) { return a / c - (a % c != 0 && a < 0 ? 1 : 0); };
+    int64_t q = floor_div(*lo);
+    if (floor_div(hi) != q) return std::nullopt;
+    if (n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kDiv) return ir::int_imm(q, n.dtype);
+    return ir::simplify(n.a - ir::int_imm(q * c, n.dtype));
+  }
+
   /// `cond` with the parts proven true or false replaced by constants, simplified.
   Expr reduce(const Expr& cond) const {
     if (auto p = prove(cond)) return ir::make_const(cond.dtype(), *p);
@@ -127,7 +154,7 @@ class ConditionProver {
   std::map<const ir::VarNode*, std::pair<Var, Expr>> shift_;
 };
 
-/// Rewrites select conditions inside expressions with the prover.
+/// Rewrites select conditions and divisions inside expressions with the prover.
 class SelectReducer final : public ir::ExprMutator {
  public:
   explicit SelectReducer(const ConditionProver& prover) : prover_(prover) {}
@@ -141,6 +168,12 @@ class SelectReducer final : public ir::ExprMutator {
     if (c.same_as(n.condition) && t.same_as(n.true_value) && f.same_as(n.false_value)) return self;
     return ir::select(c, t, f);
   }
+  Expr rewrite(const ir::BinaryNode& n, const Expr& self) override {
+    Expr e = ir::ExprMutator::rewrite(n, self);
+    if (e->kind() != ExprKind::kBinary) return e;
+    auto folded = prover_.fold_division(static_cast<const ir::BinaryNode&>(*e));
+    return folded ? *folded : e;
+  }
 
  private:
   const ConditionProver& prover_;
@@ -151,7 +184,8 @@ class RedundancyRemover final : public StmtMutator {
   Expr mutate_expr(const Expr& e) override {
     if (!e) return e;
     SelectReducer reducer(prover_);
-    return reducer.mutate(e);
+    Expr out = reducer.mutate(e);
+    return out.same_as(e) ? e : ir::simplify(out);
   }
 
  protected:

@@ -51,6 +51,30 @@ TEST(RemoveRedundantConditions, DropsProvenConjunctOnly) {
   expect_same(remove_redundant_conditions(f)->body, loop(i, 16, if_then_else(i < n, store)));
 }
 
+TEST(RemoveRedundantConditions, FoldsDivisionTheRangesKeepConstant) {
+  // A fused loop over 0..111 split apart again: i / 112 is always 0 and
+  // i % 112 is i; i / 56 varies and stays.
+  Var i = Var::make("i");
+  Expr quotient = floordiv(Expr(i), Expr(112)), remainder = floormod(Expr(i), Expr(112));
+  PrimFunc f = func(loop(i, 112, buffer_store(B, quotient * 7 + remainder, load(A, i))));
+  expect_same(remove_redundant_conditions(f)->body, loop(i, 112, buffer_store(B, i, load(A, i))));
+  expect_same_results(f, remove_redundant_conditions(f));
+  PrimFunc g = func(loop(i, 112, buffer_store(B, floordiv(Expr(i), Expr(56)), load(A, i))));
+  EXPECT_TRUE(remove_redundant_conditions(g).same_as(g));
+}
+
+TEST(RemoveRedundantConditions, FoldsDivisionUnderShiftedLoop) {
+  // i in [8, 16): i / 8 == 1 and i % 8 == i - 8, also for C division.
+  Var i = Var::make("i");
+  Stmt body = for_loop(i, 8, 8, ForKind::kSerial,
+                       buffer_store(B, Expr(i) / Expr(8) * 100 + Expr(i) % Expr(8), load(A, i)));
+  PrimFunc f = func(body);
+  PrimFunc out = remove_redundant_conditions(f);
+  expect_same(out->body, for_loop(i, 8, 8, ForKind::kSerial,
+                                  buffer_store(B, Expr(i) + 92, load(A, i))));
+  expect_same_results(f, out);
+}
+
 TEST(RemoveRedundantConditions, UsesConstantLoopMin) {
   Var i = Var::make("i");
   Stmt store = buffer_store(B, i, 1.0f);

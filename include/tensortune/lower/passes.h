@@ -21,7 +21,9 @@ PrimFunc simplify_pass(const PrimFunc& f);
 /// "remove_redundant_conditions": drops if and select conditions (and
 /// conjuncts of them) that the ranges of the enclosing loops prove always
 /// true, and branches they prove never taken; replaces loops of extent 1 by
-/// their body with the loop variable set to the loop's min. Ranges come from
+/// their body with the loop variable set to the loop's min; folds integer
+/// division and remainder by a constant when the ranges keep the quotient
+/// constant (a fused index split apart again). Ranges come from
 /// ir::bound_of over the enclosing loops with constant bounds. Tested by
 /// tests/lower/remove_redundant_conditions_test.cc.
 PrimFunc remove_redundant_conditions(const PrimFunc& f);
