@@ -214,8 +214,13 @@ class BodyVectorizer final : public ir::ExprMutator {
   Expr rewrite(const ir::ProducerLoadNode&, const Expr& self) override { return fail(self); }
 
  private:
-  template <class T>
-  T fail(const T& self) {
+  // Overloads rather than a template: clang does not instantiate a member
+  // template first used inside the generic lambda of vectorize().
+  Stmt fail(const Stmt& self) {
+    failed_ = true;
+    return self;
+  }
+  Expr fail(const Expr& self) {
     failed_ = true;
     return self;
   }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli_common.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/pass_context.h"
@@ -24,29 +25,15 @@
 
 namespace tt = tensortune;
 using json = nlohmann::json;
+using tt::cli::load_state;
+using tt::cli::load_task;
+using tt::cli::PassContextArgs;
+using tt::cli::read_file;
+using tt::cli::write_output;
 
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) tt::fail(tt::ErrorKind::kNotFound, "cannot open '", path, "'");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
-  out << text;
-  if (!out.flush()) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
-}
 
 json arg_spec_json(const tt::te::ArgSpec& a) {
   json j = {{"name", a.name},
@@ -162,88 +149,6 @@ int cmd_inspect(const std::string& path, bool as_json) {
     std::cout << describe(node);
   }
   return 0;
-}
-
-// ---- the PassContext from the command line (every command that lowers or builds) ----
-
-struct PassContextArgs {
-  int opt_level = 2;
-  std::vector<std::string> config;      // KEY=VALUE
-  std::vector<std::string> disabled;    // pass names
-  std::vector<std::string> instruments; // NAME or NAME=JSON
-
-  void add_to(CLI::App* cmd) {
-    cmd->add_option("--opt-level", opt_level, "optimisation level 0-3")->check(CLI::Range(0, 3));
-    cmd->add_option("--config", config, "a PassContext option KEY=VALUE (repeatable)");
-    cmd->add_option("--disable-pass", disabled, "a lowering pass to skip (repeatable)");
-    cmd->add_option("--instrument", instruments, "an instrument NAME or NAME=JSON (repeatable)");
-  }
-
-  tt::ir::PassContext make() const {
-    tt::ir::PassContextOptions options;
-    options.with_opt_level(opt_level);
-    for (const auto& item : config) {
-      auto eq = item.find('=');
-      if (eq == std::string::npos) {
-        tt::fail(tt::ErrorKind::kInvalidArgument, "--config '", item, "' is not KEY=VALUE");
-      }
-      std::string key = item.substr(0, eq), text = item.substr(eq + 1);
-      options.with_config(key, config_value(key, text));
-    }
-    for (const auto& pass : disabled) options.with_disabled(pass);
-    for (const auto& item : instruments) {
-      auto eq = item.find('=');
-      json params = json::object();
-      if (eq != std::string::npos) {
-        params = tt::parse_json_text(item.substr(eq + 1), "parameters of --instrument " + item.substr(0, eq));
-      }
-      options.with_instrument(tt::ir::InstrumentSpec::make(item.substr(0, eq), params));
-    }
-    return tt::ir::PassContext::make(options);
-  }
-
-  // The value typed as the option is registered.
-  static json config_value(const std::string& key, const std::string& text) {
-    const auto* info = tt::ir::find_config_option(key);
-    if (!info) {
-      std::vector<std::string> keys;
-      for (const auto& o : tt::ir::config_options()) keys.push_back(o.key);
-      tt::fail(tt::ErrorKind::kNotFound, "unknown config option '", key, "'; known options: ",
-               tt::join(keys, ", "));
-    }
-    const std::string bad_value = tt::detail::concat(
-        "config option '", key, "' takes a ", tt::ir::config_type_name(info->type), ", got '", text, "'");
-    switch (info->type) {
-      case tt::ir::ConfigType::kBool:
-        if (text == "true" || text == "1") return true;
-        if (text == "false" || text == "0") return false;
-        tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
-      case tt::ir::ConfigType::kInt: {
-        long long v;
-        if (!tt::parse_int(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
-        return v;
-      }
-      case tt::ir::ConfigType::kFloat: {
-        double v;
-        if (!tt::parse_double(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
-        return v;
-      }
-      case tt::ir::ConfigType::kString:
-        return text;
-    }
-    return text;
-  }
-};
-
-tt::te::Task load_task(const std::string& path) {
-  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
-  return tt::load_json_as<tt::te::Task>(doc);
-}
-
-tt::schedule::State load_state(const std::string& path) {
-  if (path.empty()) return tt::schedule::State::make();
-  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
-  return tt::load_json_as<tt::schedule::State>(doc);
 }
 
 int cmd_states(const std::string& task_path, int count, uint64_t seed, const std::string& output) {
@@ -387,6 +292,9 @@ int main(int argc, char** argv) {
   verify->add_flag("--json", as_json, "machine-readable output");
   pc.add_to(verify);
 
+  // Subcommands that live in files of their own (cli_common.h).
+  std::vector<tt::cli::Command> commands;
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -401,6 +309,9 @@ int main(int argc, char** argv) {
     if (*lower) return cmd_lower(task_path, state_path, emit, pc);
     if (*states) return cmd_states(task_path, count, seed, output);
     if (*verify) return cmd_verify(task_path, state_path, random_states, seed, pc, as_json);
+    for (const auto& command : commands) {
+      if (*command.app) return command.run();
+    }
   } catch (const tt::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

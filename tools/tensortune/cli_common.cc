@@ -1,0 +1,110 @@
+#include "cli_common.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "tensortune/object/serialize.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::cli {
+namespace tt = ::tensortune;
+using json = nlohmann::json;
+
+namespace {
+
+// The value typed as the option is registered.
+json config_value(const std::string& key, const std::string& text) {
+  const auto* info = tt::ir::find_config_option(key);
+  if (!info) {
+    std::vector<std::string> keys;
+    for (const auto& o : tt::ir::config_options()) keys.push_back(o.key);
+    tt::fail(tt::ErrorKind::kNotFound, "unknown config option '", key, "'; known options: ",
+             tt::join(keys, ", "));
+  }
+  const std::string bad_value = tt::detail::concat(
+      "config option '", key, "' takes a ", tt::ir::config_type_name(info->type), ", got '", text, "'");
+  switch (info->type) {
+    case tt::ir::ConfigType::kBool:
+      if (text == "true" || text == "1") return true;
+      if (text == "false" || text == "0") return false;
+      tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+    case tt::ir::ConfigType::kInt: {
+      long long v;
+      if (!tt::parse_int(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+      return v;
+    }
+    case tt::ir::ConfigType::kFloat: {
+      double v;
+      if (!tt::parse_double(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
+      return v;
+    }
+    case tt::ir::ConfigType::kString:
+      return text;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) tt::fail(tt::ErrorKind::kNotFound, "cannot open '", path, "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
+  out << text;
+  if (!out.flush()) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
+}
+
+void PassContextArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--opt-level", opt_level, "optimisation level 0-3")->check(CLI::Range(0, 3));
+  cmd->add_option("--config", config, "a PassContext option KEY=VALUE (repeatable)");
+  cmd->add_option("--disable-pass", disabled, "a lowering pass to skip (repeatable)");
+  cmd->add_option("--instrument", instruments, "an instrument NAME or NAME=JSON (repeatable)");
+}
+
+ir::PassContext PassContextArgs::make() const {
+  tt::ir::PassContextOptions options;
+  options.with_opt_level(opt_level);
+  for (const auto& item : config) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      tt::fail(tt::ErrorKind::kInvalidArgument, "--config '", item, "' is not KEY=VALUE");
+    }
+    std::string key = item.substr(0, eq), text = item.substr(eq + 1);
+    options.with_config(key, config_value(key, text));
+  }
+  for (const auto& pass : disabled) options.with_disabled(pass);
+  for (const auto& item : instruments) {
+    auto eq = item.find('=');
+    json params = json::object();
+    if (eq != std::string::npos) {
+      params = tt::parse_json_text(item.substr(eq + 1), "parameters of --instrument " + item.substr(0, eq));
+    }
+    options.with_instrument(tt::ir::InstrumentSpec::make(item.substr(0, eq), params));
+  }
+  return tt::ir::PassContext::make(options);
+}
+
+tt::te::Task load_task(const std::string& path) {
+  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
+  return tt::load_json_as<tt::te::Task>(doc);
+}
+
+tt::schedule::State load_state(const std::string& path) {
+  if (path.empty()) return tt::schedule::State::make();
+  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
+  return tt::load_json_as<tt::schedule::State>(doc);
+}
+
+}  // namespace tensortune::cli

@@ -1,0 +1,48 @@
+// What the subcommands of the tensortune command line share: reading and
+// writing files, the PassContext options, loading tasks and states, and the
+// way a subcommand in its own file registers itself with main().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/schedule/state.h"
+#include "tensortune/te/task.h"
+
+namespace tensortune::cli {
+
+/// A subcommand and what it does once the command line has been parsed; the
+/// int is the exit status. main() runs it inside its error handling.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// The whole file; a kNotFound error naming it when it cannot be opened.
+std::string read_file(const std::string& path);
+/// Writes `text` to `path`, or to standard output for "" or "-".
+void write_output(const std::string& path, const std::string& text);
+
+/// A task file as `tensortune task` writes it.
+te::Task load_task(const std::string& path);
+/// A state file (one saved State); the naive schedule for "".
+schedule::State load_state(const std::string& path);
+
+/// The PassContext options every command that lowers or builds takes:
+/// --opt-level, --config KEY=VALUE, --disable-pass NAME, --instrument NAME[=JSON].
+struct PassContextArgs {
+  int opt_level = 2;
+  std::vector<std::string> config;       ///< KEY=VALUE
+  std::vector<std::string> disabled;     ///< pass names
+  std::vector<std::string> instruments;  ///< NAME or NAME=JSON
+
+  void add_to(CLI::App* cmd);
+  /// The context; an unknown key or badly typed value is an error listing the known keys.
+  ir::PassContext make() const;
+};
+
+}  // namespace tensortune::cli
