@@ -144,7 +144,9 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& sourc
                   const std::string& source, const ModuleOptions& options) {
   RunResult result;
   try {
-    result = run_captured(argv, SpawnOptions{}, options.compile_timeout);
+    SpawnOptions spawn;
+    spawn.new_process_group = options.compiler_in_own_group;
+    result = run_captured(argv, spawn, options.compile_timeout);
   } catch (const Error& e) {
     fail(ErrorKind::kRuntime, "cannot run the C compiler '", argv[0], "': ", e.what());
   }

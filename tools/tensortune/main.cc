@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "tensortune/codegen/c_codegen.h"
+#include "tensortune/codegen/kernel_check.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/lower/lower.h"
@@ -198,29 +199,15 @@ int cmd_verify(const std::string& task_path, const std::string& state_path, int 
   tt::codegen::Module module = tt::codegen::build_module(funcs, task->target);
 
   std::vector<tt::te::NDArray> inputs = tt::te::random_inputs(tensors.inputs, seed + 1);
-  std::vector<tt::te::NDArray> expected = tt::te::evaluate(tensors.outputs, tensors.inputs, inputs);
+  std::vector<tt::te::NDArray> expected = tt::codegen::reference_outputs(tensors, inputs);
   int failures = 0;
   json report = json::array();
   for (size_t i = 0; i < funcs.size(); ++i) {
-    std::vector<tt::te::NDArray> outputs;
-    for (const auto& t : tensors.outputs) {
-      outputs.emplace_back(t.dtype(), t.shape());
-      outputs.back().fill(-12345.0);  // a sentinel: elements never written show up
-    }
-    std::vector<void*> args;
-    for (auto& a : inputs) args.push_back(a.data());
-    for (auto& a : outputs) args.push_back(a.data());
-    int32_t rc = module.get(funcs[i]->name)(args.data());
-    double max_error = 0;
-    std::string mismatch;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      max_error = std::max(max_error, tt::te::max_abs_diff(outputs[o], expected[o]));
-      auto diff = tt::te::compare_arrays(outputs[o], expected[o],
-                                         tt::te::default_tolerance(expected[o].dtype()));
-      if (diff && mismatch.empty()) mismatch = *diff;
-    }
-    if (rc != 0 && mismatch.empty()) mismatch = "kernel returned " + std::to_string(rc);
-    failures += !mismatch.empty();
+    tt::codegen::KernelCheck check =
+        tt::codegen::check_kernel(module.get(funcs[i]->name), tensors, inputs, expected);
+    double max_error = check.max_error;
+    const std::string& mismatch = check.mismatch;
+    failures += !check.ok();
     if (as_json) {
       report.push_back({{"state", i}, {"max_error", max_error}, {"ok", mismatch.empty()},
                         {"message", mismatch}});

@@ -5,6 +5,12 @@
 // captures into its error messages.
 //
 // Modes:
+//   --serve [--parent-pid P] [--memory-limit-bytes N]
+//                build and run requests (measure/protocol.h). With --parent-pid
+//                the worker asks the kernel to SIGKILL it when its parent dies
+//                (and exits at once if P is already gone); with
+//                --memory-limit-bytes it caps its own address space, which
+//                its compilers and kernels inherit.
 //   --roundtrip  each request is a saved object graph; the reply is the same
 //                graph loaded and saved again, or {"error": ..., "kind": ...}
 //                for a request that does not load. Used by the process-boundary
@@ -12,11 +18,18 @@
 //
 // Exit status: 0 at end of input, 1 when the stream itself breaks (a torn
 // frame, a closed stdout), 2 for bad command-line arguments.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
 
+#include "tensortune/measure/protocol.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/subprocess.h"
 
@@ -44,17 +57,65 @@ std::string roundtrip_reply(std::string_view request) {
   }
 }
 
+/// Parses a non-negative integer argument; exits with status 2 when it is not one.
+unsigned long long parse_count(const char* flag, const char* text) {
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (!*text || *end) {
+    std::fprintf(stderr, "tensortune-worker: %s takes a non-negative integer, got '%s'\n", flag, text);
+    std::exit(2);
+  }
+  return value;
+}
+
+/// Applies --parent-pid and --memory-limit-bytes to this process.
+void confine(pid_t parent, unsigned long long memory_limit) {
+  if (parent > 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) std::perror("tensortune-worker: prctl");
+    // The parent may have died before prctl: then we were re-parented already.
+    if (getppid() != parent) std::exit(0);
+  }
+  if (memory_limit > 0) {
+    struct rlimit limit {};
+    limit.rlim_cur = limit.rlim_max = memory_limit;
+    if (setrlimit(RLIMIT_AS, &limit) != 0) std::perror("tensortune-worker: setrlimit");
+  }
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: tensortune-worker --serve [--parent-pid P] [--memory-limit-bytes N]\n"
+               "       tensortune-worker --roundtrip\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::string_view(argv[1]) != "--roundtrip") {
-    std::fprintf(stderr, "usage: tensortune-worker --roundtrip\n");
-    return 2;
+  if (argc < 2) return usage();
+  std::string_view mode = argv[1];
+  if (mode != "--serve" && mode != "--roundtrip") return usage();
+  pid_t parent = 0;
+  unsigned long long memory_limit = 0;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view flag = argv[i];
+    if (i + 1 >= argc || mode != "--serve") return usage();
+    if (flag == "--parent-pid") {
+      parent = static_cast<pid_t>(parse_count(argv[i], argv[i + 1]));
+    } else if (flag == "--memory-limit-bytes") {
+      memory_limit = parse_count(argv[i], argv[i + 1]);
+    } else {
+      return usage();
+    }
+    ++i;
   }
+  confine(parent, memory_limit);
   try {
     while (auto request = tensortune::read_frame(0, std::nullopt, tensortune::kMaxFrameSize,
                                                  "worker stdin")) {
-      tensortune::write_frame(1, roundtrip_reply(*request), "worker stdout");
+      std::string reply = mode == "--serve" ? tensortune::measure::serve_request(*request)
+                                            : roundtrip_reply(*request);
+      tensortune::write_frame(1, reply, "worker stdout");
     }
     return 0;
   } catch (const std::exception& e) {

@@ -37,6 +37,11 @@ struct ModuleOptions {
   std::string cache_dir;
   /// How long one compiler run may take before it is killed.
   std::chrono::milliseconds compile_timeout{std::chrono::minutes(2)};
+  /// Start the compiler in a process group of its own (so the timeout kills
+  /// its sub-processes too). A worker turns this off: its compiler then
+  /// stays in the worker's group, and whoever kills the worker's group
+  /// (the pool, on a build timeout) kills the compiler with it.
+  bool compiler_in_own_group = true;
 };
 
 /// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is set, else

@@ -1,0 +1,36 @@
+/// \file
+/// Calling a compiled kernel of a workload once and comparing what it wrote
+/// with the reference evaluator: the one check `tensortune verify`, the
+/// runner's --check and the correctness tests share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensortune/codegen/module.h"
+#include "tensortune/te/ndarray.h"
+#include "tensortune/te/workload.h"
+
+namespace tensortune::codegen {
+
+/// What one checked call found.
+struct KernelCheck {
+  int32_t return_code = 0;
+  double max_error = 0;  ///< largest absolute difference over all outputs
+  std::string mismatch;  ///< the first difference beyond tolerance, or the bad return code; "" when ok
+  bool ok() const { return mismatch.empty(); }
+};
+
+/// The reference outputs of `tensors` for `inputs` (te::evaluate).
+std::vector<te::NDArray> reference_outputs(const te::WorkloadTensors& tensors,
+                                           const std::vector<te::NDArray>& inputs);
+
+/// Calls `kernel` (parameters: the inputs, then the outputs) with outputs
+/// filled with a sentinel, so elements it never writes show up, and compares
+/// each output with `expected` at te::default_tolerance of its dtype.
+KernelCheck check_kernel(KernelFn kernel, const te::WorkloadTensors& tensors,
+                         const std::vector<te::NDArray>& inputs,
+                         const std::vector<te::NDArray>& expected);
+
+}  // namespace tensortune::codegen
