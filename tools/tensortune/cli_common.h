@@ -22,6 +22,9 @@ struct Command {
   std::function<int()> run;
 };
 
+/// `tensortune records show|best|merge|distill` (records_cmd.cc).
+Command add_records_command(CLI::App& app);
+
 /// The whole file; a kNotFound error naming it when it cannot be opened.
 std::string read_file(const std::string& path);
 /// Writes `text` to `path`, or to standard output for "" or "-".

@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
 
   // Subcommands that live in files of their own (cli_common.h).
   std::vector<tt::cli::Command> commands;
+  commands.push_back(tt::cli::add_records_command(app));
 
   try {
     app.parse(argc, argv);

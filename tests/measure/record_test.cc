@@ -1,0 +1,416 @@
+// Measurement records: the line format round-trips every field, bad lines
+// are skipped with their line numbers, newer versions are refused, writers
+// recover from a torn last line, and the queries (best, top-k, distill,
+// merge, lookup by target, measured states) pick what they promise.
+#include "tensortune/measure/record.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/test_util.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/schedule/compute_dag.h"
+#include "tensortune/schedule/random_schedule.h"
+#include "tensortune/te/ops.h"
+#include "tensortune/te/workload.h"
+
+namespace tensortune::measure {
+namespace {
+
+namespace fs = std::filesystem;
+
+te::Task matmul_task(std::string_view target, std::string_view host = "") {
+  ir::Target t = ir::Target::parse(target);
+  if (!host.empty()) t = t.with_host(ir::Target::parse(host));
+  return te::Task::make(te::make_named_workload_from_text("matmul", "8,8,8"), t);
+}
+
+te::Task dag_task() {
+  te::Tensor a = te::placeholder({6, 5}, ir::DataType::float32(), "A");
+  te::Tensor b = te::placeholder({5, 7}, ir::DataType::float32(), "B");
+  return te::Task::make(te::make_dag_workload({a, b}, {te::matmul(a, b)}),
+                        ir::Target::parse("c -num-cores=2").with_host(ir::Target::parse("c")));
+}
+
+// The n-th of a fixed sequence of random valid states of `task` (n = 0: naive).
+schedule::State nth_state(const te::Task& task, int n) {
+  if (n == 0) return schedule::State::make();
+  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+  std::mt19937_64 rng(1000 + n);
+  return schedule::random_state(dag, rng);
+}
+
+Record ok_record(const te::Task& task, int state, double seconds) {
+  Record r{{task, nth_state(task, state)}, {}};
+  r.result.costs = {seconds, seconds};
+  r.result.timestamp = 1700000000.25 + state;
+  return r;
+}
+
+Record failed_record(const te::Task& task, int state, ErrorCode code) {
+  Record r{{task, nth_state(task, state)}, {}};
+  r.result.error_code = code;
+  r.result.error_message = "it went wrong";
+  return r;
+}
+
+void expect_same(const Record& a, const Record& b) {
+  EXPECT_TRUE(structural_equal(a.input.task, b.input.task));
+  EXPECT_TRUE(a.input.task->target == b.input.task->target);
+  EXPECT_TRUE(structural_equal(a.input.state, b.input.state));
+  EXPECT_EQ(a.result.error_code, b.result.error_code);
+  EXPECT_EQ(a.result.error_message, b.result.error_message);
+  EXPECT_EQ(a.result.costs, b.result.costs);
+  EXPECT_EQ(a.result.build_seconds, b.result.build_seconds);
+  EXPECT_EQ(a.result.run_seconds, b.result.run_seconds);
+  EXPECT_EQ(a.result.timestamp, b.result.timestamp);
+  EXPECT_EQ(a.result.pass_context_hash, b.result.pass_context_hash);
+  EXPECT_EQ(a.result.max_error.has_value(), b.result.max_error.has_value());
+  if (a.result.max_error && b.result.max_error) {
+    EXPECT_TRUE(*a.result.max_error == *b.result.max_error ||
+                (std::isnan(*a.result.max_error) && std::isnan(*b.result.max_error)));
+  }
+}
+
+/// A fresh directory per test, removed afterwards.
+class RecordFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "tt_record_test_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static void write_text(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  static std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  fs::path dir_;
+};
+
+TEST(Record, NamedWorkloadWithHostRoundTrips) {
+  te::Task task = matmul_task("c -num-cores=2 -mattr=avx2,fma", "c -mattr=avx2");
+  Record r = ok_record(task, 3, 1.5e-4);
+  r.result.costs = {1.5e-4, 1.25e-4, 0.1 + 0.2};  // doubles must come back bit for bit
+  r.result.build_seconds = 0.75;
+  r.result.run_seconds = 0.125;
+  r.result.pass_context_hash = 0xfedcba9876543210ull;  // above 2^63: no JSON number survives that
+  r.result.max_error = 1e-7;
+
+  std::string line = record_to_line(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.rfind("{\"version\":1,", 0), 0u) << line;
+  EXPECT_NE(line.find("\"pass_context_hash\":\"fedcba9876543210\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"host\":\"c -mattr=avx2\""), std::string::npos) << line;
+  // A registered workload travels as its key only.
+  EXPECT_EQ(line.find("\"workload\":"), std::string::npos) << line;
+
+  Record back = record_from_line(line);
+  expect_same(r, back);
+  EXPECT_EQ(task_key(back.input.task), task_key(task));
+  EXPECT_EQ(record_to_line(back), line);
+}
+
+TEST(Record, DagWorkloadRoundTripsAsItsGraph) {
+  te::Task task = dag_task();
+  Record r = ok_record(task, 2, 3e-5);
+  std::string line = record_to_line(r);
+  EXPECT_NE(line.find("\"workload\":"), std::string::npos);
+  EXPECT_NE(line.find("\"workload_key\":\"dag:"), std::string::npos);
+  Record back = record_from_line(line);
+  expect_same(r, back);
+  EXPECT_EQ(back.input.task.workload_key(), task.workload_key());
+
+  // The graph must be the workload the key names.
+  std::string key = task.workload_key();
+  std::string wrong = line;
+  wrong.replace(wrong.find(key), key.size(), "dag:0123456789abcdef");
+  EXPECT_TT_ERROR(record_from_line(wrong), kParse, "but \"task.workload_key\" says");
+}
+
+TEST(Record, EveryErrorCodeRoundTrips) {
+  te::Task task = matmul_task("c");
+  for (ErrorCode code : kAllErrorCodes) {
+    Record r =
+        code == ErrorCode::kNoError ? ok_record(task, 0, 1e-3) : failed_record(task, 1, code);
+    std::string line = record_to_line(r);
+    EXPECT_NE(line.find("\"error_code\":\"" + std::string(error_code_name(code)) + "\""),
+              std::string::npos);
+    EXPECT_EQ(record_from_line(line).result.error_code, code) << error_code_name(code);
+  }
+}
+
+TEST(Record, MaxErrorMayBeAbsentOrNonFinite) {
+  te::Task task = matmul_task("c");
+  for (std::optional<double> e :
+       {std::optional<double>(), std::optional<double>(0.0), std::optional<double>(std::nan("")),
+        std::optional<double>(HUGE_VAL), std::optional<double>(-HUGE_VAL)}) {
+    Record r = failed_record(task, 0, ErrorCode::kWrongAnswer);
+    r.result.max_error = e;
+    expect_same(r, record_from_line(record_to_line(r)));
+  }
+}
+
+TEST(Record, NonFiniteCostsAreNotWritten) {
+  Record r = ok_record(matmul_task("c"), 0, 1e-3);
+  r.result.costs.push_back(HUGE_VAL);
+  EXPECT_TT_ERROR(record_to_line(r), kInvalidArgument, "result.costs");
+}
+
+TEST(Record, InvalidUtf8InMessagesIsReplacedNotFatal) {
+  Record r = failed_record(matmul_task("c"), 0, ErrorCode::kCompileError);
+  r.result.error_message = "bad byte \xff here";
+  Record back = record_from_line(record_to_line(r));
+  EXPECT_EQ(back.result.error_message.rfind("bad byte ", 0), 0u);
+  EXPECT_NE(back.result.error_message.find(" here"), std::string::npos);
+}
+
+// `line` with the first occurrence of `from` replaced by `to`.
+std::string edited(std::string line, const std::string& from, const std::string& to) {
+  size_t at = line.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) line.replace(at, from.size(), to);
+  return line;
+}
+
+TEST(Record, MalformedLinesAreParseErrorsSayingWhatIsWrong) {
+  std::string good = record_to_line(ok_record(matmul_task("c -num-cores=2"), 0, 1e-3));
+  EXPECT_TT_ERROR(record_from_line(good.substr(0, good.size() / 2)), kParse, "not valid JSON");
+  EXPECT_TT_ERROR(record_from_line("[1,2]"), kParse, "must be a JSON object");
+  EXPECT_TT_ERROR(record_from_line(edited(good, ",\"result\":", ",\"resultat\":")), kParse,
+                  "missing key \"result\"");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"version\":1", "\"versio\":1")), kParse,
+                  "missing key \"version\"");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"version\":1", "\"version\":\"1\"")), kParse,
+                  "\"version\" must be an integer");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"version\":1", "\"version\":0")), kParse,
+                  "unknown record format version 0");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "matmul(8,8,8,float32)", "nosuch(8)")), kParse,
+                  "unknown workload \"nosuch(8)\"");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"NO_ERROR\"", "\"NO_ERRORS\"")), kParse,
+                  "unknown error code 'NO_ERRORS' (valid: NO_ERROR, INSTANTIATION_ERROR");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"costs\":[", "\"costs\":[\"x\",")), kParse,
+                  "\"result.costs\" must hold numbers only");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"pass_context_hash\":\"0000000000000000\"",
+                                          "\"pass_context_hash\":0")),
+                  kParse, "\"result.pass_context_hash\" must be a string");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"pass_context_hash\":\"0000000000000000\"",
+                                          "\"pass_context_hash\":\"00000000000000zz\"")),
+                  kParse, "16 hexadecimal digits");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"target\":\"c -num-cores=2\"",
+                                          "\"target\":\"c -num-cores=two\"")),
+                  kParse, "bad \"task.target\"");
+  std::string hosted =
+      record_to_line(ok_record(matmul_task("c -num-cores=2", "c -mattr=avx2"), 0, 1e-3));
+  EXPECT_TT_ERROR(
+      record_from_line(edited(hosted, "\"host\":\"c -mattr=avx2\"", "\"host\":\"c -mattr=fma\"")),
+      kParse, "\"task.host\" disagrees with \"task.target\"");
+  EXPECT_TT_ERROR(record_from_line(edited(hosted, "\"host\":\"c -mattr=avx2\"", "\"host\":null")),
+                  kParse, "\"task.host\" is null, but \"task.target\" names host 'c -mattr=avx2'");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"num_cores\":2", "\"num_cores\":0")), kParse,
+                  "bad \"task.hardware_params\"");
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"state\":{", "\"state\":{\"x\":1,")), kParse,
+                  "bad \"state\"");
+}
+
+TEST(Record, NewerVersionIsRefusedWithTheVersion) {
+  std::string good = record_to_line(ok_record(matmul_task("c"), 0, 1e-3));
+  EXPECT_TT_ERROR(record_from_line(edited(good, "\"version\":1", "\"version\":3")), kParse,
+                  "written by format version 3, this build reads up to 1");
+  // Refused even when the rest is something this build could not read anyway.
+  EXPECT_TT_ERROR(record_from_line("{\"version\":2}"), kParse, "written by format version 2");
+}
+
+TEST_F(RecordFiles, CorruptAndTruncatedLinesAreSkippedWithTheirLineNumbers) {
+  te::Task task = matmul_task("c");
+  std::vector<Record> written;
+  std::string text;
+  for (int i = 0; i < 3; ++i) {
+    written.push_back(ok_record(task, i, 1e-3 * (i + 1)));
+    text += record_to_line(written.back()) + "\n";
+  }
+  text += "{\"version\": 1, \"task\": garbage}\n";  // line 4
+  text += "   \n";                                  // line 5: blank, silently ignored
+  written.push_back(failed_record(task, 4, ErrorCode::kRunTimeout));
+  text += record_to_line(written.back()) + "\n";  // line 6
+  std::string last = record_to_line(ok_record(task, 5, 1e-3));
+  text += last.substr(0, last.size() - 20);  // line 7: a writer killed mid-line
+  write_text(path("log.jsonl"), text);
+
+  LogContents log = load_records(path("log.jsonl"), /*print_warnings=*/false);
+  ASSERT_EQ(log.records.size(), written.size());
+  for (size_t i = 0; i < written.size(); ++i) expect_same(written[i], log.records[i]);
+  ASSERT_EQ(log.warnings.size(), 2u);
+  EXPECT_EQ(log.warnings[0].line, 4u);
+  EXPECT_NE(log.warnings[0].message.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(log.warnings[1].line, 7u);
+  EXPECT_NE(log.warnings[1].message.find("not valid JSON"), std::string::npos);
+}
+
+TEST_F(RecordFiles, SkippedLinesArePrintedWhenAsked) {
+  write_text(path("log.jsonl"),
+             record_to_line(ok_record(matmul_task("c"), 0, 1e-3)) + "\n{\"version\":1}\n");
+  ::testing::internal::CaptureStderr();
+  LogContents log = load_records(path("log.jsonl"));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.records.size(), 1u);
+  EXPECT_NE(err.find("warning: " + path("log.jsonl") + ":2: skipped: missing key \"task\""),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(RecordFiles, ANewerVersionLineStopsTheLoadNamingFileAndLine) {
+  std::string good = record_to_line(ok_record(matmul_task("c"), 0, 1e-3));
+  write_text(path("log.jsonl"),
+             good + "\n" + good + "\n" + edited(good, "\"version\":1", "\"version\":2") + "\n");
+  EXPECT_TT_ERROR(load_records(path("log.jsonl"), false), kParse,
+                  path("log.jsonl") + ":3: written by format version 2, this build reads up to 1");
+}
+
+TEST_F(RecordFiles, MissingFiles) {
+  EXPECT_TT_ERROR(load_records(path("none.jsonl")), kNotFound, path("none.jsonl"));
+  EXPECT_TRUE(load_records(path("none.jsonl"), true, /*missing_ok=*/true).records.empty());
+  EXPECT_TT_ERROR(RecordWriter(path("no/such/dir/log.jsonl")), kIO,
+                  "cannot open record log '" + path("no/such/dir/log.jsonl") + "': No such file");
+}
+
+TEST_F(RecordFiles, WriterAppendsAndStartsANewLineAfterATornOne) {
+  te::Task task = matmul_task("c");
+  std::string first = record_to_line(ok_record(task, 0, 1e-3));
+  write_text(path("log.jsonl"), first + "\n" + first.substr(0, 30));  // torn by a kill
+  {
+    RecordWriter writer(path("log.jsonl"));
+    writer.write(ok_record(task, 1, 2e-3));
+    writer.write(ok_record(task, 2, 3e-3));
+  }
+  std::string text = read_text(path("log.jsonl"));
+  EXPECT_EQ(text, first + "\n" + first.substr(0, 30) + "\n" +
+                      record_to_line(ok_record(task, 1, 2e-3)) + "\n" +
+                      record_to_line(ok_record(task, 2, 3e-3)) + "\n");
+  LogContents log = load_records(path("log.jsonl"), false);
+  EXPECT_EQ(log.records.size(), 3u);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_EQ(log.warnings[0].line, 2u);
+
+  // A clean file gains no blank line; a new file is created.
+  { RecordWriter(path("log.jsonl")).write(ok_record(task, 3, 4e-3)); }
+  EXPECT_EQ(load_records(path("log.jsonl"), false).records.size(), 4u);
+  EXPECT_EQ(read_text(path("log.jsonl")).find("\n\n"), std::string::npos);
+  { RecordWriter(path("new.jsonl")).write(ok_record(task, 0, 1e-3)); }
+  EXPECT_EQ(read_text(path("new.jsonl")), first + "\n");
+}
+
+TEST(Record, TaskKeyIsWorkloadAndFullTarget) {
+  te::Task task = matmul_task("c -num-cores=2", "c -mattr=avx2");
+  EXPECT_EQ(task_key(task), "matmul(8,8,8,float32)@c -num-cores=2 -host=\"c -mattr=avx2\"");
+}
+
+TEST(Record, BestAndTopKUseMeanCostOfSuccessfulRecords) {
+  te::Task a = matmul_task("c -num-cores=2"), b = dag_task();
+  Record uneven = ok_record(a, 3, 0);
+  uneven.result.costs = {1e-3, 5e-3};  // mean 3e-3: worse than 2e-3 though its minimum is better
+  std::vector<Record> records = {failed_record(a, 1, ErrorCode::kCompileError),
+                                 ok_record(a, 2, 2e-3),
+                                 uneven,
+                                 ok_record(b, 1, 9e-3),
+                                 ok_record(a, 4, 4e-3),
+                                 failed_record(b, 2, ErrorCode::kRuntimeError)};
+  auto best = best_per_task(records);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best.at(task_key(a)).result.mean_cost(), 2e-3);
+  EXPECT_EQ(best.at(task_key(b)).result.mean_cost(), 9e-3);
+
+  auto top = top_k_per_task(records, 2);
+  ASSERT_EQ(top.at(task_key(a)).size(), 2u);
+  EXPECT_EQ(top.at(task_key(a))[0].result.mean_cost(), 2e-3);
+  EXPECT_DOUBLE_EQ(top.at(task_key(a))[1].result.mean_cost(), 3e-3);
+  EXPECT_EQ(top.at(task_key(b)).size(), 1u);
+  EXPECT_EQ(top_k_per_task(records, 10).at(task_key(a)).size(), 3u);
+
+  // Only failures: no best.
+  EXPECT_TRUE(best_per_task({failed_record(a, 1, ErrorCode::kCompileError)}).empty());
+}
+
+TEST(Record, DistillKeepsTheKBestInOrderOfFirstAppearance) {
+  te::Task a = matmul_task("c"), b = dag_task(), c = matmul_task("c -num-cores=3");
+  std::vector<Record> records = {failed_record(b, 0, ErrorCode::kRunTimeout),
+                                 ok_record(a, 1, 5e-3),
+                                 failed_record(c, 1, ErrorCode::kCompileError),  // no success: gone
+                                 ok_record(a, 2, 1e-3),
+                                 ok_record(b, 3, 7e-3),
+                                 ok_record(a, 3, 3e-3)};
+  std::vector<Record> one = distill_records(records);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(task_key(one[0].input.task), task_key(b));  // b appeared first, though it failed there
+  EXPECT_EQ(task_key(one[1].input.task), task_key(a));
+  EXPECT_EQ(one[1].result.mean_cost(), 1e-3);
+
+  std::vector<Record> two = distill_records(records, 2);
+  ASSERT_EQ(two.size(), 3u);
+  EXPECT_EQ(two[1].result.mean_cost(), 1e-3);
+  EXPECT_EQ(two[2].result.mean_cost(), 3e-3);
+}
+
+TEST(Record, MergeDropsExactDuplicatesOnly) {
+  te::Task a = matmul_task("c");
+  Record r1 = ok_record(a, 1, 1e-3), r2 = ok_record(a, 2, 2e-3);
+  Record remeasured = r1;
+  remeasured.result.timestamp += 60;  // the same state measured again is new data
+  std::vector<Record> merged = merge_records({{r1, r2}, {r2, remeasured, r1}});
+  ASSERT_EQ(merged.size(), 3u);
+  expect_same(merged[0], r1);
+  expect_same(merged[1], r2);
+  expect_same(merged[2], remeasured);
+}
+
+TEST(Record, ExactLookupDoesNotCrossTargetsOrHosts) {
+  te::Task two = matmul_task("c -num-cores=2");
+  te::Task four = matmul_task("c -num-cores=4");
+  te::Task two_on_host = matmul_task("c -num-cores=2", "c -mattr=avx2");
+  std::vector<Record> records = {ok_record(two, 1, 2e-3), ok_record(two, 2, 1e-3),
+                                 failed_record(four, 1, ErrorCode::kRunTimeout)};
+
+  auto best = best_for(records, two);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->result.mean_cost(), 1e-3);
+  EXPECT_FALSE(best_for(records, four));
+  EXPECT_FALSE(best_for(records, two_on_host));
+
+  // Asked for explicitly: a schedule tuned for 2 cores is valid on 4, and on a host.
+  auto compatible = best_for(records, four, TargetMatch::kCompatible);
+  ASSERT_TRUE(compatible);
+  EXPECT_EQ(compatible->result.mean_cost(), 1e-3);
+  EXPECT_TRUE(best_for(records, two_on_host, TargetMatch::kCompatible));
+  // Not across workloads, nor to a target lacking a feature the record's has.
+  EXPECT_FALSE(best_for(records, dag_task(), TargetMatch::kCompatible));
+  std::vector<Record> avx = {ok_record(matmul_task("c -mattr=avx2"), 1, 1e-3)};
+  EXPECT_FALSE(best_for(avx, matmul_task("c"), TargetMatch::kCompatible));
+}
+
+TEST(Record, MeasuredStateHashesIncludeFailuresOfTheSameTaskOnly) {
+  te::Task a = matmul_task("c"), other = matmul_task("c -num-cores=2");
+  std::vector<Record> records = {ok_record(a, 1, 1e-3),
+                                 failed_record(a, 2, ErrorCode::kCompileError),
+                                 ok_record(other, 3, 1e-3), ok_record(a, 1, 2e-3)};
+  std::vector<uint64_t> hashes = measured_state_hashes(records, a);
+  EXPECT_EQ(hashes, (std::vector<uint64_t>{structural_hash(nth_state(a, 1)),
+                                           structural_hash(nth_state(a, 2))}));
+  EXPECT_TRUE(measured_state_hashes(records, matmul_task("c -num-cores=4")).empty());
+}
+
+}  // namespace
+}  // namespace tensortune::measure
