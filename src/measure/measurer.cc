@@ -121,6 +121,19 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task, const std::vector
   return outcomes;
 }
 
+MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
+  MeasureResult r;
+  r.error_code = ran.error_code;
+  r.error_message = shorten_message(ran.error_message);
+  r.costs = ran.costs;
+  r.build_seconds = built.build_seconds;
+  r.run_seconds = ran.run_seconds;
+  r.timestamp = unix_time_now();
+  r.pass_context_hash = built.pass_context_hash;
+  r.max_error = ran.max_error;
+  return r;
+}
+
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
                                               Builder& builder, Runner& runner,
@@ -130,17 +143,19 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
   std::vector<MeasureResult> results(states.size());
   for (size_t i = 0; i < states.size(); ++i) {
     MeasureResult& r = results[i];
-    r.error_code = ran[i].error_code;
-    r.error_message = shorten_message(ran[i].error_message);
-    r.costs = ran[i].costs;
-    r.build_seconds = built[i].build_seconds;
-    r.run_seconds = ran[i].run_seconds;
-    r.timestamp = unix_time_now();
-    r.pass_context_hash = built[i].pass_context_hash;
-    r.max_error = ran[i].max_error;
+    r = make_result(built[i], ran[i]);
     if (on_result) on_result(MeasureInput{task, states[i]}, r);
   }
   return results;
+}
+
+std::vector<MeasureResult> measure_candidates(const te::Task& task,
+                                              const std::vector<schedule::State>& states,
+                                              Builder& builder, Runner& runner, RecordWriter& log) {
+  return measure_candidates(task, states, builder, runner,
+                            [&](const MeasureInput& input, const MeasureResult& result) {
+                              log.write(Record{input, result});
+                            });
 }
 
 }  // namespace tensortune::measure

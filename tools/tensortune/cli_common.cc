@@ -107,4 +107,50 @@ tt::schedule::State load_state(const std::string& path) {
   return tt::load_json_as<tt::schedule::State>(doc);
 }
 
+void MeasureArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--number", number, "kernel calls per measurement")->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--repeat", repeat, "measurements per candidate (one cost each)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--min-repeat-ms", min_repeat_ms,
+                  "lengthen a measurement shorter than this with more calls")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--cooldown-ms", cooldown_ms, "pause between measurements")->check(CLI::Range(0, 1000000));
+  cmd->add_flag("--flush-cache", flush_cache, "evict the kernel's buffers from the caches before each measurement");
+  cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
+  cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
+  cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--build-timeout", build_timeout_s, "seconds building one candidate may take")
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--parallelism", parallelism, "build workers (default: one per core)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--candidates-per-build", candidates_per_build,
+                  "candidates compiled together by one compiler run")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--memory-limit-mb", memory_limit_mb, "address-space limit per worker (0: none)");
+}
+
+measure::LocalBuilderOptions MeasureArgs::builder_options() const {
+  measure::LocalBuilderOptions o;
+  o.parallelism = parallelism;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(build_timeout_s * 1000));
+  o.candidates_per_request = candidates_per_build;
+  o.pool.memory_limit_bytes = memory_limit_mb << 20;
+  return o;
+}
+
+measure::LocalRunnerOptions MeasureArgs::runner_options() const {
+  measure::LocalRunnerOptions o;
+  o.timing.number = number;
+  o.timing.repeat = repeat;
+  o.timing.min_repeat_ms = min_repeat_ms;
+  o.timing.cooldown_ms = cooldown_ms;
+  o.timing.flush_cache = flush_cache;
+  o.timing.check = check;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  o.pin_threads = pin_threads;
+  o.pool.memory_limit_bytes = memory_limit_mb << 20;
+  return o;
+}
+
 }  // namespace tensortune::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensortune/ir/pass_context.h"
+#include "tensortune/measure/measurer.h"
 #include "tensortune/schedule/state.h"
 #include "tensortune/te/task.h"
 
@@ -47,5 +48,30 @@ struct PassContextArgs {
   /// The context; an unknown key or badly typed value is an error listing the known keys.
   ir::PassContext make() const;
 };
+
+/// How candidates are built and timed, for `measure` and `tune`.
+struct MeasureArgs {
+  int number = 1;
+  int repeat = 3;
+  int min_repeat_ms = 0;
+  int cooldown_ms = 0;
+  bool flush_cache = false;
+  bool check = false;
+  bool pin_threads = false;
+  double timeout_s = 10;        ///< per run request
+  double build_timeout_s = 60;  ///< per candidate
+  int parallelism = 0;          ///< build workers; 0 = every core
+  int candidates_per_build = 4;
+  uint64_t memory_limit_mb = 8192;
+
+  void add_to(CLI::App* cmd);
+  measure::LocalBuilderOptions builder_options() const;
+  measure::LocalRunnerOptions runner_options() const;
+};
+
+/// The `measure` command: one schedule through the worker pools.
+Command add_measure_command(CLI::App& app);
+/// The `tune` command: random search with records and resume.
+Command add_tune_command(CLI::App& app);
 
 }  // namespace tensortune::cli

@@ -282,6 +282,8 @@ int main(int argc, char** argv) {
   // Subcommands that live in files of their own (cli_common.h).
   std::vector<tt::cli::Command> commands;
   commands.push_back(tt::cli::add_records_command(app));
+  commands.push_back(tt::cli::add_measure_command(app));
+  commands.push_back(tt::cli::add_tune_command(app));
 
   try {
     app.parse(argc, argv);

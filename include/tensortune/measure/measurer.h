@@ -13,6 +13,7 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/measure/measure_result.h"
 #include "tensortune/measure/protocol.h"
+#include "tensortune/measure/record.h"
 #include "tensortune/measure/worker_pool.h"
 
 namespace tensortune::measure {
@@ -84,6 +85,9 @@ class LocalRunner final : public Runner {
   WorkerPool pool_;
 };
 
+/// The result of a candidate from its build result and run outcome, stamped now.
+MeasureResult make_result(const BuildResult& built, const RunOutcome& ran);
+
 /// Called with each result as soon as it is known (e.g. to append a record).
 using ResultCallback = std::function<void(const MeasureInput&, const MeasureResult&)>;
 
@@ -92,5 +96,10 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
                                               Builder& builder, Runner& runner,
                                               const ResultCallback& on_result = {});
+
+/// measure_candidates that appends one record per result to `log` as it arrives.
+std::vector<MeasureResult> measure_candidates(const te::Task& task,
+                                              const std::vector<schedule::State>& states,
+                                              Builder& builder, Runner& runner, RecordWriter& log);
 
 }  // namespace tensortune::measure

@@ -1,0 +1,115 @@
+#include "tensortune/search/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "tensortune/schedule/compute_dag.h"
+#include "tensortune/te/workload.h"
+
+namespace tensortune::search {
+namespace {
+
+/// Folds one result into a task's summary.
+void account(TaskSummary& summary, const measure::Record& record, bool this_run) {
+  if (record.result.ok()) {
+    if (!summary.best || record.result.mean_cost() < summary.best->result.mean_cost()) {
+      summary.best = record;
+    }
+    return;
+  }
+  if (!this_run) return;
+  std::string code(measure::error_code_name(record.result.error_code));
+  int64_t count = ++summary.errors[code];
+  // Keep a message of the commonest code.
+  int64_t top = 0;
+  for (const auto& [name, n] : summary.errors) top = std::max(top, n);
+  if (count == top && (summary.sample_error.empty() || count > 1)) {
+    summary.sample_error = code + ": " + record.result.error_message;
+  }
+}
+
+}  // namespace
+
+std::optional<double> TaskSummary::best_latency() const {
+  if (!best) return std::nullopt;
+  return best->result.mean_cost();
+}
+
+std::optional<double> TaskSummary::best_gflops() const {
+  auto latency = best_latency();
+  if (!latency || flops <= 0 || *latency <= 0) return std::nullopt;
+  return flops / *latency / 1e9;
+}
+
+TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_policy,
+                measure::Builder& builder, measure::Runner& runner, const TuneOptions& options,
+                const ProgressCallback& progress) {
+  TT_CHECK(options.trials >= 0, kInvalidArgument, "trials must be >= 0, got ", options.trials);
+  TT_CHECK(options.batch_size >= 1, kInvalidArgument, "batch size must be >= 1, got ",
+           options.batch_size);
+  auto start = std::chrono::steady_clock::now();
+  TuneReport report;
+  std::vector<std::unique_ptr<SearchPolicy>> policies;
+  std::vector<measure::Record> logged;
+  if (!options.log_path.empty()) {
+    logged = measure::load_records(options.log_path, /*print_warnings=*/true, /*missing_ok=*/true).records;
+  }
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    TaskSummary summary;
+    summary.task = tasks[t];
+    summary.flops = schedule::ComputeDAG(te::workload_tensors(tasks[t]->workload)).flop_count();
+    // Each task gets its own stream of random numbers, stable under reordering.
+    policies.push_back(make_policy(tasks[t], options.seed + 0x9e3779b97f4a7c15ULL * t));
+    std::string key = measure::task_key(tasks[t]);
+    std::vector<schedule::State> states;
+    std::vector<measure::MeasureResult> results;
+    for (const auto& r : logged) {
+      if (measure::task_key(r.input.task) != key) continue;
+      states.push_back(r.input.state);
+      results.push_back(r.result);
+      account(summary, r, false);
+      ++summary.resumed;
+    }
+    if (!states.empty()) policies.back()->update(states, results);
+    report.tasks.push_back(std::move(summary));
+  }
+
+  std::unique_ptr<measure::RecordWriter> writer;
+  if (!options.log_path.empty()) writer = std::make_unique<measure::RecordWriter>(options.log_path);
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (report.trials < options.trials) {
+    bool any = false;
+    for (size_t t = 0; t < tasks.size() && report.trials < options.trials; ++t) {
+      TaskSummary& summary = report.tasks[t];
+      if (summary.exhausted) continue;
+      size_t want = static_cast<size_t>(
+          std::min<int64_t>(options.batch_size, options.trials - report.trials));
+      std::vector<schedule::State> states = policies[t]->propose(want);
+      if (states.empty()) {
+        summary.exhausted = true;
+        continue;
+      }
+      any = true;
+      auto results = measure::measure_candidates(
+          tasks[t], states, builder, runner,
+          [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
+            measure::Record record{input, result};
+            if (writer) writer->write(record);
+            account(summary, record, true);
+            ++summary.trials;
+            ++report.trials;
+          });
+      policies[t]->update(states, results);
+      report.elapsed_s = elapsed();
+      if (progress) progress(summary, report);
+    }
+    if (!any) break;
+  }
+  report.elapsed_s = elapsed();
+  return report;
+}
+
+}  // namespace tensortune::search

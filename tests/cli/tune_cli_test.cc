@@ -1,0 +1,182 @@
+// `tensortune measure` and `tensortune tune` as a user runs them: a planted
+// fault is a result, not a crash; a run resumes from its log without
+// measuring a state twice; a tuner killed with SIGKILL or stopped with
+// SIGTERM leaves a log that loads and no worker behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tensortune/measure/record.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/subprocess.h"
+
+namespace tensortune {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class TuneCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "tt_tune_cli_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    log_ = dir_ + "/tune.log";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// The CLI's options: a module cache private to this test.
+  SpawnOptions options() const {
+    SpawnOptions o;
+    o.env = {{"XDG_CACHE_HOME", dir_ + "/cache"}};
+    return o;
+  }
+  RunResult cli(std::vector<std::string> args) const {
+    args.insert(args.begin(), TT_CLI_PATH);
+    return run_captured(args, options(), std::chrono::seconds(300));
+  }
+  std::vector<std::string> tune_args(int trials, int batch, uint64_t seed = 1) const {
+    return {"tune", "--workload", "matmul", "--args", "16,16,16", "--target", "c", "--trials",
+            std::to_string(trials), "--batch-size", std::to_string(batch), "--log", log_,
+            "--seed", std::to_string(seed), "--json"};
+  }
+  size_t log_lines() const {
+    std::ifstream in(log_);
+    size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += !line.empty();
+    return n;
+  }
+  /// Structural hashes of the logged states; fails the test on a duplicate.
+  std::set<uint64_t> logged_states() const {
+    auto contents = measure::load_records(log_, false);
+    std::set<uint64_t> hashes;
+    for (const auto& r : contents.records) {
+      EXPECT_TRUE(hashes.insert(structural_hash(r.input.state)).second)
+          << "state measured twice: " << save_string(r.input.state);
+    }
+    return hashes;
+  }
+
+  std::string dir_, log_;
+};
+
+/// Workers started by the tuner `parent` (they carry --parent-pid in argv).
+std::vector<pid_t> workers_of(pid_t parent) {
+  std::vector<pid_t> found;
+  std::string needle = std::string("--parent-pid") + '\0' + std::to_string(parent) + '\0';
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (pid <= 0) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream stat(entry.path() / "stat");
+    std::string st;
+    std::getline(stat, st);
+    bool zombie = st.size() > st.rfind(')') + 2 && st[st.rfind(')') + 2] == 'Z';
+    if (!zombie && cmdline.find(needle) != std::string::npos) found.push_back(pid);
+  }
+  return found;
+}
+
+/// Waits up to five seconds for the workers of `parent` to go.
+std::vector<pid_t> workers_left(pid_t parent) {
+  std::vector<pid_t> left;
+  for (int i = 0; i < 500; ++i) {
+    left = workers_of(parent);
+    if (left.empty()) break;
+    ::usleep(10000);
+  }
+  return left;
+}
+
+TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {
+  RunResult task = cli({"task", "--workload", "matmul", "--args", "16,16,16", "-o", dir_ + "/task.json"});
+  ASSERT_TRUE(task.status.success()) << task.err;
+  RunResult bad = cli({"measure", "--task", dir_ + "/task.json", "--config", "testing.inject_fault=segv",
+                       "--json", "--log", log_});
+  EXPECT_EQ(bad.status.code, 3) << bad.out << bad.err;
+  json out = json::parse(bad.out);
+  EXPECT_EQ(out["error_code"], "RUNTIME_ERROR");
+  EXPECT_NE(out["error_message"].get<std::string>().find("signal 11"), std::string::npos) << bad.out;
+
+  RunResult good = cli({"measure", "--task", dir_ + "/task.json", "--check", "--repeat", "2", "--json",
+                        "--log", log_, "--instrument", "pass_names"});
+  ASSERT_EQ(good.status.code, 0) << good.out << good.err;
+  out = json::parse(good.out);
+  EXPECT_EQ(out["error_code"], "NO_ERROR");
+  EXPECT_EQ(out["costs"].size(), 2u);
+  EXPECT_EQ(out["max_error"], 0.0);
+  EXPECT_FALSE(out["instruments"]["pass_names"].empty()) << good.out;
+
+  auto records = measure::load_records(log_).records;
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].result.error_code, measure::ErrorCode::kRuntimeError);
+  EXPECT_TRUE(records[1].result.ok());
+}
+
+TEST_F(TuneCli, ResumesFromTheLogWithoutMeasuringAStateTwice) {
+  RunResult first = cli(tune_args(6, 3));
+  ASSERT_EQ(first.status.code, 0) << first.out << first.err;
+  json report = json::parse(first.out);
+  EXPECT_EQ(report["trials"], 6);
+  EXPECT_EQ(report["tasks"][0]["resumed"], 0);
+  EXPECT_TRUE(report["tasks"][0]["best_gflops"].is_number()) << first.out;
+  EXPECT_EQ(log_lines(), 6u);
+
+  // The same seed again: the policy would propose the same states first.
+  RunResult second = cli(tune_args(4, 3));
+  ASSERT_EQ(second.status.code, 0) << second.out << second.err;
+  report = json::parse(second.out);
+  EXPECT_EQ(report["trials"], 4);
+  EXPECT_EQ(report["tasks"][0]["resumed"], 6);
+  EXPECT_EQ(log_lines(), 10u);
+  EXPECT_EQ(logged_states().size(), 10u);
+}
+
+TEST_F(TuneCli, KilledTunerLeavesALoadableLogAndNoWorkers) {
+  std::vector<std::string> argv = tune_args(10000, 2);
+  argv.insert(argv.begin(), TT_CLI_PATH);
+  SpawnOptions o = options();
+  o.stdout_mode = StreamMode::kNull;
+  o.stderr_mode = StreamMode::kNull;
+  Subprocess tuner = Subprocess::spawn(argv, o);
+  for (int i = 0; i < 3000 && log_lines() < 4; ++i) ::usleep(10000);
+  ASSERT_GE(log_lines(), 4u) << "the tuner wrote no records";
+  ASSERT_FALSE(workers_of(tuner.pid()).empty());
+  tuner.kill(SIGKILL);
+  EXPECT_EQ(tuner.wait().signal, SIGKILL);
+  EXPECT_EQ(workers_left(tuner.pid()), std::vector<pid_t>{});
+
+  size_t before = logged_states().size();
+  RunResult resumed = cli(tune_args(4, 2));
+  ASSERT_EQ(resumed.status.code, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(json::parse(resumed.out)["tasks"][0]["resumed"], before);
+  EXPECT_EQ(logged_states().size(), before + 4);
+}
+
+TEST_F(TuneCli, SigtermStopsTheTunerAndItsWorkers) {
+  std::vector<std::string> argv = tune_args(10000, 2);
+  argv.insert(argv.begin(), TT_CLI_PATH);
+  SpawnOptions o = options();
+  o.stdout_mode = StreamMode::kNull;
+  o.stderr_mode = StreamMode::kNull;
+  Subprocess tuner = Subprocess::spawn(argv, o);
+  for (int i = 0; i < 3000 && log_lines() < 2; ++i) ::usleep(10000);
+  ASSERT_GE(log_lines(), 2u);
+  ASSERT_FALSE(workers_of(tuner.pid()).empty());
+  ::kill(tuner.pid(), SIGTERM);
+  EXPECT_EQ(tuner.wait().signal, SIGTERM);
+  EXPECT_EQ(workers_left(tuner.pid()), std::vector<pid_t>{});
+  logged_states();  // loads, no duplicates
+}
+
+}  // namespace
+}  // namespace tensortune

@@ -1,0 +1,162 @@
+// The tuning loop and the random policy, with an in-memory builder and
+// runner (the real ones are exercised in tests/measure and tests/cli): how
+// trials are counted, how a log is resumed, when a task is reported failed,
+// and that a small search space ends the run instead of looping.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "tensortune/object/structural.h"
+#include "tensortune/schedule/steps.h"
+#include "tensortune/search/tuner.h"
+#include "tensortune/te/workload.h"
+
+namespace tensortune::search {
+namespace {
+
+using measure::BuildResult;
+using measure::ErrorCode;
+using measure::RunOutcome;
+
+/// Builds nothing: every candidate "builds".
+class FakeBuilder final : public measure::Builder {
+ public:
+  std::vector<BuildResult> build(const te::Task&, const std::vector<schedule::State>& states) override {
+    built += states.size();
+    return std::vector<BuildResult>(states.size());
+  }
+  size_t built = 0;
+};
+
+/// A cost derived from the state's hash, or `code` for every candidate.
+class FakeRunner final : public measure::Runner {
+ public:
+  explicit FakeRunner(ErrorCode code = ErrorCode::kNoError) : code_(code) {}
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built) override {
+    std::vector<RunOutcome> out(built.size());
+    for (auto& o : out) {
+      o.error_code = code_;
+      if (code_ == ErrorCode::kNoError) o.costs = {1e-3 * (1 + (next_++ % 7))};
+      else o.error_message = "planted failure";
+    }
+    return out;
+  }
+
+ private:
+  ErrorCode code_;
+  int next_ = 0;
+};
+
+PolicyFactory random_policy() {
+  return [](const te::Task& task, uint64_t seed) { return std::make_unique<RandomSearchPolicy>(task, seed); };
+}
+
+te::Task matmul(const std::string& args = "16,16,16") {
+  return te::Task::make(te::make_named_workload_from_text("matmul", args), ir::Target::parse("c"));
+}
+
+class Tuner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_ = (std::filesystem::temp_directory_path() / ("tt_tuner_test_" + std::to_string(::getpid()) + ".log")).string();
+    std::filesystem::remove(log_);
+  }
+  void TearDown() override { std::filesystem::remove(log_); }
+  std::string log_;
+};
+
+TEST_F(Tuner, CountsNewTrialsAndResumesWithoutRepeats) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 10;
+  options.batch_size = 4;
+  options.log_path = log_;
+  TuneReport first = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_EQ(first.trials, 10);
+  EXPECT_EQ(builder.built, 10u);  // batches of 4, 4, 2
+  ASSERT_EQ(first.tasks.size(), 1u);
+  EXPECT_EQ(first.tasks[0].trials, 10);
+  ASSERT_TRUE(first.tasks[0].best_latency());
+  EXPECT_DOUBLE_EQ(*first.tasks[0].best_latency(), 1e-3);
+  EXPECT_GT(*first.tasks[0].best_gflops(), 0);
+
+  options.trials = 5;
+  TuneReport second = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_EQ(second.tasks[0].resumed, 10);
+  EXPECT_EQ(second.tasks[0].trials, 5);
+  auto records = measure::load_records(log_).records;
+  ASSERT_EQ(records.size(), 15u);
+  std::set<uint64_t> states;
+  for (const auto& r : records) states.insert(structural_hash(r.input.state));
+  EXPECT_EQ(states.size(), 15u) << "a resumed run measured a state again";
+}
+
+TEST_F(Tuner, LogOfAnotherTargetIsNotResumed) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 3;
+  options.log_path = log_;
+  tune({matmul()}, random_policy(), builder, runner, options);
+  te::Task other = te::Task::make(matmul()->workload, ir::Target::parse("c -num-cores=2"));
+  TuneReport report = tune({other}, random_policy(), builder, runner, options);
+  EXPECT_EQ(report.tasks[0].resumed, 0);
+}
+
+TEST_F(Tuner, TaskWhoseEveryCandidateFailsIsReportedFailed) {
+  FakeBuilder builder;
+  FakeRunner runner(ErrorCode::kRuntimeError);
+  TuneOptions options;
+  options.trials = 6;
+  TuneReport report = tune({matmul()}, random_policy(), builder, runner, options);
+  const TaskSummary& s = report.tasks[0];
+  EXPECT_TRUE(s.failed());
+  EXPECT_FALSE(s.best_gflops());
+  EXPECT_EQ(s.errors.at("RUNTIME_ERROR"), 6);
+  EXPECT_EQ(s.sample_error, "RUNTIME_ERROR: planted failure");
+}
+
+/// Proposes the naive state and two splits, then nothing.
+class ThreeStatePolicy final : public SearchPolicy {
+ public:
+  std::vector<schedule::State> propose(size_t count) override {
+    std::vector<schedule::State> out;
+    for (; next_ < 3 && out.size() < count; ++next_) {
+      out.push_back(next_ == 0 ? schedule::State::make()
+                               : schedule::State::make({schedule::split(2, 0, {next_ * 2})}));
+    }
+    return out;
+  }
+  void update(const std::vector<schedule::State>&, const std::vector<measure::MeasureResult>&) override {}
+
+ private:
+  int64_t next_ = 0;
+};
+
+TEST_F(Tuner, ExhaustedPolicyEndsTheRun) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 100000;
+  options.batch_size = 2;
+  TuneReport report = tune({matmul()}, [](const te::Task&, uint64_t) { return std::make_unique<ThreeStatePolicy>(); },
+                           builder, runner, options);
+  EXPECT_TRUE(report.tasks[0].exhausted);
+  EXPECT_EQ(report.trials, 3);
+}
+
+TEST(RandomSearchPolicy, NeverProposesAMeasuredState) {
+  te::Task task = matmul();
+  RandomSearchPolicy a(task, 7), b(task, 7);
+  std::vector<schedule::State> first = a.propose(8);
+  ASSERT_EQ(first.size(), 8u);
+  b.update(first, std::vector<measure::MeasureResult>(first.size()));
+  std::set<uint64_t> seen;
+  for (const auto& s : first) seen.insert(structural_hash(s));
+  for (const auto& s : b.propose(8)) EXPECT_FALSE(seen.count(structural_hash(s)));
+}
+
+}  // namespace
+}  // namespace tensortune::search
