@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tensortune/codegen/kernel_check.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/lower/lower.h"
 #include "tensortune/object/serialize.h"
@@ -28,15 +29,9 @@ void expect_matches_reference(const std::string& workload, const std::string& ar
   lower::PrimFunc f = lower::lower(replay(dag, state), "expert");
   codegen::Module module = codegen::build_module({f}, ir::Target::parse("c -num-cores=2"));
   std::vector<te::NDArray> inputs = te::random_inputs(tensors.inputs, 11);
-  std::vector<te::NDArray> expected = te::evaluate(tensors.outputs, tensors.inputs, inputs);
-  te::NDArray out(tensors.outputs[0].dtype(), tensors.outputs[0].shape());
-  out.fill(-12345.0);
-  std::vector<void*> ptrs;
-  for (auto& a : inputs) ptrs.push_back(a.data());
-  ptrs.push_back(out.data());
-  ASSERT_EQ(module.get("expert")(ptrs.data()), 0);
-  auto diff = te::compare_arrays(out, expected[0], te::default_tolerance(out.dtype()));
-  EXPECT_FALSE(diff) << workload << "(" << args << "): " << *diff;
+  codegen::KernelCheck check = codegen::check_kernel(module.get("expert"), tensors, inputs,
+                                                     codegen::reference_outputs(tensors, inputs));
+  EXPECT_TRUE(check.ok()) << workload << "(" << args << "): " << check.mismatch;
 }
 
 TEST(ExpertSchedules, MatmulScheduleIsCorrectOnOtherShapes) {

@@ -207,28 +207,6 @@ TEST(Tensor, LoadRejectsInconsistentTensors) {
   EXPECT_TT_ERROR(load_json(doc), kTypeMismatch, "differs from the type float32");
 }
 
-// The checks tests/object/registry_test.cc runs on every node type, on the
-// te samples it is given.
-TEST(Tensor, NodeSamplesRoundTrip) {
-  std::map<std::string, std::function<ObjectPtr()>> samples;
-  testing::add_te_node_samples(samples);
-  for (const char* key :
-       {"te.PlaceholderOp", "te.ComputeOp", "te.Tensor", "te.NamedWorkload", "te.DagWorkload"}) {
-    ASSERT_TRUE(samples.count(key)) << key;
-    ObjectPtr sample = samples[key]();
-    ASSERT_EQ(sample->type_key(), key);
-    std::string text = save_string(sample);
-    ObjectPtr loaded = load_string(text);
-    auto diff = first_difference(sample, loaded);
-    EXPECT_FALSE(diff) << key << ": " << *diff;
-    EXPECT_EQ(structural_hash(sample), structural_hash(loaded)) << key;
-    EXPECT_EQ(save_string(loaded), text) << key;
-    ObjectPtr copy = deep_copy(sample);
-    EXPECT_TRUE(structural_equal(sample, copy)) << key;
-    EXPECT_NE(copy.get(), sample.get());
-  }
-}
-
 TEST(FlopCount, CountsArithmeticOnData) {
   Tensor a = placeholder({6, 7}, DataType::float32(), "A");
   Tensor b = placeholder({7, 5}, DataType::float32(), "B");
