@@ -385,6 +385,29 @@ void CacheReadStepNode::apply(LoopState& state) const {
 void CacheWriteStepNode::declare(FieldList<CacheWriteStepNode>& f) {
   f.def("stage", &CacheWriteStepNode::stage).def("scope", &CacheWriteStepNode::scope);
 }
+
+namespace {
+
+/// Replaces stage `stage` by two: `producer` (a new stage before it, at the
+/// root) and `consumer`, which takes the old stage's place, attachment and
+/// output role and reads `producer`. cache_write and rfactor both do this.
+void split_stage(LoopState& state, int stage, const te::Tensor& producer, const te::Tensor& consumer) {
+  const Stage& s = state.stage(stage);
+  te::Tensor original = s.tensor;
+  Stage replacement = LoopState::make_stage(consumer);
+  replacement.location = s.location;
+  replacement.attach_stage = s.attach_stage;
+  replacement.attach_iter = s.attach_iter;
+  replacement.is_output = s.is_output;
+  Stage& target = state.mutable_stage(stage);
+  target = std::move(replacement);
+  target.tensor = original;  // replace_tensor below re-points the readers
+  state.insert_stage(stage, LoopState::make_stage(producer));
+  state.replace_tensor(stage + 1, consumer);
+}
+
+}  // namespace
+
 void CacheWriteStepNode::apply(LoopState& state) const {
   Stage& s = scheduled_stage(state, stage);
   TT_CHECK(!s.is_transformed(), kInvalidArgument, "'", s.name(),
@@ -399,16 +422,7 @@ void CacheWriteStepNode::apply(LoopState& state) const {
   local->op = te::Operation(local_op);
   te::Tensor local_tensor(local);
   te::Tensor copy = copy_of(local_tensor, original.name());
-  Stage replacement = LoopState::make_stage(copy);
-  replacement.location = s.location;
-  replacement.attach_stage = s.attach_stage;
-  replacement.attach_iter = s.attach_iter;
-  replacement.is_output = s.is_output;
-  Stage& target = state.mutable_stage(stage);
-  target = std::move(replacement);
-  target.tensor = original;  // replace_tensor below re-points the readers
-  state.insert_stage(stage, LoopState::make_stage(local_tensor));
-  state.replace_tensor(stage + 1, copy);
+  split_stage(state, stage, local_tensor, copy);
 }
 
 void RfactorStepNode::declare(FieldList<RfactorStepNode>& f) {
@@ -487,15 +501,7 @@ void RfactorStepNode::apply(LoopState& state) const {
         return ir::reduce(red.op, rf(index), {r}, ir::Expr(), red.init);
       },
       original.name(), op->tag);
-  Stage replacement = LoopState::make_stage(final);
-  replacement.location = s.location;
-  replacement.attach_stage = s.attach_stage;
-  replacement.attach_iter = s.attach_iter;
-  replacement.is_output = s.is_output;
-  state.mutable_stage(stage) = std::move(replacement);
-  state.mutable_stage(stage).tensor = original;
-  state.insert_stage(stage, LoopState::make_stage(rf));
-  state.replace_tensor(stage + 1, final);
+  split_stage(state, stage, rf, final);
 }
 
 // ---- storage and pragmas ----
