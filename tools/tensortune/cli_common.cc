@@ -128,6 +128,9 @@ void MeasureArgs::add_to(CLI::App* cmd) {
                   "candidates compiled together by one compiler run")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--memory-limit-mb", memory_limit_mb, "address-space limit per worker (0: none)");
+  cmd->add_option("--worker-max-requests", worker_max_requests,
+                  "replace a worker after this many requests (0: never)")
+      ->check(CLI::Range(0, 1 << 30));
 }
 
 measure::LocalBuilderOptions MeasureArgs::builder_options() const {
@@ -136,6 +139,7 @@ measure::LocalBuilderOptions MeasureArgs::builder_options() const {
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(build_timeout_s * 1000));
   o.candidates_per_request = candidates_per_build;
   o.pool.memory_limit_bytes = memory_limit_mb << 20;
+  o.pool.max_requests_per_worker = worker_max_requests;
   return o;
 }
 
@@ -150,6 +154,7 @@ measure::LocalRunnerOptions MeasureArgs::runner_options() const {
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   o.pin_threads = pin_threads;
   o.pool.memory_limit_bytes = memory_limit_mb << 20;
+  o.pool.max_requests_per_worker = worker_max_requests;
   return o;
 }
 

@@ -63,6 +63,7 @@ struct MeasureArgs {
   int parallelism = 0;          ///< build workers; 0 = every core
   int candidates_per_build = 4;
   uint64_t memory_limit_mb = 8192;
+  int worker_max_requests = 200;  ///< 0: never recycle
 
   void add_to(CLI::App* cmd);
   measure::LocalBuilderOptions builder_options() const;
