@@ -158,7 +158,10 @@ int best(const RecordsArgs& args) {
     // A task with no success has no latency: report why it failed instead of a 0 GFLOP/s.
     std::string message;
     if (!t.best) message = t.first_message.at(by_frequency(t.errors).front().first);
-    std::optional<double> gflops = t.best ? flops.gflops(*t.best) : std::nullopt;
+    // -1 for unknown rather than std::optional: GCC 12 at -O2 warns that the
+    // optional's value may be used uninitialised (a false positive).
+    double gflops = -1;
+    if (t.best) gflops = flops.gflops(*t.best).value_or(-1);
     if (args.as_json) {
       json errors = json::object();
       for (const auto& [code, n] : t.errors)
@@ -170,7 +173,7 @@ int best(const RecordsArgs& args) {
                 {"failed_trials", failed},
                 {"errors", errors},
                 {"latency_ms", t.best ? json(t.best->result.mean_cost() * 1e3) : json(nullptr)},
-                {"gflops", gflops ? json(*gflops) : json(nullptr)}};
+                {"gflops", gflops >= 0 ? json(gflops) : json(nullptr)}};
       if (t.best) j["best"] = record_json(*t.best);
       if (!t.best) j["message"] = message;
       out.push_back(std::move(j));
@@ -179,7 +182,7 @@ int best(const RecordsArgs& args) {
     std::cout << t.task.workload_key() << "  " << t.task->target.str() << "  ";
     if (t.best) {
       std::cout << format(t.best->result.mean_cost() * 1e3, "%.4g") << " ms";
-      if (gflops) std::cout << "  " << format(*gflops, "%.4g") << " GFLOP/s";
+      if (gflops >= 0) std::cout << "  " << format(gflops, "%.4g") << " GFLOP/s";
       std::cout << "  " << t.trials << " trials";
       if (failed > 0)
         std::cout << " (" << failed << " failed: " << describe_errors(t.errors) << ")";
