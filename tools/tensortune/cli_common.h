@@ -61,7 +61,7 @@ struct MeasureArgs {
   double timeout_s = 10;        ///< per run request
   double build_timeout_s = 60;  ///< per candidate
   int parallelism = 0;          ///< build workers; 0 = every core
-  int candidates_per_build = 4;
+  int candidates_per_build = 8;
   uint64_t memory_limit_mb = 8192;
   int worker_max_requests = 200;  ///< 0: never recycle
 

@@ -39,7 +39,7 @@ struct LocalBuilderOptions {
   int parallelism = 0;  ///< build workers; 0 uses every core
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per candidate
   /// Candidates compiled together in one C module by one compiler run.
-  int candidates_per_request = 4;
+  int candidates_per_request = 8;  ///< measure_bench: 30 candidates/s at 8, 21 at 1
   std::string cache_dir;  ///< module cache; "" for codegen::default_cache_dir()
   WorkerPoolOptions pool;  ///< num_workers is set from parallelism
 };
