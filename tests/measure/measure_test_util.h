@@ -63,7 +63,8 @@ inline LocalRunnerOptions runner_options() {
   o.timing.check = true;
   o.timeout = std::chrono::seconds(5);
   o.pool = pool_options();
-  o.pool.memory_limit_bytes = uint64_t{1} << 30;
+  // Small, so the planted oom reaches it quickly even on a loaded machine.
+  o.pool.memory_limit_bytes = uint64_t{256} << 20;
   return o;
 }
 

@@ -10,7 +10,7 @@
 //                the worker asks the kernel to SIGKILL it when its parent dies
 //                (and exits at once if P is already gone); with
 //                --memory-limit-bytes it caps its own address space, which
-//                its compilers and kernels inherit.
+//                its compilers and kernels inherit. Core dumps are always off.
 //   --roundtrip  each request is a saved object graph; the reply is the same
 //                graph loaded and saved again, or {"error": ..., "kind": ...}
 //                for a request that does not load. Used by the process-boundary
@@ -75,6 +75,10 @@ void confine(pid_t parent, unsigned long long memory_limit) {
     // The parent may have died before prctl: then we were re-parented already.
     if (getppid() != parent) std::exit(0);
   }
+  // No core files: a crashing candidate is routine here, and dumping a
+  // large address space would take longer than the run timeout allows.
+  struct rlimit no_core {};
+  if (setrlimit(RLIMIT_CORE, &no_core) != 0) std::perror("tensortune-worker: setrlimit(RLIMIT_CORE)");
   if (memory_limit > 0) {
     struct rlimit limit {};
     limit.rlim_cur = limit.rlim_max = memory_limit;
