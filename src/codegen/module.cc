@@ -15,6 +15,7 @@
 
 #include "codegen/words.h"
 #include "tensortune/codegen/c_codegen.h"
+#include "tensortune/support/files.h"
 #include "tensortune/support/hash.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/support/subprocess.h"
@@ -57,32 +58,6 @@ void make_dirs(const std::string& dir) {
   struct stat st {};
   TT_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), kIO, "module cache '", dir,
            "' is not a directory");
-}
-
-/// A name no other writer uses: this process and a per-process counter.
-std::string temp_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-}
-
-/// Writes `text` to `path` through a temporary file and a rename, so readers
-/// see either no file or the whole of it.
-void write_atomically(const std::string& path, const std::string& text) {
-  std::string temp = path + temp_suffix();
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      fail(ErrorKind::kIO, "cannot write '", temp, "'");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(temp.c_str());
-    fail(ErrorKind::kIO, "cannot rename '", temp, "' to '", path, "': ", std::strerror(err));
-  }
 }
 
 std::string hex(uint64_t v) {
@@ -218,8 +193,8 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
     }
   }
 
-  write_atomically(source_path, source);
-  std::string temp_library = library_path + temp_suffix();
+  write_file_atomically(source_path, source);
+  std::string temp_library = library_path + unique_temp_suffix();
   // Libraries (-lm) go after the source: with --as-needed linkers, a library
   // named before the code that uses it is dropped.
   std::vector<std::string> argv = compiler, libraries;

@@ -1,6 +1,7 @@
 #include "tensortune/measure/measurer.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 namespace tensortune::measure {
@@ -101,6 +102,34 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task, const std::vector
     }
     requests.push_back(make_run_request(task, built[i], options_.timing));
     which.push_back(i);
+  }
+  if (options_.timing.check && !requests.empty() && !prepared_.count(task.workload_key())) {
+    // The reference can take far longer than a candidate's timeout allows:
+    // evaluate it once, under a timeout of its own, into the cache directory.
+    WorkerReply prep = pool_.run({make_prepare_request(task, options_.timing)}, options_.prepare_timeout)[0];
+    std::optional<RunOutcome> failed;
+    if (prep.status != WorkerReply::Status::kOk) {
+      failed.emplace();
+      failed->error_code = code_for(prep, false);
+      failed->error_message = "preparing the reference outputs failed: " + shorten_message(prep.message);
+    } else {
+      RunOutcome ready;
+      try {
+        ready = parse_run_reply(prep.payload, /*expect_costs=*/false);
+      } catch (const Error& e) {
+        ready.error_code = ErrorCode::kUnknownError;
+        ready.error_message = std::string("unreadable reply: ") + e.what();
+      }
+      if (ready.error_code != ErrorCode::kNoError) {
+        failed = ready;
+        failed->error_message = "preparing the reference outputs failed: " + ready.error_message;
+      }
+    }
+    if (failed) {
+      for (size_t i : which) outcomes[i] = *failed;
+      return outcomes;
+    }
+    prepared_.insert(task.workload_key());
   }
   std::vector<WorkerReply> replies = pool_.run(requests, options_.timeout);
   for (size_t r = 0; r < replies.size(); ++r) {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <thread>
@@ -15,6 +17,8 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/compute_dag.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/hash.h"
 #include "tensortune/te/evaluator.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -174,6 +178,76 @@ RunCaches& run_caches() {
   return caches;
 }
 
+/// The key of a workload's inputs and reference outputs: what they are made from.
+std::string data_key(const te::Task& task, const RunnerOptions& options) {
+  return te::workload_key(task->workload) + "/seed " + std::to_string(options.seed);
+}
+
+/// The inputs of every candidate of `task`, drawn once per worker.
+const std::vector<te::NDArray>& pristine_inputs(const te::Task& task, const te::WorkloadTensors& tensors,
+                                                const RunnerOptions& options) {
+  auto& cache = run_caches().inputs;
+  std::string key = data_key(task, options);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() > 8) cache.clear();
+    it = cache.emplace(key, te::random_inputs(tensors.inputs, options.seed)).first;
+  }
+  return it->second;
+}
+
+/// The reference outputs for the inputs of `task`: from this worker's memory,
+/// else from the cache directory (written by an earlier worker), else
+/// evaluated and written there. The file holds the outputs' bytes, one after
+/// the other; one of another size is evaluated again.
+const std::vector<te::NDArray>& reference(const te::Task& task, const te::WorkloadTensors& tensors,
+                                          const RunnerOptions& options) {
+  auto& cache = run_caches().references;
+  std::string key = data_key(task, options);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 8) cache.clear();
+  std::string dir = options.cache_dir.empty() ? codegen::default_cache_dir() : options.cache_dir;
+  std::string path = dir + "/ref-" + hex(hash_string("reference outputs v1 " + key)) + ".bin";
+  std::vector<te::NDArray> outputs;
+  size_t total = 0;
+  for (const auto& t : tensors.outputs) {
+    outputs.emplace_back(t.dtype(), t.shape());
+    total += outputs.back().nbytes();
+  }
+  if (auto bytes = read_file_if_exists(path); bytes && bytes->size() == total) {
+    size_t offset = 0;
+    for (auto& o : outputs) {
+      std::memcpy(o.data(), bytes->data() + offset, o.nbytes());
+      offset += o.nbytes();
+    }
+  } else {
+    outputs = codegen::reference_outputs(tensors, pristine_inputs(task, tensors, options));
+    std::string data;
+    data.reserve(total);
+    for (const auto& o : outputs) data.append(static_cast<const char*>(o.data()), o.nbytes());
+    std::error_code ignored;
+    std::filesystem::create_directories(dir, ignored);
+    try {
+      write_file_atomically(path, data);
+    } catch (const Error& e) {
+      // Only a speed-up for later workers: go on without it.
+      std::fprintf(stderr, "tensortune-worker: cannot keep reference outputs: %s\n", e.what());
+    }
+  }
+  return cache.emplace(key, std::move(outputs)).first->second;
+}
+
+json serve_prepare(const json& request) {
+  auto start = Clock::now();
+  auto task = load_json_as<te::Task>(request.at("task"));
+  RunnerOptions options = runner_options_from_json(request.at("options"));
+  te::WorkloadTensors tensors = te::workload_tensors(task->workload);
+  pristine_inputs(task, tensors, options);
+  if (options.check) reference(task, tensors, options);
+  return {{"error_code", "NO_ERROR"}, {"error_message", ""}, {"run_seconds", seconds_since(start)}};
+}
+
 json serve_run(const json& request) {
   auto total_start = Clock::now();
   auto task = load_json_as<te::Task>(request.at("task"));
@@ -190,22 +264,12 @@ json serve_run(const json& request) {
   codegen::KernelFn kernel = it->second.get(function);
 
   te::WorkloadTensors tensors = te::workload_tensors(task->workload);
-  std::string key = te::workload_key(task->workload) + "/" + std::to_string(options.seed);
-  auto pristine = caches.inputs.find(key);
-  if (pristine == caches.inputs.end()) {
-    if (caches.inputs.size() > 8) caches.inputs.clear();
-    pristine = caches.inputs.emplace(key, te::random_inputs(tensors.inputs, options.seed)).first;
-  }
   // A copy: a bad candidate that writes its inputs cannot spoil later runs.
-  std::vector<te::NDArray> inputs = pristine->second;
+  std::vector<te::NDArray> inputs = pristine_inputs(task, tensors, options);
   json reply = {{"error_code", "NO_ERROR"}, {"error_message", ""}};
   if (options.check) {
-    auto ref = caches.references.find(key);
-    if (ref == caches.references.end()) {
-      if (caches.references.size() > 8) caches.references.clear();
-      ref = caches.references.emplace(key, codegen::reference_outputs(tensors, inputs)).first;
-    }
-    codegen::KernelCheck check = codegen::check_kernel(kernel, tensors, inputs, ref->second);
+    const std::vector<te::NDArray>& expected = reference(task, tensors, options);
+    codegen::KernelCheck check = codegen::check_kernel(kernel, tensors, inputs, expected);
     reply["max_error"] = check.max_error;
     if (check.return_code != 0) {
       return error_json(ErrorCode::kRuntimeError,
@@ -237,7 +301,9 @@ json serve_run(const json& request) {
     if (rc != 0) fail(ErrorKind::kRuntime, "the kernel returned ", rc);
   };
   try {
-    call();  // warm-up: page faults, OpenMP thread start, lazy binding
+    // Warm-up (page faults, OpenMP thread start, lazy binding), unless the
+    // check's call did it already.
+    if (!options.check) call();
     int number = std::max(1, options.number);
     std::vector<double> costs;
     while (static_cast<int>(costs.size()) < std::max(1, options.repeat)) {
@@ -271,7 +337,7 @@ json serve_run(const json& request) {
 json runner_options_to_json(const RunnerOptions& o) {
   return {{"number", o.number},        {"repeat", o.repeat},           {"min_repeat_ms", o.min_repeat_ms},
           {"cooldown_ms", o.cooldown_ms}, {"flush_cache", o.flush_cache}, {"check", o.check},
-          {"seed", o.seed}};
+          {"seed", o.seed},           {"cache_dir", o.cache_dir}};
 }
 
 RunnerOptions runner_options_from_json(const json& doc) {
@@ -286,8 +352,9 @@ RunnerOptions runner_options_from_json(const json& doc) {
     else if (key == "flush_cache") o.flush_cache = get_field<bool>(doc, "flush_cache", what);
     else if (key == "check") o.check = get_field<bool>(doc, "check", what);
     else if (key == "seed") o.seed = get_field<uint64_t>(doc, "seed", what);
+    else if (key == "cache_dir") o.cache_dir = get_field<std::string>(doc, "cache_dir", what);
     else fail(ErrorKind::kParse, "unknown runner option \"", key, "\" (known: number, repeat, "
-              "min_repeat_ms, cooldown_ms, flush_cache, check, seed)");
+              "min_repeat_ms, cooldown_ms, flush_cache, check, seed, cache_dir)");
   }
   TT_CHECK(o.number >= 1 && o.repeat >= 1 && o.min_repeat_ms >= 0 && o.cooldown_ms >= 0,
            kInvalidArgument, "runner options: number and repeat must be >= 1, min_repeat_ms and "
@@ -337,7 +404,11 @@ std::string make_run_request(const te::Task& task, const BuildResult& built,
                {"function", built.function}, {"options", runner_options_to_json(options)}});
 }
 
-RunOutcome parse_run_reply(std::string_view reply) {
+std::string make_prepare_request(const te::Task& task, const RunnerOptions& options) {
+  return dump({{"type", "prepare"}, {"task", save_json(task)}, {"options", runner_options_to_json(options)}});
+}
+
+RunOutcome parse_run_reply(std::string_view reply, bool expect_costs) {
   json doc = parse_json_text(reply, "run reply");
   RunOutcome r;
   r.error_code = parse_error_code(get_field<std::string>(doc, "error_code", "run reply"));
@@ -347,7 +418,7 @@ RunOutcome parse_run_reply(std::string_view reply) {
   if (doc.contains("max_error") && doc.at("max_error").is_number()) {
     r.max_error = doc.at("max_error").get<double>();
   }
-  TT_CHECK(!r.costs.empty() || r.error_code != ErrorCode::kNoError, kParse,
+  TT_CHECK(!expect_costs || !r.costs.empty() || r.error_code != ErrorCode::kNoError, kParse,
            "run reply says NO_ERROR but has no costs");
   return r;
 }
@@ -358,7 +429,8 @@ std::string serve_request(std::string_view request) {
     std::string type = get_field<std::string>(doc, "type", "request");
     if (type == "build") return dump(serve_build(doc));
     if (type == "run") return dump(serve_run(doc));
-    fail(ErrorKind::kParse, "unknown request type \"", type, "\" (known: build, run)");
+    if (type == "prepare") return dump(serve_prepare(doc));
+    fail(ErrorKind::kParse, "unknown request type \"", type, "\" (known: build, run, prepare)");
   } catch (const Error& e) {
     return dump(error_json(ErrorCode::kUnknownError, e.what()));
   } catch (const std::exception& e) {

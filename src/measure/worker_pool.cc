@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -204,9 +205,9 @@ struct WorkerPool::Impl {
       payload = worker.read_frame(left());
     } catch (const TimeoutError&) {
       reply.status = WorkerReply::Status::kTimeout;
-      reply.message = options.name + " gave no reply within " +
-                      std::to_string(timeout.count() / 1000.0).substr(0, 6) + " s; killed " +
-                      worker.describe();
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", static_cast<double>(timeout.count()) / 1000.0);
+      reply.message = options.name + " gave no reply within " + limit + " s; killed " + worker.describe();
       std::string err = stderr_now();
       if (!err.empty()) reply.message += "\nstderr:\n" + err;
       reply.seconds = std::chrono::duration<double>(Clock::now() - begin).count();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ class LocalBuilder final : public Builder {
 struct LocalRunnerOptions {
   RunnerOptions timing;
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  ///< per candidate, whole run request
+  /// For drawing inputs and evaluating the reference of a task (with
+  /// timing.check), once per task before its first candidate.
+  std::chrono::milliseconds prepare_timeout{std::chrono::minutes(30)};
   /// Bind OpenMP threads to cores (OMP_PROC_BIND=close, OMP_PLACES=cores).
   bool pin_threads = false;
   WorkerPoolOptions pool;  ///< num_workers is 1: candidates are timed one at a time
@@ -83,6 +87,7 @@ class LocalRunner final : public Runner {
  private:
   LocalRunnerOptions options_;
   WorkerPool pool_;
+  std::set<std::string> prepared_;  ///< workload keys whose reference is in the cache directory
 };
 
 /// The result of a candidate from its build result and run outcome, stamped now.

@@ -15,6 +15,9 @@
 ///   run:   {"type": "run", "task": graph, "library": str, "function": str,
 ///           "options": RunnerOptions}
 ///     -> {"error_code", "error_message", "costs": [s...], "run_seconds", "max_error"}
+///   prepare: {"type": "prepare", "task": graph, "options": RunnerOptions}
+///     -> {"error_code", "error_message", "run_seconds"}: inputs drawn and, for
+///        check, reference outputs evaluated or loaded from the cache directory
 #pragma once
 
 #include <chrono>
@@ -39,6 +42,9 @@ struct RunnerOptions {
   bool flush_cache = false;  ///< evict the kernel's buffers from the CPU caches before each measurement
   bool check = false;      ///< compare the output with the reference evaluator first
   uint64_t seed = 0;       ///< inputs are te::random_inputs(seed): the same for every candidate
+  /// Where run workers keep reference outputs for check, so that a restarted
+  /// worker reads them instead of evaluating again; "" for codegen::default_cache_dir().
+  std::string cache_dir;
 };
 
 /// The JSON form of RunnerOptions, and back (unknown keys are an error naming them).
@@ -74,7 +80,16 @@ std::vector<BuildResult> parse_build_reply(std::string_view reply, size_t expect
 /// A run request for a built kernel of `task`.
 std::string make_run_request(const te::Task& task, const BuildResult& built,
                              const RunnerOptions& options);
-RunOutcome parse_run_reply(std::string_view reply);
+/// The outcome in a run reply; one that says NO_ERROR without costs is a
+/// kParse error unless `expect_costs` is false (a prepare reply).
+RunOutcome parse_run_reply(std::string_view reply, bool expect_costs = true);
+
+/// A request that makes a run worker draw the inputs of `task` and, with
+/// options.check, evaluate (or load) its reference outputs, which can take
+/// far longer than running a candidate (a 1024³ matmul: about 30 s). Sent
+/// once per task before its candidates, with a timeout of its own; the
+/// reply is a run reply without costs.
+std::string make_prepare_request(const te::Task& task, const RunnerOptions& options);
 
 /// The worker's side: the reply to one request. Never throws: a request that
 /// cannot be read gets {"error_code": "UNKNOWN_ERROR", ...}. A candidate that
