@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds the command line program and
-# its worker, and tunes a small workload for about a minute on 2 cores: 256
+# its worker, and tunes a small workload for under a minute on 2 cores: 256
 # random schedules of a 256x256x256 float32 matmul, each built and timed in
 # worker processes and checked against the reference evaluator. Every
 # measurement goes to the log; running the demo again resumes from it and
