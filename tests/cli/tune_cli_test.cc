@@ -54,6 +54,15 @@ class TuneCli : public ::testing::Test {
     for (std::string line; std::getline(in, line);) n += !line.empty();
     return n;
   }
+  /// A tuning run far longer than any test, output discarded.
+  Subprocess start_long_tuning_run() const {
+    std::vector<std::string> argv = tune_args(10000, 2);
+    argv.insert(argv.begin(), TT_CLI_PATH);
+    SpawnOptions o = options();
+    o.stdout_mode = StreamMode::kNull;
+    o.stderr_mode = StreamMode::kNull;
+    return Subprocess::spawn(argv, o);
+  }
   /// Structural hashes of the logged states; fails the test on a duplicate.
   std::set<uint64_t> logged_states() const {
     auto contents = measure::load_records(log_, false);
@@ -142,12 +151,7 @@ TEST_F(TuneCli, ResumesFromTheLogWithoutMeasuringAStateTwice) {
 }
 
 TEST_F(TuneCli, KilledTunerLeavesALoadableLogAndNoWorkers) {
-  std::vector<std::string> argv = tune_args(10000, 2);
-  argv.insert(argv.begin(), TT_CLI_PATH);
-  SpawnOptions o = options();
-  o.stdout_mode = StreamMode::kNull;
-  o.stderr_mode = StreamMode::kNull;
-  Subprocess tuner = Subprocess::spawn(argv, o);
+  Subprocess tuner = start_long_tuning_run();
   for (int i = 0; i < 3000 && log_lines() < 4; ++i) ::usleep(10000);
   ASSERT_GE(log_lines(), 4u) << "the tuner wrote no records";
   ASSERT_FALSE(workers_of(tuner.pid()).empty());
@@ -163,12 +167,7 @@ TEST_F(TuneCli, KilledTunerLeavesALoadableLogAndNoWorkers) {
 }
 
 TEST_F(TuneCli, SigtermStopsTheTunerAndItsWorkers) {
-  std::vector<std::string> argv = tune_args(10000, 2);
-  argv.insert(argv.begin(), TT_CLI_PATH);
-  SpawnOptions o = options();
-  o.stdout_mode = StreamMode::kNull;
-  o.stderr_mode = StreamMode::kNull;
-  Subprocess tuner = Subprocess::spawn(argv, o);
+  Subprocess tuner = start_long_tuning_run();
   for (int i = 0; i < 3000 && log_lines() < 2; ++i) ::usleep(10000);
   ASSERT_GE(log_lines(), 2u);
   ASSERT_FALSE(workers_of(tuner.pid()).empty());
