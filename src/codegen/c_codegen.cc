@@ -422,12 +422,16 @@ class FunctionEmitter {
     if (fault_ == "wrong_answer") {
       // Changes the first element of the last output: v + 1 + |v| differs
       // from v for every finite v.
+      // Integers get their lowest bit flipped (no overflow, no conversion out of range).
       const auto& f = *func_;
       size_t out = f.params.size() - 1;
       std::string type = c_storage_type(f.params[out]->dtype);
       std::string element = "((" + type + "*)args[" + std::to_string(out) + "])[0]";
-      return note + "  int32_t status = " + call + ";\n  " + element + " = (" + type + ")((double)" +
-             element + " + 1.0 + fabs((double)" + element + "));\n  return status;\n";
+      bool real = type == "float" || type == "double";  // half types are stored as integer bits
+      std::string change = real ? element + " = (" + type + ")((double)" + element +
+                                                  " + 1.0 + fabs((double)" + element + "))"
+                                            : element + " ^= 1";
+      return note + "  int32_t status = " + call + ";\n  " + change + ";\n  return status;\n";
     }
     fail(ErrorKind::kInvalidArgument, "unknown fault '", fault_, "' in testing.inject_fault");
   }

@@ -33,7 +33,8 @@ ErrorCode code_for(const WorkerReply& reply, bool building) {
     case WorkerReply::Status::kTimeout: return building ? ErrorCode::kBuildTimeout : ErrorCode::kRunTimeout;
     case WorkerReply::Status::kCrashed:
       return building ? ErrorCode::kUnknownError : ErrorCode::kRuntimeError;
-    case WorkerReply::Status::kLost: return ErrorCode::kDeviceLost;
+    case WorkerReply::Status::kLost:
+    case WorkerReply::Status::kNotStarted: return ErrorCode::kDeviceLost;
   }
   return ErrorCode::kUnknownError;
 }
@@ -48,47 +49,116 @@ LocalBuilder::LocalBuilder(LocalBuilderOptions options, ir::PassContext context)
 
 std::vector<BuildResult> LocalBuilder::build(const te::Task& task,
                                              const std::vector<schedule::State>& states) {
+  std::vector<BuildResult> results(states.size());
   // Groups small enough that every worker gets work.
   size_t workers = static_cast<size_t>(pool_.options().num_workers);
   size_t group = std::min<size_t>(options_.candidates_per_request,
                                   std::max<size_t>(1, (states.size() + workers - 1) / workers));
-  std::vector<std::string> requests;
   std::vector<std::pair<size_t, size_t>> ranges;
   for (size_t begin = 0; begin < states.size(); begin += group) {
-    size_t end = std::min(states.size(), begin + group);
+    ranges.emplace_back(begin, std::min(states.size(), begin + group));
+  }
+  std::vector<std::pair<size_t, size_t>> retry;  // groups to build again one by one
+  build_ranges(task, states, ranges, results, &retry);
+  if (!retry.empty()) {
+    // One candidate that hangs the compiler or kills the worker must not take
+    // the others of its group with it: each gets a request of its own.
+    std::vector<std::pair<size_t, size_t>> singles;
+    for (auto [begin, end] : retry) {
+      for (size_t i = begin; i < end; ++i) singles.emplace_back(i, i + 1);
+    }
+    build_ranges(task, states, singles, results, nullptr);
+  }
+  return results;
+}
+
+void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule::State>& states,
+                                const std::vector<std::pair<size_t, size_t>>& ranges,
+                                std::vector<BuildResult>& results,
+                                std::vector<std::pair<size_t, size_t>>* retry) {
+  std::vector<std::string> requests;
+  size_t largest = 1;
+  for (auto [begin, end] : ranges) {
     std::vector<schedule::State> part(states.begin() + begin, states.begin() + end);
     requests.push_back(make_build_request(task, part, context_, options_.cache_dir));
-    ranges.emplace_back(begin, end);
+    largest = std::max(largest, end - begin);
   }
-  auto timeout = options_.timeout * static_cast<int64_t>(group);
+  // A group whose compile fails is compiled again one by one in the worker:
+  // twice the time of the group.
+  auto timeout = options_.timeout * static_cast<int64_t>(largest > 1 ? 2 * largest : 1);
   std::vector<WorkerReply> replies = pool_.run(requests, timeout);
-  std::vector<BuildResult> results(states.size());
+  uint64_t expected_hash = context_.hash();
   for (size_t r = 0; r < replies.size(); ++r) {
     auto [begin, end] = ranges[r];
+    const WorkerReply& reply = replies[r];
+    if (reply.status == WorkerReply::Status::kNotStarted) fail(ErrorKind::kRuntime, reply.message);
+    if (reply.status != WorkerReply::Status::kOk && retry && end - begin > 1) {
+      retry->emplace_back(begin, end);
+      continue;
+    }
     std::vector<BuildResult> part;
-    if (replies[r].status == WorkerReply::Status::kOk) {
+    if (reply.status == WorkerReply::Status::kOk) {
       try {
-        part = parse_build_reply(replies[r].payload, end - begin);
+        part = parse_build_reply(reply.payload, end - begin);
       } catch (const Error& e) {
         BuildResult bad;
         bad.error_code = ErrorCode::kUnknownError;
         bad.error_message = std::string("unreadable build reply: ") + e.what();
         part.assign(end - begin, bad);
       }
+      for (auto& b : part) {
+        // DESIGN invariant 6: what is measured is built under the tuner's context.
+        if (b.error_code == ErrorCode::kNoError && b.pass_context_hash != expected_hash) {
+          b.error_code = ErrorCode::kUnknownError;
+          b.error_message = "the build worker lowered under a different PassContext than the tuner's";
+        }
+      }
     } else {
       BuildResult failed;
-      failed.error_code = code_for(replies[r], true);
-      failed.error_message = shorten_message(replies[r].message);
-      failed.build_seconds = replies[r].seconds / static_cast<double>(end - begin);
+      failed.error_code = code_for(reply, true);
+      failed.error_message = shorten_message(reply.message);
+      failed.build_seconds = reply.seconds / static_cast<double>(end - begin);
       part.assign(end - begin, failed);
     }
     std::move(part.begin(), part.end(), results.begin() + begin);
   }
-  return results;
 }
 
 LocalRunner::LocalRunner(LocalRunnerOptions options)
-    : options_(std::move(options)), pool_(runner_pool(options_)) {}
+    : options_(std::move(options)), pool_(runner_pool(options_)) {
+  const RunnerOptions& t = options_.timing;
+  int64_t least_ms = static_cast<int64_t>(t.repeat) * (t.min_repeat_ms + t.cooldown_ms);
+  TT_CHECK(least_ms < options_.timeout.count(), kInvalidArgument, "a run takes at least repeat x (min_repeat_ms + ",
+           "cooldown_ms) = ", least_ms, " ms, which does not fit in the run timeout of ",
+           options_.timeout.count(), " ms; raise the timeout or lower those");
+}
+
+void LocalRunner::prepare(const te::Task& task) {
+  // Again whenever the worker may be new (a crash, a timeout, recycling): the
+  // reference then comes from the cache directory, or is evaluated again, but
+  // never inside a candidate's timeout.
+  std::string key = task.workload_key();
+  if (prepared_key_ == key && prepared_workers_ == pool_.workers_started()) return;
+  WorkerReply reply = pool_.run({make_prepare_request(task, options_.timing)}, options_.prepare_timeout)[0];
+  std::string why;
+  if (reply.status != WorkerReply::Status::kOk) {
+    why = reply.message;
+  } else {
+    try {
+      RunOutcome ready = parse_run_reply(reply.payload, /*expect_costs=*/false);
+      if (ready.error_code != ErrorCode::kNoError) why = ready.error_message;
+    } catch (const Error& e) {
+      why = std::string("unreadable reply: ") + e.what();
+    }
+  }
+  // Without the reference no candidate can be checked: stop rather than
+  // record every candidate of the task as failed.
+  if (!why.empty()) {
+    fail(ErrorKind::kRuntime, "cannot prepare the reference outputs of ", key, " for --check: ", why);
+  }
+  prepared_key_ = key;
+  prepared_workers_ = pool_.workers_started();
+}
 
 std::vector<RunOutcome> LocalRunner::run(const te::Task& task, const std::vector<BuildResult>& built) {
   std::vector<RunOutcome> outcomes(built.size());
@@ -103,36 +173,10 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task, const std::vector
     requests.push_back(make_run_request(task, built[i], options_.timing));
     which.push_back(i);
   }
-  if (options_.timing.check && !requests.empty() && !prepared_.count(task.workload_key())) {
-    // The reference can take far longer than a candidate's timeout allows:
-    // evaluate it once, under a timeout of its own, into the cache directory.
-    WorkerReply prep = pool_.run({make_prepare_request(task, options_.timing)}, options_.prepare_timeout)[0];
-    std::optional<RunOutcome> failed;
-    if (prep.status != WorkerReply::Status::kOk) {
-      failed.emplace();
-      failed->error_code = code_for(prep, false);
-      failed->error_message = "preparing the reference outputs failed: " + shorten_message(prep.message);
-    } else {
-      RunOutcome ready;
-      try {
-        ready = parse_run_reply(prep.payload, /*expect_costs=*/false);
-      } catch (const Error& e) {
-        ready.error_code = ErrorCode::kUnknownError;
-        ready.error_message = std::string("unreadable reply: ") + e.what();
-      }
-      if (ready.error_code != ErrorCode::kNoError) {
-        failed = ready;
-        failed->error_message = "preparing the reference outputs failed: " + ready.error_message;
-      }
-    }
-    if (failed) {
-      for (size_t i : which) outcomes[i] = *failed;
-      return outcomes;
-    }
-    prepared_.insert(task.workload_key());
-  }
+  if (options_.timing.check && !requests.empty()) prepare(task);
   std::vector<WorkerReply> replies = pool_.run(requests, options_.timeout);
   for (size_t r = 0; r < replies.size(); ++r) {
+    if (replies[r].status == WorkerReply::Status::kNotStarted) fail(ErrorKind::kRuntime, replies[r].message);
     RunOutcome& out = outcomes[which[r]];
     if (replies[r].status == WorkerReply::Status::kOk) {
       try {
@@ -168,12 +212,18 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               Builder& builder, Runner& runner,
                                               const ResultCallback& on_result) {
   std::vector<BuildResult> built = builder.build(task, states);
-  std::vector<RunOutcome> ran = runner.run(task, built);
   std::vector<MeasureResult> results(states.size());
+  auto report = [&](size_t i, const RunOutcome& ran) {
+    results[i] = make_result(built[i], ran);
+    if (on_result) on_result(MeasureInput{task, states[i]}, results[i]);
+  };
+  // Failed builds are reported at once, and each run as it ends: an
+  // interrupted tuner loses at most the candidate being run.
   for (size_t i = 0; i < states.size(); ++i) {
-    MeasureResult& r = results[i];
-    r = make_result(built[i], ran[i]);
-    if (on_result) on_result(MeasureInput{task, states[i]}, r);
+    if (built[i].error_code != ErrorCode::kNoError) report(i, runner.run(task, {built[i]})[0]);
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (built[i].error_code == ErrorCode::kNoError) report(i, runner.run(task, {built[i]})[0]);
   }
   return results;
 }

@@ -95,12 +95,18 @@ json serve_build(const json& request) {
     } catch (const Error& e) {
       results[i] = error_json(ErrorCode::kInstantiationError, e.what());
       continue;
+    } catch (const std::exception& e) {
+      results[i] = error_json(ErrorCode::kUnknownError, std::string("replaying the state: ") + e.what());
+      continue;
     }
     try {
       funcs[i] = lower::lower(*loops, "candidate_" + std::to_string(i));
       codegen::generate_c({funcs[i]}, task->target);  // codegen errors belong to this candidate
     } catch (const Error& e) {
       results[i] = error_json(ErrorCode::kCompileError, e.what());
+      funcs[i] = lower::PrimFunc();
+    } catch (const std::exception& e) {
+      results[i] = error_json(ErrorCode::kUnknownError, std::string("lowering: ") + e.what());
       funcs[i] = lower::PrimFunc();
     }
     lower_seconds[i] = seconds_since(start);
@@ -257,11 +263,16 @@ json serve_run(const json& request) {
 
   auto& caches = run_caches();
   if (caches.modules.size() > 64) caches.modules.clear();  // libraries are small; this bounds the count
-  auto it = caches.modules.find(library);
-  if (it == caches.modules.end()) {
-    it = caches.modules.emplace(library, codegen::Module::load(library)).first;
+  codegen::KernelFn kernel = nullptr;
+  try {
+    auto it = caches.modules.find(library);
+    if (it == caches.modules.end()) {
+      it = caches.modules.emplace(library, codegen::Module::load(library)).first;
+    }
+    kernel = it->second.get(function);
+  } catch (const Error& e) {
+    return error_json(ErrorCode::kRuntimeError, std::string("cannot load the built kernel: ") + e.what());
   }
-  codegen::KernelFn kernel = it->second.get(function);
 
   te::WorkloadTensors tensors = te::workload_tensors(task->workload);
   // A copy: a bad candidate that writes its inputs cannot spoil later runs.
@@ -370,7 +381,7 @@ std::string make_build_request(const te::Task& task, const std::vector<schedule:
                {"pass_context", save_json(context)}, {"cache_dir", cache_dir}});
 }
 
-std::vector<BuildResult> parse_build_reply(std::string_view reply, size_t expected_count) {
+static std::vector<BuildResult> parse_build_reply_unchecked(std::string_view reply, size_t expected_count) {
   json doc = parse_json_text(reply, "build reply");
   if (doc.contains("error_code")) {  // the whole request failed
     BuildResult r;
@@ -398,6 +409,14 @@ std::vector<BuildResult> parse_build_reply(std::string_view reply, size_t expect
   return out;
 }
 
+std::vector<BuildResult> parse_build_reply(std::string_view reply, size_t expected_count) {
+  try {
+    return parse_build_reply_unchecked(reply, expected_count);
+  } catch (const json::exception& e) {
+    fail(ErrorKind::kParse, "malformed build reply: ", e.what());
+  }
+}
+
 std::string make_run_request(const te::Task& task, const BuildResult& built,
                              const RunnerOptions& options) {
   return dump({{"type", "run"}, {"task", save_json(task)}, {"library", built.library},
@@ -408,7 +427,7 @@ std::string make_prepare_request(const te::Task& task, const RunnerOptions& opti
   return dump({{"type", "prepare"}, {"task", save_json(task)}, {"options", runner_options_to_json(options)}});
 }
 
-RunOutcome parse_run_reply(std::string_view reply, bool expect_costs) {
+static RunOutcome parse_run_reply_unchecked(std::string_view reply, bool expect_costs) {
   json doc = parse_json_text(reply, "run reply");
   RunOutcome r;
   r.error_code = parse_error_code(get_field<std::string>(doc, "error_code", "run reply"));
@@ -423,12 +442,28 @@ RunOutcome parse_run_reply(std::string_view reply, bool expect_costs) {
   return r;
 }
 
+RunOutcome parse_run_reply(std::string_view reply, bool expect_costs) {
+  try {
+    return parse_run_reply_unchecked(reply, expect_costs);
+  } catch (const json::exception& e) {
+    fail(ErrorKind::kParse, "malformed run reply: ", e.what());
+  }
+}
+
 std::string serve_request(std::string_view request) {
   try {
     json doc = parse_json_text(request, "request");
     std::string type = get_field<std::string>(doc, "type", "request");
     if (type == "build") return dump(serve_build(doc));
-    if (type == "run") return dump(serve_run(doc));
+    if (type == "run") {
+      try {
+        return dump(serve_run(doc));
+      } catch (const std::bad_alloc&) {
+        // The worker's address-space limit: the candidate's buffers do not fit.
+        return dump(error_json(ErrorCode::kRuntimeError,
+                               "out of memory (the worker's memory limit) allocating the kernel's buffers"));
+      }
+    }
     if (type == "prepare") return dump(serve_prepare(doc));
     fail(ErrorKind::kParse, "unknown request type \"", type, "\" (known: build, run, prepare)");
   } catch (const Error& e) {

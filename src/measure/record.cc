@@ -228,7 +228,13 @@ MeasureResult result_from_json(const json& record) {
     TT_CHECK(c.is_number(), kParse, "\"result.costs\" must hold numbers only, found ",
              type_name(c));
     result.costs.push_back(c.get<double>());
+  }  // A success needs costs that can be compared; a failure has none.
+  TT_CHECK(result.ok() == !result.costs.empty(), kParse, "\"result\" says ", code, " with ",
+           result.costs.size(), " costs (", (result.ok() ? "a success needs at least one" : "a failure has none"), ")");
+  for (double c : result.costs) {
+    TT_CHECK(std::isfinite(c) && c > 0, kParse, "\"result.costs\" must be positive seconds, found ", c);
   }
+
   result.build_seconds = number_member(r, "build_seconds", "result");
   result.run_seconds = number_member(r, "run_seconds", "result");
   result.timestamp = number_member(r, "timestamp", "result");
@@ -485,6 +491,8 @@ std::vector<uint64_t> measured_state_hashes(const std::vector<Record>& records,
   std::unordered_set<uint64_t> seen;
   for (const Record& r : records) {
     if (task_key(r.input.task) != key) continue;
+    // The worker went away, not the candidate: measure it again.
+    if (r.result.error_code == ErrorCode::kDeviceLost) continue;
     uint64_t h = structural_hash(r.input.state);
     if (seen.insert(h).second) hashes.push_back(h);
   }

@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 // A fixed table of atomics: the handler may only do async-signal-safe work.
 
 constexpr size_t kMaxLiveWorkers = 1024;
+static_assert(std::atomic<pid_t>::is_always_lock_free, "the interrupt handler reads these");
 std::array<std::atomic<pid_t>, kMaxLiveWorkers> g_live_groups{};
 
 void register_group(pid_t pgid) {
@@ -79,6 +80,9 @@ void install_interrupt_cleanup() {
   static std::once_flag once;
   std::call_once(once, [] {
     for (int signo : {SIGINT, SIGTERM, SIGHUP}) {
+      // An ignored signal stays ignored (nohup, background jobs of a script).
+      struct sigaction old {};
+      if (::sigaction(signo, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
       struct sigaction action {};
       action.sa_handler = kill_workers_and_reraise;
       sigemptyset(&action.sa_mask);
@@ -110,20 +114,29 @@ struct WorkerPool::Impl {
     TT_CHECK(options.num_workers >= 1, kInvalidArgument, "a worker pool needs at least one worker, got ",
              options.num_workers);
     program = options.worker_path.empty() ? find_worker_program() : options.worker_path;
-    for (int i = 0; i < options.num_workers; ++i) {
-      slots.push_back(std::make_unique<Slot>());
-      Slot* slot = slots.back().get();
-      slot->thread = std::thread([this, slot] { serve(*slot); });
+    try {
+      for (int i = 0; i < options.num_workers; ++i) {
+        slots.push_back(std::make_unique<Slot>());
+        Slot* slot = slots.back().get();
+        slot->thread = std::thread([this, slot] { serve(*slot); });
+      }
+    } catch (...) {
+      stop();  // joins the threads already started; a joinable thread would terminate()
+      throw;
     }
   }
 
-  ~Impl() {
+  ~Impl() { stop(); }
+
+  void stop() {
     {
       std::lock_guard<std::mutex> lock(mutex);
       stopping = true;
     }
     work_ready.notify_all();
-    for (auto& slot : slots) slot->thread.join();
+    for (auto& slot : slots) {
+      if (slot->thread.joinable()) slot->thread.join();
+    }
   }
 
   /// The slot thread: takes jobs until the pool stops, then retires its worker.
@@ -137,7 +150,19 @@ struct WorkerPool::Impl {
         job = queue.front();
         queue.pop_front();
       }
-      *job.reply = handle(slot, *job.request, job.timeout);
+      try {
+        *job.reply = handle(slot, *job.request, job.timeout);
+      } catch (const std::exception& e) {
+        // Never let an exception end the thread: run() waits for this reply.
+        job.reply->status = WorkerReply::Status::kLost;
+        job.reply->message = options.name + ": " + e.what();
+        try {
+          retire(slot, true);
+        } catch (const std::exception&) {
+          slot.worker.reset();  // the destructor kills and reaps
+          slot.pid = 0;
+        }
+      }
       {
         std::lock_guard<std::mutex> lock(mutex);
         --unfinished;
@@ -170,8 +195,10 @@ struct WorkerPool::Impl {
       if (!slot.worker->wait_for(std::chrono::seconds(2))) kill = true;
     }
     if (kill) slot.worker->kill(SIGKILL);
-    slot.worker->wait();
+    // Unregistered before the reap: after it the pid may be reused, and the
+    // interrupt handler must not kill a stranger's group.
     unregister_group(slot.worker->pid());
+    slot.worker->wait();
     slot.worker.reset();
     slot.pid = 0;
   }
@@ -182,17 +209,14 @@ struct WorkerPool::Impl {
       try {
         start(slot);
       } catch (const Error& e) {
-        reply.status = WorkerReply::Status::kLost;
+        reply.status = WorkerReply::Status::kNotStarted;
         reply.message = std::string("cannot start ") + options.name + " '" + program + "': " + e.what();
         return reply;
       }
     }
     Subprocess& worker = *slot.worker;
-    size_t stderr_before = worker.stderr_text().size();
-    auto stderr_now = [&] {
-      std::string text = worker.stderr_text();
-      return tail_of(text.size() > stderr_before ? text.substr(stderr_before) : std::string());
-    };
+    worker.take_stderr_text();  // what earlier requests wrote is not this one's
+    auto stderr_now = [&] { return tail_of(worker.take_stderr_text()); };
     auto begin = Clock::now();
     auto left = [&] {
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin);
@@ -226,15 +250,21 @@ struct WorkerPool::Impl {
     }
     // End of stream or a broken pipe: the worker is gone or going.
     auto status = worker.wait_for(std::chrono::seconds(2));
+    bool killed_here = false;
     if (!status) {
+      // Alive but not speaking the protocol (a torn or garbled frame).
       worker.kill(SIGKILL);
       status = worker.wait();
+      killed_here = true;
     }
     std::string err = stderr_now();
     std::string describe = worker.describe();
     retire(slot, true);
     reply.signal = status->signal;
-    if (status->signal == SIGKILL) {
+    if (killed_here) {
+      reply.status = WorkerReply::Status::kCrashed;
+      reply.message = describe + " broke the protocol and was killed";
+    } else if (status->signal == SIGKILL) {
       reply.status = WorkerReply::Status::kLost;
       reply.message = describe + " was killed (signal 9) by something outside the pool";
     } else {

@@ -66,6 +66,8 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
     std::vector<measure::MeasureResult> results;
     for (const auto& r : logged) {
       if (measure::task_key(r.input.task) != key) continue;
+      // The worker went away, not the candidate: it may be proposed again.
+      if (r.result.error_code == measure::ErrorCode::kDeviceLost) continue;
       states.push_back(r.input.state);
       results.push_back(r.result);
       account(summary, r, false);

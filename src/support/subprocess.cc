@@ -648,6 +648,15 @@ std::string Subprocess::stderr_text() {
   return stderr_capture_.text();
 }
 
+std::string Subprocess::take_stderr_text() {
+  drain_captures();
+  std::string text = stderr_capture_.text();
+  stderr_capture_.head.clear();
+  stderr_capture_.tail.clear();
+  stderr_capture_.dropped = 0;
+  return text;
+}
+
 std::string Subprocess::stdout_text() {
   drain_captures();
   return stdout_capture_.text();

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "common/test_util.h"
 #include "measure/measure_test_util.h"
 
 namespace tensortune::measure {
@@ -57,7 +58,7 @@ TEST(Runner, ReferenceIsPreparedOutsideTheCandidateTimeoutAndKept) {
   EXPECT_EQ(std::filesystem::last_write_time(files[0]), written);
 }
 
-TEST(Runner, PreparationThatTimesOutFailsTheBatchWithItsReason) {
+TEST(Runner, PreparationThatTimesOutStopsTheRunWithItsReason) {
   te::Task task = te::Task::make(te::make_named_workload_from_text("matmul", "384,384,384"),
                                  ir::Target::parse("c"));
   LocalBuilder builder(builder_options(1));
@@ -67,10 +68,7 @@ TEST(Runner, PreparationThatTimesOutFailsTheBatchWithItsReason) {
   options.timing.cache_dir = test_cache_dir() + "/references-unused";
   options.prepare_timeout = std::chrono::milliseconds(50);
   LocalRunner runner(options);
-  for (const RunOutcome& out : runner.run(task, built)) {
-    EXPECT_EQ(error_code_name(out.error_code), "RUN_TIMEOUT");
-    EXPECT_NE(out.error_message.find("preparing the reference outputs"), std::string::npos) << out.error_message;
-  }
+  EXPECT_TT_ERROR(runner.run(task, built), kRuntime, "cannot prepare the reference outputs of matmul(384,384,384,float32)");
 }
 
 }  // namespace

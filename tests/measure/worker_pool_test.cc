@@ -1,7 +1,9 @@
 // The pool itself: recycling, bad requests, a worker program that is missing.
 #include <gtest/gtest.h>
 
+#include "common/test_util.h"
 #include "measure/measure_test_util.h"
+#include "tensortune/codegen/module.h"
 #include "tensortune/measure/protocol.h"
 #include "tensortune/measure/worker_pool.h"
 
@@ -36,13 +38,43 @@ TEST(WorkerPool, UnreadableRequestIsAnErrorReplyNotACrash) {
   EXPECT_EQ(pool.workers_started(), 1);
 }
 
-TEST(WorkerPool, MissingWorkerProgramIsDeviceLost) {
+TEST(WorkerPool, MissingWorkerProgramIsReportedAsNotStarted) {
   WorkerPoolOptions options = pool_options();
   options.worker_path = "/nonexistent/tensortune-worker";
   WorkerPool pool(options);
   WorkerReply reply = pool.run({"{}"}, std::chrono::seconds(10))[0];
-  EXPECT_EQ(reply.status, WorkerReply::Status::kLost);
+  EXPECT_EQ(reply.status, WorkerReply::Status::kNotStarted);
   EXPECT_NE(reply.message.find("/nonexistent/tensortune-worker"), std::string::npos) << reply.message;
+}
+
+TEST(WorkerPool, BuilderAndRunnerStopWhenTheWorkerCannotStart) {
+  // Not a result of the candidates: recording them all as failed would burn
+  // the trial budget and make a resumed run skip them.
+  LocalBuilderOptions build = builder_options(1);
+  build.pool.worker_path = "/nonexistent/tensortune-worker";
+  LocalBuilder builder(build);
+  EXPECT_TT_ERROR(builder.build(small_task(), {schedule::State::make()}), kRuntime,
+                  "cannot start build worker '/nonexistent/tensortune-worker'");
+}
+
+TEST(WorkerPool, StrayPrintsOfAKernelDoNotBreakTheProtocol) {
+  // The worker's fd 1 is stderr and frames go elsewhere: a kernel that
+  // writes to stdout still gets a proper reply.
+  const char* source =
+      "#include <stdio.h>\n#include <stdint.h>\n"
+      "int32_t noisy(void** args) { puts(\"hello from the kernel\"); fflush(stdout); (void)args; return 0; }\n";
+  codegen::ModuleOptions module_options;
+  module_options.cache_dir = test_cache_dir();
+  codegen::Module m = codegen::Module::compile(source, ir::Target::parse("c"), module_options);
+  BuildResult built;
+  built.library = m.library_path();
+  built.function = "noisy";
+  WorkerPool pool(pool_options());
+  auto replies = pool.run({make_run_request(small_task(), built, RunnerOptions())}, std::chrono::seconds(10));
+  ASSERT_EQ(replies[0].status, WorkerReply::Status::kOk) << replies[0].message;
+  RunOutcome out = parse_run_reply(replies[0].payload);
+  EXPECT_EQ(out.error_code, ErrorCode::kNoError) << out.error_message;
+  EXPECT_EQ(out.costs.size(), 3u);
 }
 
 }  // namespace

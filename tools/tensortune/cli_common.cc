@@ -127,7 +127,8 @@ void MeasureArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--candidates-per-build", candidates_per_build,
                   "candidates compiled together by one compiler run")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--memory-limit-mb", memory_limit_mb, "address-space limit per worker (0: none)");
+  cmd->add_option("--memory-limit-mb", memory_limit_mb, "address-space limit per worker (0: none)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   cmd->add_option("--worker-max-requests", worker_max_requests,
                   "replace a worker after this many requests (0: never)")
       ->check(CLI::Range(0, 1 << 30));

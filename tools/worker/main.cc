@@ -114,12 +114,20 @@ int main(int argc, char** argv) {
     ++i;
   }
   confine(parent, memory_limit);
+  // Frames go to a private copy of stdout, and fd 1 becomes stderr: whatever
+  // a kernel or library prints cannot corrupt the reply stream, and lands in
+  // the error messages the pool quotes.
+  int replies = dup(1);
+  if (replies < 0 || dup2(2, 1) < 0) {
+    std::perror("tensortune-worker: dup");
+    return 1;
+  }
   try {
     while (auto request = tensortune::read_frame(0, std::nullopt, tensortune::kMaxFrameSize,
                                                  "worker stdin")) {
       std::string reply = mode == "--serve" ? tensortune::measure::serve_request(*request)
                                             : roundtrip_reply(*request);
-      tensortune::write_frame(1, reply, "worker stdout");
+      tensortune::write_frame(replies, reply, "worker stdout");
     }
     return 0;
   } catch (const std::exception& e) {

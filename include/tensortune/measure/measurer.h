@@ -7,7 +7,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -47,7 +46,10 @@ struct LocalBuilderOptions {
 
 /// Builds in a pool of local workers, lowering under the PassContext given
 /// at construction (by default the one current then), whatever is current
-/// when build() is called.
+/// when build() is called. A group of candidates whose request fails as a
+/// whole (a timeout, a crashed worker) is built again one by one, so one bad
+/// candidate cannot fail the others. A worker program that cannot be
+/// started is a kRuntime error, not a result.
 class LocalBuilder final : public Builder {
  public:
   explicit LocalBuilder(LocalBuilderOptions options = {},
@@ -60,6 +62,12 @@ class LocalBuilder final : public Builder {
   WorkerPool& pool() { return pool_; }
 
  private:
+  /// Builds each range of states in one request; ranges of several states
+  /// whose request failed as a whole go to `retry` (when given).
+  void build_ranges(const te::Task& task, const std::vector<schedule::State>& states,
+                    const std::vector<std::pair<size_t, size_t>>& ranges, std::vector<BuildResult>& results,
+                    std::vector<std::pair<size_t, size_t>>* retry);
+
   LocalBuilderOptions options_;
   ir::PassContext context_;
   WorkerPool pool_;
@@ -76,7 +84,12 @@ struct LocalRunnerOptions {
   WorkerPoolOptions pool;  ///< num_workers is 1: candidates are timed one at a time
 };
 
-/// Runs candidates one at a time in a local worker.
+/// Runs candidates one at a time in a local worker. With timing.check, the
+/// reference outputs are prepared before the first candidate of a task and
+/// again after the worker was replaced (see make_prepare_request); a
+/// preparation that fails, or a worker program that cannot be started, is a
+/// kRuntime error, not a result. The constructor rejects timing options
+/// that cannot fit in the run timeout.
 class LocalRunner final : public Runner {
  public:
   explicit LocalRunner(LocalRunnerOptions options = {});
@@ -85,9 +98,14 @@ class LocalRunner final : public Runner {
   const LocalRunnerOptions& options() const { return options_; }
 
  private:
+  /// Has the worker draw the inputs and get the reference of `task` (for
+  /// check) under prepare_timeout; a kRuntime error when that fails.
+  void prepare(const te::Task& task);
+
   LocalRunnerOptions options_;
   WorkerPool pool_;
-  std::set<std::string> prepared_;  ///< workload keys whose reference is in the cache directory
+  std::string prepared_key_;       ///< the workload last prepared
+  int64_t prepared_workers_ = -1;  ///< pool_.workers_started() then
 };
 
 /// The result of a candidate from its build result and run outcome, stamped now.
@@ -97,6 +115,8 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran);
 using ResultCallback = std::function<void(const MeasureInput&, const MeasureResult&)>;
 
 /// Builds and runs `states` of `task`; one result per state, in order.
+/// Results reach `on_result` as they are known: failed builds first, then
+/// each run as it ends.
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
                                               Builder& builder, Runner& runner,

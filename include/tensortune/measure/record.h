@@ -134,9 +134,9 @@ std::vector<Record> merge_records(const std::vector<std::vector<Record>>& logs);
 std::vector<Record> distill_records(const std::vector<Record>& records, size_t k = 1);
 
 /// The states of `task` (exact task_key) already measured in `records`, with
-/// any result (a failed candidate was measured too), as structural hashes of
-/// the states, each once, in order of first appearance, so a resumed search
-/// can skip them.
+/// any result but DEVICE_LOST (a failed candidate was measured too; a lost
+/// worker says nothing of the candidate), as structural hashes of the states,
+/// each once, in order of first appearance, so a resumed search can skip them.
 std::vector<uint64_t> measured_state_hashes(const std::vector<Record>& records,
                                             const te::Task& task);
 

@@ -12,7 +12,10 @@
 /// again on the next request. Workers are recycled after a number of
 /// requests. Each worker limits its own address space (setrlimit) and asks
 /// for SIGKILL when its parent dies (prctl), so that neither a runaway
-/// candidate nor a `kill -9` of the tuner leaves anything behind.
+/// candidate nor a `kill -9` of the tuner leaves a worker behind. (A
+/// compiler a worker was running when the tuner got `kill -9` is not killed:
+/// it finishes its compile on its own, re-parented; timeouts and
+/// install_interrupt_cleanup() do kill compilers, with their worker's group.)
 #pragma once
 
 #include <sys/types.h>
@@ -29,8 +32,8 @@ namespace tensortune::measure {
 /// How a pool starts and recycles its workers.
 struct WorkerPoolOptions {
   int num_workers = 1;
-  /// The worker program; empty finds tensortune-worker next to the running
-  /// executable, then in $TENSORTUNE_WORKER, then on PATH.
+  /// The worker program; empty takes $TENSORTUNE_WORKER, then
+  /// tensortune-worker next to the running executable, then on PATH.
   std::string worker_path;
   /// Address-space limit per worker in bytes (RLIMIT_AS); 0 for none.
   uint64_t memory_limit_bytes = uint64_t{8} << 30;
@@ -48,7 +51,8 @@ struct WorkerReply {
     kOk,       ///< payload holds the reply
     kTimeout,  ///< the request ran past its timeout; the worker was killed
     kCrashed,  ///< the worker died during the request (signal or exit)
-    kLost,     ///< the worker could not be started, or was killed by someone else
+    kLost,     ///< the worker was killed by someone else, or the pool failed around it
+    kNotStarted,  ///< the worker program could not be started
   };
   Status status = Status::kOk;
   std::string payload;  ///< the reply (kOk)
@@ -87,7 +91,8 @@ class WorkerPool {
 
 /// Installs SIGINT, SIGTERM and SIGHUP handlers that kill the process group
 /// of every live pool worker and then end the process with the same signal,
-/// so an interrupted tuner leaves no workers behind. Idempotent.
+/// so an interrupted tuner leaves no workers behind. A signal the process
+/// ignores (nohup) stays ignored. Idempotent.
 void install_interrupt_cleanup();
 
 }  // namespace tensortune::measure

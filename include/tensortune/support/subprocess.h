@@ -212,6 +212,9 @@ class Subprocess {
 
   /// What the child wrote to stderr so far (kCapture), draining what is ready.
   std::string stderr_text();
+  /// stderr_text(), then forgets it: the next call returns only what came
+  /// after (a long-lived worker's stderr, request by request).
+  std::string take_stderr_text();
   /// What the child wrote to stdout so far (kCapture), draining what is ready.
   std::string stdout_text();
 
