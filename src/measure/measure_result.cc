@@ -1,6 +1,8 @@
 #include "tensortune/measure/measure_result.h"
 
+#include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -44,6 +46,20 @@ std::string shorten_message(std::string_view message, size_t limit) {
   size_t keep = limit - note.size(), head = keep / 2, tail = keep - head;
   return std::string(message.substr(0, head)) + note +
          std::string(message.substr(message.size() - tail));
+}
+
+std::string hash_to_hex(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+uint64_t hash_from_hex(std::string_view text, std::string_view what) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  TT_CHECK(text.size() == 16 && ec == std::errc() && end == text.data() + text.size(), kParse, what,
+           " must be 16 hexadecimal digits, found \"", text, "\"");
+  return value;
 }
 
 double unix_time_now() {

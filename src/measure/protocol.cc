@@ -35,18 +35,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string hex(uint64_t value) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
-  return buf;
-}
 
-uint64_t parse_hex(const std::string& text) {
-  TT_CHECK(!text.empty() && text.size() <= 16 &&
-               text.find_first_not_of("0123456789abcdef") == std::string::npos,
-           kParse, "'", text, "' is not a 16-digit hexadecimal hash");
-  return std::stoull(text, nullptr, 16);
-}
 
 /// Error replies are dumped with invalid UTF-8 replaced: compiler output may quote anything.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -149,7 +138,7 @@ json serve_build(const json& request) {
     }
   }
   return {{"results", results},
-          {"pass_context_hash", hex(context.hash())},
+          {"pass_context_hash", hash_to_hex(context.hash())},
           {"instruments", guard.instrument_results()}};
 }
 
@@ -214,7 +203,7 @@ const std::vector<te::NDArray>& reference(const te::Task& task, const te::Worklo
   if (it != cache.end()) return it->second;
   if (cache.size() > 8) cache.clear();
   std::string dir = options.cache_dir.empty() ? codegen::default_cache_dir() : options.cache_dir;
-  std::string path = dir + "/ref-" + hex(hash_string("reference outputs v1 " + key)) + ".bin";
+  std::string path = dir + "/ref-" + hash_to_hex(hash_string("reference outputs v1 " + key)) + ".bin";
   std::vector<te::NDArray> outputs;
   size_t total = 0;
   for (const auto& t : tensors.outputs) {
@@ -392,7 +381,8 @@ static std::vector<BuildResult> parse_build_reply_unchecked(std::string_view rep
   auto results = get_field<json>(doc, "results", "build reply");
   TT_CHECK(results.is_array() && results.size() == expected_count, kParse, "build reply has ",
            results.size(), " results for ", expected_count, " candidates");
-  uint64_t hash = parse_hex(get_field<std::string>(doc, "pass_context_hash", "build reply"));
+  uint64_t hash = hash_from_hex(get_field<std::string>(doc, "pass_context_hash", "build reply"),
+                                "the build reply's pass_context_hash");
   json instruments = doc.value("instruments", json::object());
   std::vector<BuildResult> out;
   for (const auto& r : results) {

@@ -26,11 +26,6 @@ constexpr const char* kGraphFormat = "tensortune.graph";
 // ---------------------------------------------------------------------------
 // Writing
 
-std::string hash_hex(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
 
 // A record that cannot be read back must not be written: JSON has no
 // infinity or NaN (nlohmann would write null, which the reader rejects).
@@ -78,7 +73,7 @@ json result_to_json(const MeasureResult& r) {
           {"build_seconds", r.build_seconds},
           {"run_seconds", r.run_seconds},
           {"timestamp", r.timestamp},
-          {"pass_context_hash", hash_hex(r.pass_context_hash)},
+          {"pass_context_hash", hash_to_hex(r.pass_context_hash)},
           {"max_error", max_error_to_json(r.max_error)}};
 }
 
@@ -193,13 +188,6 @@ te::Task task_from_json(const json& record) {
   return reading("bad task", [&] { return te::Task::make(workload, target, hw); });
 }
 
-uint64_t parse_hash_hex(const std::string& text) {
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  TT_CHECK(text.size() == 16 && ec == std::errc() && end == text.data() + text.size(), kParse,
-           "\"result.pass_context_hash\" must be 16 hexadecimal digits, found \"", text, "\"");
-  return value;
-}
 
 std::optional<double> max_error_from_json(const json& j) {
   if (j.is_null()) return std::nullopt;
@@ -238,7 +226,7 @@ MeasureResult result_from_json(const json& record) {
   result.build_seconds = number_member(r, "build_seconds", "result");
   result.run_seconds = number_member(r, "run_seconds", "result");
   result.timestamp = number_member(r, "timestamp", "result");
-  result.pass_context_hash = parse_hash_hex(string_member(r, "pass_context_hash", "result"));
+  result.pass_context_hash = hash_from_hex(string_member(r, "pass_context_hash", "result"), "\"result.pass_context_hash\"");
   result.max_error = max_error_from_json(member(r, "max_error", "result"));
   return result;
 }

@@ -22,11 +22,6 @@ struct MeasureCommandArgs {
   MeasureArgs measure;
 };
 
-std::string hex(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 int run_measure(const MeasureCommandArgs& args) {
   te::Task task = load_task(args.task_path);
@@ -56,7 +51,7 @@ int run_measure(const MeasureCommandArgs& args) {
                 {"build_seconds", r.build_seconds},
                 {"run_seconds", r.run_seconds},
                 {"max_error", r.max_error ? json(*r.max_error) : json(nullptr)},
-                {"pass_context_hash", hex(r.pass_context_hash)},
+                {"pass_context_hash", measure::hash_to_hex(r.pass_context_hash)},
                 {"instruments", built[0].instruments}};
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
   } else if (r.ok()) {
@@ -68,7 +63,7 @@ int run_measure(const MeasureCommandArgs& args) {
     if (gflops) std::printf("  %.2f GFLOP/s\n", *gflops);
     if (r.max_error) std::printf("  checked against the reference: max error %.3g\n", *r.max_error);
     std::printf("  build %.3f s, run %.3f s, pass context %s\n", r.build_seconds, r.run_seconds,
-                hex(r.pass_context_hash).c_str());
+                measure::hash_to_hex(r.pass_context_hash).c_str());
     for (const auto& [name, results] : built[0].instruments.items()) {
       std::printf("  instrument %s (in the build worker): %s\n", name.c_str(),
                   results.dump(-1, ' ', false, json::error_handler_t::replace).c_str());

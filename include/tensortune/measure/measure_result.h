@@ -72,6 +72,12 @@ inline constexpr size_t kMaxErrorMessageBytes = 4096;
 /// note of how much was left out between them.
 std::string shorten_message(std::string_view message, size_t limit = kMaxErrorMessageBytes);
 
+/// A 64-bit hash as records and replies write it: 16 lowercase hex digits.
+std::string hash_to_hex(uint64_t hash);
+/// The hash hash_to_hex wrote; a kParse error naming `what` for anything but
+/// 16 hexadecimal digits.
+uint64_t hash_from_hex(std::string_view text, std::string_view what);
+
 /// Seconds since the Unix epoch, now.
 double unix_time_now();
 
