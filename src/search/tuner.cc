@@ -59,8 +59,6 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
     TaskSummary summary;
     summary.task = tasks[t];
     summary.flops = schedule::ComputeDAG(te::workload_tensors(tasks[t]->workload)).flop_count();
-    // Each task gets its own stream of random numbers, stable under reordering.
-    policies.push_back(make_policy(tasks[t], options.seed + 0x9e3779b97f4a7c15ULL * t));
     std::string key = measure::task_key(tasks[t]);
     std::vector<schedule::State> states;
     std::vector<measure::MeasureResult> results;
@@ -73,6 +71,12 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
       account(summary, r, false);
       ++summary.resumed;
     }
+    // Each task gets its own stream of random numbers. A resumed run starts
+    // a new stream (the seed mixed with what the log holds): replaying the
+    // first run's stream would only propose what is measured already.
+    uint64_t seed = options.seed + 0x9e3779b97f4a7c15ULL * (t + 1) +
+                    0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(summary.resumed);
+    policies.push_back(make_policy(tasks[t], seed));
     if (!states.empty()) policies.back()->update(states, results);
     report.tasks.push_back(std::move(summary));
   }

@@ -93,6 +93,23 @@ TEST_F(Tuner, CountsNewTrialsAndResumesWithoutRepeats) {
   EXPECT_EQ(states.size(), 15u) << "a resumed run measured a state again";
 }
 
+TEST_F(Tuner, ResumesALongLogWithTheSameSeed) {
+  // Regression: a resumed run with the first run's seed replayed its random
+  // stream, met only measured states, and gave up after 200 in a row.
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 300;
+  options.batch_size = 50;
+  options.log_path = log_;
+  EXPECT_EQ(tune({matmul()}, random_policy(), builder, runner, options).trials, 300);
+  options.trials = 20;
+  TuneReport again = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_EQ(again.trials, 20);
+  EXPECT_FALSE(again.tasks[0].exhausted);
+  EXPECT_EQ(again.tasks[0].resumed, 300);
+}
+
 TEST_F(Tuner, LogOfAnotherTargetIsNotResumed) {
   FakeBuilder builder;
   FakeRunner runner;
