@@ -39,6 +39,23 @@ int64_t out_extent(std::string_view op, std::string_view dim, int64_t in, int64_
   return span / stride + 1;
 }
 
+// The channel counts of a grouped convolution: `groups` divides the input
+// channels c and the output channels k, and the kernel has c / groups input
+// channels (`cg`). `kernel_layout` is noted after the kernel's shape.
+void check_groups(std::string_view op, const Tensor& data, const Tensor& kernel,
+                  std::string_view kernel_layout, int64_t c, int64_t k, int64_t cg, int64_t groups) {
+  if (groups < 1 || c % groups != 0 || k % groups != 0) {
+    fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
+         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
+         k, ")");
+  }
+  if (cg != c / groups) {
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()), kernel_layout,
+         " has ", cg, " input channels per group; data ", shape_str(data.shape()),
+         " with groups = ", groups, " needs ", c / groups);
+  }
+}
+
 nlohmann::json conv_attrs_json(const Conv2dAttrs& a, std::string_view layout) {
   return {{"stride", a.stride},
           {"padding", a.padding},
@@ -163,16 +180,7 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
   int64_t k = kernel.shape()[0], cg = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
   int64_t groups = attrs.groups;
-  if (groups < 1 || c % groups != 0 || k % groups != 0) {
-    fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
-         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
-         k, ")");
-  }
-  if (cg != c / groups) {
-    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()), " has ", cg,
-         " input channels per group; data ", shape_str(data.shape()), " with groups = ", groups,
-         " needs ", c / groups);
-  }
+  check_groups(op, data, kernel, "", c, k, cg, groups);
   auto [sh, sw] = attrs.stride;
   auto [dh, dw] = attrs.dilation;
   auto [pt, pl, pb, pr] = attrs.padding;
@@ -206,16 +214,7 @@ Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
   int64_t r = kernel.shape()[0], s = kernel.shape()[1], cg = kernel.shape()[2],
           k = kernel.shape()[3];
   int64_t groups = attrs.groups;
-  if (groups < 1 || c % groups != 0 || k % groups != 0) {
-    fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
-         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
-         k, ")");
-  }
-  if (cg != c / groups) {
-    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
-         " (HWIO) has ", cg, " input channels per group; data ", shape_str(data.shape()),
-         " with groups = ", groups, " needs ", c / groups);
-  }
+  check_groups(op, data, kernel, " (HWIO)", c, k, cg, groups);
   auto [sh, sw] = attrs.stride;
   auto [dh, dw] = attrs.dilation;
   auto [pt, pl, pb, pr] = attrs.padding;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "codegen/codegen_test_util.h"
+#include "lower/pass_test_util.h"
 #include "common/test_util.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/lower/pipeline.h"
@@ -27,10 +28,8 @@ Buffer A = Buffer::make("A", DataType::float32(), {256});
 Buffer B = Buffer::make("B", DataType::float32(), {256});
 Buffer C = Buffer::make("C", DataType::float32(), {256});
 
-Stmt loop(const Var& v, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
-  return lower::for_loop(v, 0, ir::int_imm(extent, v->dtype), kind, std::move(body));
-}
-Expr load(const Buffer& b, Expr index) { return ir::buffer_load(b, std::move(index)); }
+using lower::testing::load;
+using lower::testing::loop;
 
 PrimFunc vadd(const std::string& name = "vadd") {
   Var io = Var::make("io"), ii = Var::make("ii");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/codegen_test_util.h"
+#include "lower/pass_test_util.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/pass_context.h"
@@ -27,10 +28,8 @@ using lower::PrimFunc;
 using lower::Stmt;
 using te::NDArray;
 
-Stmt loop(const Var& v, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
-  return lower::for_loop(v, 0, ir::int_imm(extent, v->dtype), kind, std::move(body));
-}
-Expr load(const Buffer& b, Expr index) { return ir::buffer_load(b, std::move(index)); }
+using lower::testing::load;
+using lower::testing::loop;
 Stmt store(const Buffer& b, Expr index, Expr value) {
   return lower::buffer_store(b, std::move(index), std::move(value));
 }

@@ -35,11 +35,21 @@ ir::PassContext with_fault(const std::string& fault) {
 TEST(FaultInjection, EveryFaultIsPlantedInTheExportedFunction) {
   ir::Target target = ir::Target::parse("c");
   std::string clean = generate_c({doubler()}, target);
-  for (const char* fault : {"segv", "abort", "fpe", "hang", "oom", "compile_error", "wrong_answer"}) {
+  // The statement each fault plants (the fault's name alone would also match the comment).
+  const std::pair<const char*, const char*> planted[] = {
+      {"segv", "*(volatile int*)address = 1;"},
+      {"abort", "  abort();"},
+      {"fpe", "quotient = one / zero;"},
+      {"hang", "for (volatile int spin = 1; spin;)"},
+      {"oom", "malloc((size_t)64 << 20)"},
+      {"compile_error", "#error \"injected fault: compile_error\""},
+      {"wrong_answer", "+ 1.0 + fabs((double)"},
+  };
+  for (const auto& [fault, statement] : planted) {
     ir::PassContextGuard guard(with_fault(fault));
     std::string source = generate_c({doubler()}, target);
-    EXPECT_NE(source, clean) << fault;
-    EXPECT_NE(source.find(fault), std::string::npos) << fault << ":\n" << source;
+    EXPECT_EQ(clean.find(statement), std::string::npos) << fault;
+    EXPECT_NE(source.find(statement), std::string::npos) << fault << ":\n" << source;
   }
 }
 

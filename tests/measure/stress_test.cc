@@ -4,6 +4,8 @@
 // and reaped, and the tuner's own memory and descriptors stay flat.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -156,6 +158,9 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   // few bytes per request, which is LeakSanitizer's job (the
   // sanitizer build) rather than a resident-size check's.
   size_t end_rss = resident_bytes();
+  // For the record (closing notes quote it): what the check below compares.
+  std::printf("tuner resident memory: %.2f MB after %d requests, %.2f MB after %d\n",
+              static_cast<double>(baseline_rss) / 1e6, kWarmUp, static_cast<double>(end_rss) / 1e6, kRequests);
   constexpr size_t kSlack = size_t{16} << 20;
   EXPECT_LE(end_rss, baseline_rss + kSlack)
       << "resident memory grew from " << baseline_rss << " to " << end_rss << " bytes";
