@@ -127,7 +127,6 @@ void check_nesting(std::string_view text, std::string_view what) {
   }
 }
 
-
 // ---------------------------------------------------------------------------
 // save_string: JSON text written straight from the fields, no DOM.
 
@@ -377,8 +376,7 @@ class TextIndexLoader final : public LoadContext {
 /// So errors cost a second parse, and only error reporting has one implementation.
 class TextLoader final : public JsonReader {
  public:
-  explicit TextLoader(std::string_view text)
-      : p_(text.data()), end_(text.data() + text.size()) {
+  explicit TextLoader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {
     // About 70 bytes per node in practice; a guess only saves reallocation.
     ctx_.loaded.reserve(text.size() / 64);
     ctx_.depth.reserve(text.size() / 64);
@@ -401,7 +399,8 @@ class TextLoader final : public JsonReader {
       } else if (key == "version" && !seen_version) {
         seen_version = true;
         JsonInt version;
-        if (!read_int(version) || !version.is_unsigned || version.u != static_cast<uint64_t>(kVersion)) {
+        if (!read_int(version) || !version.is_unsigned ||
+            version.u != static_cast<uint64_t>(kVersion)) {
           return false;
         }
       } else if (key == "root" && !seen_root) {
@@ -503,9 +502,7 @@ class TextLoader final : public JsonReader {
 
   bool read_json(nlohmann::json& v) override {
     switch (peek()) {
-      case Kind::kNull:
-        v = nullptr;
-        return read_null();
+      case Kind::kNull: v = nullptr; return read_null();
       case Kind::kBool: {
         bool b;
         if (!read_bool(b)) return false;
@@ -912,8 +909,8 @@ class TextLoader final : public JsonReader {
   size_t next_cache_slot_ = 0;
   int depth_ = 0;
   bool failed_ = false;
-  bool escaped_ = false;  ///< whether the last scan_string met an escape
-  std::string scratch_;   ///< the last escaped string, unescaped
+  bool escaped_ = false;                            ///< whether the last scan_string met an escape
+  std::string scratch_;                             ///< the last escaped string, unescaped
   std::bitset<kMaxJsonNesting + 1> first_element_;  ///< per open array: no element read yet
   std::vector<Entry> entries_;
   std::vector<bool> seen_;
@@ -1021,6 +1018,26 @@ void append_json_value(std::string& out, const json& v) {
 
 }  // namespace detail
 
+json field_values(const Object& node) {
+  // References have no value outside a graph: refuse them, naming the field.
+  class NoReferences final : public SaveContext {
+   public:
+    int64_t ref(const ObjectPtr& child) override {
+      if (!child) return -1;
+      fail(ErrorKind::kInvalidArgument, "field '", field, "' of ", type, " holds a node reference");
+    }
+    std::string_view type, field;
+  } saver;
+  const NodeTypeInfo& info = node.type_info();
+  saver.type = info.key;
+  json out = json::object();
+  for (const auto& f : info.fields) {
+    saver.field = f.name;
+    out[f.name] = f.save(node, saver);
+  }
+  return out;
+}
+
 json save_json(const ObjectPtr& root) {
   std::vector<ObjectPtr> order = post_order(root);
   std::unordered_map<const Object*, int64_t> index;
@@ -1084,7 +1101,8 @@ ObjectPtr load_json(const json& doc) {
     ObjectPtr node = load_node((*nodes)[i], i, loaded);
     int d = 1;
     for (const auto& f : node->type_info().fields) {
-      f.children(*node, [&](const ObjectPtr& child) { d = std::max(d, depth.at(child.get()) + 1); });
+      f.children(*node,
+                 [&](const ObjectPtr& child) { d = std::max(d, depth.at(child.get()) + 1); });
     }
     if (d > kMaxGraphDepth) {
       fail(ErrorKind::kParse, "node ", i, " (", node->type_key(), "): graph is deeper than ",

@@ -12,7 +12,8 @@ namespace {
 
 struct PairHash {
   size_t operator()(const std::pair<const Object*, const Object*>& p) const {
-    return hash_combine(reinterpret_cast<uintptr_t>(p.first), reinterpret_cast<uintptr_t>(p.second));
+    return hash_combine(reinterpret_cast<uintptr_t>(p.first),
+                        reinterpret_cast<uintptr_t>(p.second));
   }
 };
 
@@ -215,6 +216,38 @@ ObjectPtr deep_copy(const ObjectPtr& root) {
   if (!root) return nullptr;
   Copier c;
   return c.node(root);
+}
+
+bool same_sharing(const ObjectPtr& a, const ObjectPtr& b) {
+  // A bijection between the nodes met so far; iterative, like post_order.
+  std::unordered_map<const Object*, const Object*> a_to_b, b_to_a;
+  std::vector<std::pair<const Object*, const Object*>> pending = {{a.get(), b.get()}};
+  while (!pending.empty()) {
+    auto [x, y] = pending.back();
+    pending.pop_back();
+    if (!x || !y) {
+      if (x || y) return false;
+      continue;
+    }
+    auto fx = a_to_b.find(x);
+    auto fy = b_to_a.find(y);
+    if (fx != a_to_b.end() || fy != b_to_a.end()) {
+      // Met before: it must be met again as the same pair.
+      if (fx == a_to_b.end() || fy == b_to_a.end() || fx->second != y || fy->second != x) {
+        return false;
+      }
+      continue;
+    }
+    if (&x->type_info() != &y->type_info()) return false;
+    a_to_b.emplace(x, y);
+    b_to_a.emplace(y, x);
+    std::vector<const Object*> xs, ys;
+    for_each_child(*x, [&](const ObjectPtr& c) { xs.push_back(c.get()); });
+    for_each_child(*y, [&](const ObjectPtr& c) { ys.push_back(c.get()); });
+    if (xs.size() != ys.size()) return false;
+    for (size_t i = xs.size(); i-- > 0;) pending.emplace_back(xs[i], ys[i]);
+  }
+  return true;
 }
 
 std::vector<ObjectPtr> post_order(const ObjectPtr& root) {

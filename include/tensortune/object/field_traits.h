@@ -4,8 +4,9 @@
 ///
 /// Supported field types: bool, integers, double, std::string, enums with an
 /// EnumNames specialisation, value types with to_json/from_json/hash/str and
-/// ==, Ref<T> and its subclasses (nodes), std::vector of any of these, and
-/// nlohmann::json (opaque data such as instrument parameters).
+/// ==, Ref<T> and its subclasses (nodes), std::vector and std::optional of
+/// any of these, and nlohmann::json (opaque data such as instrument
+/// parameters).
 #pragma once
 
 #include <algorithm>
@@ -156,8 +157,8 @@ void append_json_int(std::string& out, I v) {
 }
 
 [[noreturn]] inline void type_mismatch(std::string_view expected, const json& got) {
-  fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()),
-       " ", json_excerpt(got));
+  fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()), " ",
+       json_excerpt(got));
 }
 
 template <class T>
@@ -176,7 +177,9 @@ concept ValueType = requires(const T& v, const json& j) {
 };
 
 template <class E>
-concept NamedEnum = std::is_enum_v<E> && requires { EnumNames<E>::names; };
+concept NamedEnum = std::is_enum_v<E> && requires {
+  EnumNames<E>::names;
+};
 
 using ChildFn = std::function<void(const ObjectPtr&)>;
 }  // namespace detail
@@ -557,8 +560,7 @@ struct FieldTraits<std::vector<T>> {
       }
     }
   }
-  static bool equal(const std::vector<T>& a, const std::vector<T>& b, EqualContext& c,
-                    bool binds) {
+  static bool equal(const std::vector<T>& a, const std::vector<T>& b, EqualContext& c, bool binds) {
     if (a.size() != b.size()) {
       c.differ("lengths " + std::to_string(a.size()) + " and " + std::to_string(b.size()));
       return false;
@@ -591,6 +593,69 @@ struct FieldTraits<std::vector<T>> {
   }
   static void children(const std::vector<T>& v, const detail::ChildFn& f) {
     for (const auto& e : v) Elem::children(e, f);
+  }
+};
+
+/// An optional value: null when empty, else the value's own form. The value
+/// itself must not save as null (a nested optional, a null node reference),
+/// or empty and present would read back alike; def() rejects such a type.
+template <class T>
+struct FieldTraits<std::optional<T>> {
+  using Elem = FieldTraits<T>;
+  static_assert(!detail::RefType<T>, "a node reference is already nullable: use Ref<T>");
+  static std::string type_name() { return "optional " + Elem::type_name(); }
+  static detail::json save(const std::optional<T>& v, SaveContext& c) {
+    if (!v) return nullptr;
+    return Elem::save(*v, c);
+  }
+  static void write(const std::optional<T>& v, std::string& out, SaveContext& c) {
+    if (!v) {
+      out += "null";
+    } else {
+      Elem::write(*v, out, c);
+    }
+  }
+  static bool read(std::optional<T>& v, JsonReader& r, LoadContext& c) {
+    if (r.peek() == JsonReader::Kind::kNull) {
+      v.reset();
+      return r.read_null();
+    }
+    v.emplace();
+    return Elem::read(*v, r, c);
+  }
+  static void load(std::optional<T>& v, const detail::json& j, LoadContext& c) {
+    if (j.is_null()) {
+      v.reset();
+      return;
+    }
+    v.emplace();
+    Elem::load(*v, j, c);
+  }
+  static bool equal(const std::optional<T>& a, const std::optional<T>& b, EqualContext& c,
+                    bool binds) {
+    if (!a || !b) return !a && !b;
+    return Elem::equal(*a, *b, c, binds);
+  }
+  static uint64_t hash(const std::optional<T>& v, HashContext& c, bool binds) {
+    return v ? hash_combine(0x6f7074ULL, Elem::hash(*v, c, binds)) : 0x6e6f6e65ULL;
+  }
+  static void copy(std::optional<T>& d, const std::optional<T>& s, CopyContext& c) {
+    if (!s) {
+      d.reset();
+      return;
+    }
+    d.emplace();
+    Elem::copy(*d, *s, c);
+  }
+  static void print(const std::optional<T>& v, PrintContext& p) {
+    if (!v) {
+      p.text("null");
+    } else {
+      Elem::print(*v, p);
+    }
+  }
+  static void children(const std::optional<T>& v, const detail::ChildFn& f) {
+    if (v) Elem::children(*v, f);
   }
 };
 
@@ -632,8 +697,8 @@ class FieldList {
       return Traits::read(static_cast<Node&>(o).*member, r, c);
     };
     f.equal = [member, binds](const Object& a, const Object& b, EqualContext& c) {
-      return Traits::equal(static_cast<const Node&>(a).*member,
-                           static_cast<const Node&>(b).*member, c, binds);
+      return Traits::equal(static_cast<const Node&>(a).*member, static_cast<const Node&>(b).*member,
+                           c, binds);
     };
     f.hash = [member, binds](const Object& o, HashContext& c) {
       return Traits::hash(static_cast<const Node&>(o).*member, c, binds);

@@ -25,6 +25,13 @@ inline constexpr int kMaxGraphDepth = 8192;
 /// The JSON form of the graph rooted at `root` (which may be null).
 nlohmann::json save_json(const ObjectPtr& root);
 
+/// The saved value of every declared field of `node`, by field name: what a
+/// saved graph holds for the node, without its "type" (node.type_key()). For
+/// nodes of plain data; a field holding a node reference is a
+/// kInvalidArgument error naming it, since its saved value (an index) only
+/// means something inside a whole graph.
+nlohmann::json field_values(const Object& node);
+
 /// Reads a graph saved by save_json; see the file comment for what is checked.
 ObjectPtr load_json(const nlohmann::json& doc);
 

@@ -37,6 +37,14 @@ ObjectPtr deep_copy(const ObjectPtr& root);
 /// Every node reachable from `root`, each once, children before parents.
 std::vector<ObjectPtr> post_order(const ObjectPtr& root);
 
+/// True if the two graphs share nodes alike: walking both in step, field by
+/// field, meets a node of `a` again exactly where it meets the same node of
+/// `b` again, so that a node shared by two parents in one is shared in the
+/// other. Structural equality cannot tell a shared placeholder from two equal
+/// ones (C = A.A^T from C = A.B^T with B equal to A); use the two together
+/// to check that sharing survived a save, a load or a process boundary.
+bool same_sharing(const ObjectPtr& a, const ObjectPtr& b);
+
 /// A readable multi-line rendering; nodes used more than once are named %N and printed once.
 std::string print_graph(const ObjectPtr& root);
 
@@ -51,6 +59,14 @@ bool equal_with_free_vars_by_identity(const Ref<A>& a, const Ref<B>& b) {
 template <class A, class B>
 std::optional<std::string> first_difference(const Ref<A>& a, const Ref<B>& b) {
   return first_difference(ObjectPtr(a.ptr()), ObjectPtr(b.ptr()));
+}
+template <class T>
+std::vector<ObjectPtr> post_order(const Ref<T>& root) {
+  return post_order(ObjectPtr(root.ptr()));
+}
+template <class A, class B>
+bool same_sharing(const Ref<A>& a, const Ref<B>& b) {
+  return same_sharing(ObjectPtr(a.ptr()), ObjectPtr(b.ptr()));
 }
 template <class T>
 uint64_t structural_hash(const Ref<T>& root) {

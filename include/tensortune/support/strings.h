@@ -31,4 +31,9 @@ bool parse_double(std::string_view text, double* out);
 /// Formats a double so that parsing it back gives the same value (shortest form).
 std::string format_double(double value);
 
+/// `text` with every byte that is not part of well-formed UTF-8 replaced by
+/// U+FFFD, so that it can be put into JSON (compiler output, a message cut
+/// in the middle of a character).
+std::string valid_utf8(std::string_view text);
+
 }  // namespace tensortune
