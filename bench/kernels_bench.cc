@@ -15,7 +15,7 @@
 #include <map>
 #include <sstream>
 
-#include "tensortune/codegen/module.h"
+#include "tensortune/codegen/backend.h"
 #include "tensortune/lower/lower.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/schedule/state.h"
@@ -47,8 +47,8 @@ struct Kernel {
   double flops = 0;
 };
 
-Kernel build_expert(const std::string& workload, const std::string& args, const std::string& state_file,
-                    int threads) {
+Kernel build_expert(const std::string& workload, const std::string& args,
+                    const std::string& state_file, int threads) {
   auto target = tt::ir::Target::parse("c -mcpu=native -num-cores=" + std::to_string(threads));
   auto task = tt::te::Task::make(tt::te::make_named_workload_from_text(workload, args), target);
   auto tensors = tt::te::workload_tensors(task->workload);
@@ -72,8 +72,8 @@ void set_threads(int threads) {
 }
 
 void report_gflops(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 // ---- matmul 1024^3 ----
@@ -84,7 +84,8 @@ void BM_matmul_tensortune(benchmark::State& state) {
   int threads = static_cast<int>(state.range(0));
   static std::map<int, Kernel> kernels;
   if (!kernels.count(threads)) {
-    kernels.emplace(threads, build_expert("matmul", "1024,1024,1024", "matmul_1024_expert.json", threads));
+    kernels.emplace(threads,
+                    build_expert("matmul", "1024,1024,1024", "matmul_1024_expert.json", threads));
   }
   Kernel& k = kernels.at(threads);
   set_threads(threads);

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/lower/lower.h"
@@ -56,7 +57,8 @@ constexpr int kCandidatesPerIteration = 16;
 /// A directory of this run, removed at exit.
 const std::string& scratch_dir() {
   static const std::string dir = [] {
-    std::string d = (fs::temp_directory_path() / ("tt-measure-bench-" + std::to_string(::getpid()))).string();
+    std::string d =
+        (fs::temp_directory_path() / ("tt-measure-bench-" + std::to_string(::getpid()))).string();
     fs::remove_all(d);
     fs::create_directories(d);
     std::atexit([] { fs::remove_all(scratch_dir()); });
@@ -97,7 +99,7 @@ tt::measure::BuildResult build_one(const tt::te::Task& task, const tt::schedule:
   o.cache_dir = fresh_cache_dir();
   o.pool = pool_options();
   tt::measure::LocalBuilder builder(o);
-  tt::measure::BuildResult built = builder.build(task, {state})[0];
+  tt::measure::BuildResult built = builder.build(task, {state}, tt::ir::PassContext::make())[0];
   if (!built.library.empty() && built.error_code == tt::measure::ErrorCode::kNoError) return built;
   bench.SkipWithError(("build failed: " + built.error_message).c_str());
   return built;
@@ -187,10 +189,12 @@ void BM_Build(benchmark::State& state) {
     tt::measure::LocalBuilder builder(o);
     // Start both workers outside the timing: a tuner keeps its pool for the
     // whole search. The naive state is none of the timed ones (state_sets).
-    builder.build(task, {tt::schedule::State::make(), tt::schedule::State::make()});
+    builder.build(task, {tt::schedule::State::make(), tt::schedule::State::make()},
+                  tt::ir::PassContext::make());
     const auto& states = state_sets()[iteration++ % kStateSets];
     state.ResumeTiming();
-    std::vector<tt::measure::BuildResult> built = builder.build(task, states);
+    std::vector<tt::measure::BuildResult> built =
+        builder.build(task, states, tt::ir::PassContext::make());
     for (const auto& b : built) {
       if (b.error_code != tt::measure::ErrorCode::kNoError) {
         state.SkipWithError(("build failed: " + b.error_message).c_str());
@@ -198,8 +202,8 @@ void BM_Build(benchmark::State& state) {
       }
     }
   }
-  state.counters["candidates/s"] = benchmark::Counter(kCandidatesPerIteration,
-                                                      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["candidates/s"] =
+      benchmark::Counter(kCandidatesPerIteration, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_BuildDirect(benchmark::State& state) {
@@ -224,8 +228,8 @@ void BM_BuildDirect(benchmark::State& state) {
     }
     for (auto& th : threads) th.join();
   }
-  state.counters["candidates/s"] = benchmark::Counter(kCandidatesPerIteration,
-                                                      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["candidates/s"] =
+      benchmark::Counter(kCandidatesPerIteration, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // ---- c) timing precision ----
@@ -277,9 +281,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void print_summary() const {
     std::printf("\nmeasure layer summary:\n");
     if (const auto* v = find("BM_RunOverhead")) {
-      std::printf("  run overhead per measurement, warm worker: %.3f ms (target < 5 ms; round trip "
-                  "%.3f ms, of which in the worker %.3f ms)\n",
-                  get(*v, "overhead_ms"), get(*v, "round_trip_ms"), get(*v, "in_worker_ms"));
+      std::printf(
+          "  run overhead per measurement, warm worker: %.3f ms (target < 5 ms; round trip "
+          "%.3f ms, of which in the worker %.3f ms)\n",
+          get(*v, "overhead_ms"), get(*v, "round_trip_ms"), get(*v, "in_worker_ms"));
     }
     std::printf("  build throughput, 2 workers, candidates/s:");
     for (int cpr : {1, 2, 4, 8}) {
@@ -321,7 +326,14 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 BENCHMARK(BM_RunOverhead)->Iterations(300)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Build)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Iterations(kStateSets)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Build)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Iterations(kStateSets)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_BuildDirect)->Iterations(kStateSets)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TimingCv)
     ->ArgsProduct({{0, 20}, {0, 1}})

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/words.h"
+#include "tensortune/codegen/backend.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/simplify.h"
@@ -79,16 +80,11 @@ bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 /// and bfloat16 compute in float, bool vectors are int32 masks.
 std::string compute_tag(DataType t) {
   switch (t.code()) {
-    case DataType::Code::kFloat:
-      return t.bits() == 64 ? "f64" : "f32";
-    case DataType::Code::kBFloat:
-      return "f32";
-    case DataType::Code::kInt:
-      return "i" + std::to_string(t.bits());
-    case DataType::Code::kUInt:
-      return "u" + std::to_string(t.bits());
-    case DataType::Code::kBool:
-      return "i32";
+    case DataType::Code::kFloat: return t.bits() == 64 ? "f64" : "f32";
+    case DataType::Code::kBFloat: return "f32";
+    case DataType::Code::kInt: return "i" + std::to_string(t.bits());
+    case DataType::Code::kUInt: return "u" + std::to_string(t.bits());
+    case DataType::Code::kBool: return "i32";
   }
   return "?";
 }
@@ -161,40 +157,23 @@ std::string format_int(int64_t v, DataType t) {
 
 const char* intrinsic_name(Intrinsic op) {
   switch (op) {
-    case Intrinsic::kExp:
-      return "exp";
-    case Intrinsic::kLog:
-      return "log";
-    case Intrinsic::kSqrt:
-      return "sqrt";
-    case Intrinsic::kRsqrt:
-      return "sqrt";
-    case Intrinsic::kTanh:
-      return "tanh";
-    case Intrinsic::kErf:
-      return "erf";
-    case Intrinsic::kSigmoid:
-      return "exp";
-    case Intrinsic::kPow:
-      return "pow";
-    case Intrinsic::kFabs:
-      return "fabs";
-    case Intrinsic::kFloor:
-      return "floor";
-    case Intrinsic::kCeil:
-      return "ceil";
-    case Intrinsic::kRound:
-      return "nearbyint";  // ties to even, as the IR rounds
-    case Intrinsic::kTrunc:
-      return "trunc";
-    case Intrinsic::kSin:
-      return "sin";
-    case Intrinsic::kCos:
-      return "cos";
-    case Intrinsic::kExp2:
-      return "exp2";
-    case Intrinsic::kLog2:
-      return "log2";
+    case Intrinsic::kExp: return "exp";
+    case Intrinsic::kLog: return "log";
+    case Intrinsic::kSqrt: return "sqrt";
+    case Intrinsic::kRsqrt: return "sqrt";
+    case Intrinsic::kTanh: return "tanh";
+    case Intrinsic::kErf: return "erf";
+    case Intrinsic::kSigmoid: return "exp";
+    case Intrinsic::kPow: return "pow";
+    case Intrinsic::kFabs: return "fabs";
+    case Intrinsic::kFloor: return "floor";
+    case Intrinsic::kCeil: return "ceil";
+    case Intrinsic::kRound: return "nearbyint";  // ties to even, as the IR rounds
+    case Intrinsic::kTrunc: return "trunc";
+    case Intrinsic::kSin: return "sin";
+    case Intrinsic::kCos: return "cos";
+    case Intrinsic::kExp2: return "exp2";
+    case Intrinsic::kLog2: return "log2";
   }
   return "?";
 }
@@ -208,15 +187,11 @@ int binary_precedence(const ir::BinaryNode& b) {
   if (b.dtype.is_integer() && b.dtype.bits() < 32 && b.dtype.is_scalar()) return 0;
   switch (b.op) {
     case BinaryOp::kAdd:
-    case BinaryOp::kSub:
-      return 4;
+    case BinaryOp::kSub: return 4;
     case BinaryOp::kMul:
-    case BinaryOp::kDiv:
-      return 3;
-    case BinaryOp::kMod:
-      return b.dtype.is_integer() ? 3 : 0;
-    default:
-      return 0;
+    case BinaryOp::kDiv: return 3;
+    case BinaryOp::kMod: return b.dtype.is_integer() ? 3 : 0;
+    default: return 0;
   }
 }
 
@@ -381,8 +356,9 @@ class FunctionEmitter {
       return one_line.size() <= 96 ? one_line : head + "(\n    " + join(list, ",\n    ") + ")";
     };
     std::string call = arguments(casts, body_name);
-    return outlined_.str() + "static int32_t " + arguments(params, body_name) + " {\n" + body_.str() +
-           "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n" + entry_body(call) + "}\n";
+    return outlined_.str() + "static int32_t " + arguments(params, body_name) + " {\n" +
+           body_.str() + "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n" +
+           entry_body(call) + "}\n";
   }
 
   /// Sets the fault the exported function plants (testing.inject_fault).
@@ -403,7 +379,8 @@ class FunctionEmitter {
     if (fault_ == "abort") return note + "  abort();\n" + plain;
     if (fault_ == "fpe") {
       // Both operands volatile: GCC rewrites 1 / x as a compare, which does not trap.
-      return note + "  volatile int32_t zero = 0, one = 1;\n  volatile int32_t quotient = one / zero;\n" +
+      return note +
+             "  volatile int32_t zero = 0, one = 1;\n  volatile int32_t quotient = one / zero;\n" +
              "  (void)quotient;\n" + plain;
     }
     if (fault_ == "hang") return note + "  for (volatile int spin = 1; spin;) {\n  }\n" + plain;
@@ -412,11 +389,13 @@ class FunctionEmitter {
              "  for (;;) {\n"
              "    volatile char* block = (volatile char*)malloc((size_t)64 << 20);\n"
              "    if (block == NULL) {\n"
-             "      fputs(\"tensortune kernel: out of memory (malloc of 64 MiB failed)\\n\", stderr);\n"
+             "      fputs(\"tensortune kernel: out of memory (malloc of 64 MiB failed)\\n\", "
+             "stderr);\n"
              "      abort();\n"
              "    }\n"
              "    for (size_t i = 0; i < ((size_t)64 << 20); i += 4096) block[i] = 1;\n"
-             "  }\n" + plain;
+             "  }\n" +
+             plain;
     }
     if (fault_ == "compile_error") return "#error \"injected fault: compile_error\"\n" + plain;
     if (fault_ == "wrong_answer") {
@@ -429,8 +408,8 @@ class FunctionEmitter {
       std::string element = "((" + type + "*)args[" + std::to_string(out) + "])[0]";
       bool real = type == "float" || type == "double";  // half types are stored as integer bits
       std::string change = real ? element + " = (" + type + ")((double)" + element +
-                                                  " + 1.0 + fabs((double)" + element + "))"
-                                            : element + " ^= 1";
+                                      " + 1.0 + fabs((double)" + element + "))"
+                                : element + " ^= 1";
       return note + "  int32_t status = " + call + ";\n  " + change + ";\n  return status;\n";
     }
     fail(ErrorKind::kInvalidArgument, "unknown fault '", fault_, "' in testing.inject_fault");
@@ -500,7 +479,10 @@ class FunctionEmitter {
         vars_[n.var.get()] = name;
         emit_stmt(n.body, indent, tail);
         vars_.erase(n.var.get());
-      } else if constexpr (std::is_same_v<N, lower::EvaluateNode>) {
+      } else {
+        // Every statement kind is handled above: a new one fails to compile here.
+        static_assert(std::is_same_v<N, lower::EvaluateNode>,
+                      "emit_stmt: unhandled statement kind");
         line(indent, "(void)" + expr(n.value) + ";");
       }
     });
@@ -540,8 +522,7 @@ class FunctionEmitter {
         line(indent, "#pragma GCC unroll " + std::to_string(factor));
         break;
       }
-      case ForKind::kSerial:
-        break;
+      case ForKind::kSerial: break;
     }
     line(indent, "for (" + type + " " + name + " = " + min + "; " + name + " < " + end + "; ++" +
                      name + ") {");
@@ -608,7 +589,8 @@ class FunctionEmitter {
     emit_stmt(n.body, 1, true);
     in_parallel_ = false;
     stack_bytes_ = saved_stack;
-    outlined_ << "static void " << fn << "(" << join(params, ", ") << ") {\n" << body_.str() << "}\n\n";
+    outlined_ << "static void " << fn << "(" << join(params, ", ") << ") {\n"
+              << body_.str() << "}\n\n";
     body_.str("");
     body_ << saved.str();
     line(indent, fn + "(" + join(args, ", ") + ");");
@@ -867,14 +849,10 @@ class FunctionEmitter {
     // float32, float16 and bfloat16 compute in float: the math.h functions with suffix f.
     std::string fn_suffix = compute_tag(t) == "f32" ? "f" : "";
     switch (n.op) {
-      case BinaryOp::kAdd:
-        return infix("+");
-      case BinaryOp::kSub:
-        return infix("-");
-      case BinaryOp::kMul:
-        return infix("*");
-      case BinaryOp::kDiv:
-        return infix("/");
+      case BinaryOp::kAdd: return infix("+");
+      case BinaryOp::kSub: return infix("-");
+      case BinaryOp::kMul: return infix("*");
+      case BinaryOp::kDiv: return infix("/");
       case BinaryOp::kMod:
       case BinaryOp::kFloorDiv:
       case BinaryOp::kFloorMod: {
@@ -970,14 +948,11 @@ class FunctionEmitter {
     std::string a = expr(n.args[0]);
     if (t.is_scalar()) {
       switch (n.op) {
-        case Intrinsic::kRsqrt:
-          return "(" + one + " / " + f + "(" + strip_parens(a) + "))";
-        case Intrinsic::kSigmoid:
-          return "(" + one + " / (" + one + " + " + f + "(-" + a + ")))";
+        case Intrinsic::kRsqrt: return "(" + one + " / " + f + "(" + strip_parens(a) + "))";
+        case Intrinsic::kSigmoid: return "(" + one + " / (" + one + " + " + f + "(-" + a + ")))";
         case Intrinsic::kPow:
           return f + "(" + strip_parens(a) + ", " + strip_parens(expr(n.args[1])) + ")";
-        default:
-          return f + "(" + strip_parens(a) + ")";
+        default: return f + "(" + strip_parens(a) + ")";
       }
     }
     std::string type = vector_type(t);
@@ -994,8 +969,7 @@ class FunctionEmitter {
         std::string b = expr(n.args[1]);
         return per_lane(type, lanes, a, f, &b);
       }
-      default:
-        return per_lane(type, lanes, a, f);
+      default: return per_lane(type, lanes, a, f);
     }
   }
 
@@ -1055,8 +1029,8 @@ class FunctionEmitter {
   int64_t align_;
   std::string fault_;  ///< testing.inject_fault: planted in the exported function
   std::ostringstream body_;
-  std::ostringstream outlined_;  ///< functions holding the bodies of parallel loops
-  std::string symbol_;          ///< the kernel's C name
+  std::ostringstream outlined_;                ///< functions holding the bodies of parallel loops
+  std::string symbol_;                         ///< the kernel's C name
   std::set<const ir::BufferNode*> read_only_;  ///< parameters the kernel never writes
   std::set<std::string> used_names_;
   std::vector<std::pair<Buffer, std::string>> buffers_;  ///< in scope, innermost last
@@ -1129,27 +1103,88 @@ std::vector<std::string> compile_flags(const ir::Target& target) {
   return flags;
 }
 
-std::string generate_c(const std::vector<PrimFunc>& funcs, const ir::Target& target) {
-  const ir::TargetNode& t = check_c_target(target);
-  ir::HardwareParams hw = ir::hardware_params(target);
-  int64_t align = std::max<int64_t>(hw->vector_bytes, 16);
-  Prelude prelude;
-  std::string kernels;
-  std::map<std::string, std::string> symbols;  // C name -> kernel name
-  std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");
-  for (const auto& f : funcs) {
-    TT_CHECK(f, kInvalidArgument, "generate_c: null function");
-    std::string symbol = c_function_name(f->name);
-    auto [it, fresh] = symbols.emplace(symbol, f->name);
-    TT_CHECK(fresh, kInvalidArgument, "functions '", it->second, "' and '", f->name,
-             "' both become the C function '", symbol, "'; kernel names must differ");
-    FunctionEmitter emitter(prelude, f, t.attr<int64_t>("num-cores"), align);
-    emitter.set_fault(fault);
-    kernels += "\n" + emitter.emit();
+namespace {
+
+/// The C back end: each kernel emitted once, beside the prelude (vector
+/// types and helpers) that every kernel added so far needs. A module of any
+/// subset of the kernels takes the whole prelude: its declarations are
+/// static inline or typedefs, which cost nothing where unused.
+class CKernelSources final : public KernelSources {
+ public:
+  explicit CKernelSources(const ir::Target& target)
+      : target_(target), num_cores_(check_c_target(target).attr<int64_t>("num-cores")) {
+    ir::HardwareParams hw = ir::hardware_params(target);
+    align_ = std::max<int64_t>(hw->vector_bytes, 16);
   }
-  std::string out = "// Generated by tensortune for target: " + target.str() +
-                    "\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n";
-  return out + prelude.text() + kernels;
+
+  size_t add(const PrimFunc& f) override {
+    TT_CHECK(f, kInvalidArgument, "C code generation: null function");
+    std::string symbol = c_function_name(f->name);
+    auto it = symbols_.find(symbol);
+    TT_CHECK(it == symbols_.end(), kInvalidArgument, "functions '", it->second, "' and '", f->name,
+             "' both become the C function '", symbol, "'; kernel names must differ");
+    // Emitted into a copy of the prelude, kept only when the kernel succeeds,
+    // so a kernel that cannot be expressed leaves no trace.
+    Prelude prelude = prelude_;
+    FunctionEmitter emitter(prelude, f, num_cores_, align_);
+    std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");
+    // A bug of tensortune's own, to test that it is never blamed on the candidate.
+    TT_ICHECK(fault != "internal_error", "injected fault: an internal error generating ", f->name);
+    emitter.set_fault(fault);
+    std::string text = emitter.emit();
+    prelude_ = std::move(prelude);
+    symbols_.emplace(symbol, f->name);
+    kernels_.push_back(std::move(text));
+    return kernels_.size() - 1;
+  }
+
+  std::string source(const std::vector<size_t>& which) const override {
+    std::string out = "// Generated by tensortune for target: " + target_.str() +
+                      "\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
+                      "#include <stdlib.h>\n\n" +
+                      prelude_.text();
+    for (size_t i : which) {
+      TT_ICHECK(i < kernels_.size(), "kernel ", i, " of ", kernels_.size());
+      out += "\n" + kernels_[i];
+    }
+    return out;
+  }
+
+  Module compile(const std::string& source, const ModuleOptions& options) const override {
+    std::vector<std::string> compiler = detail::split_words(target_->attr<std::string>("compiler"));
+    return Module::compile(source, compiler, compile_flags(target_), options);
+  }
+
+  size_t size() const override { return kernels_.size(); }
+
+ private:
+  ir::Target target_;
+  int64_t num_cores_;
+  int64_t align_ = 16;
+  Prelude prelude_;
+  std::vector<std::string> kernels_;
+  std::map<std::string, std::string> symbols_;  // C name -> kernel name
+};
+
+// Read by add() above: the faults the code generator plants in every kernel.
+TT_REGISTER_CONFIG_OPTION("testing.inject_fault", ir::ConfigType::kString, "",
+                          "make built candidates fail on purpose, to test fault handling",
+                          {"", "segv", "abort", "fpe", "hang", "oom", "compile_error",
+                           "wrong_answer", "internal_error"});
+
+TT_REGISTER_BACKEND((BackendInfo{
+    "c", "C11 (GNU dialect) built by the target's -compiler into a shared library",
+    [](const ir::Target& target) -> std::unique_ptr<KernelSources> {
+      return std::make_unique<CKernelSources>(target);
+    }}));
+
+}  // namespace
+
+std::string generate_c(const std::vector<PrimFunc>& funcs, const ir::Target& target) {
+  CKernelSources sources(target);
+  std::vector<size_t> all;
+  for (const auto& f : funcs) all.push_back(sources.add(f));
+  return sources.source(all);
 }
 
 }  // namespace tensortune::codegen

@@ -218,14 +218,6 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
   return m;
 }
 
-Module Module::compile(const std::string& source, const ir::Target& target,
-                       const ModuleOptions& options) {
-  TT_CHECK(target && target->kind == "c", kInvalidArgument,
-           "compiling C needs a target of kind 'c', got ", target ? target->kind : "null");
-  std::vector<std::string> compiler = detail::split_words(target->attr<std::string>("compiler"));
-  return compile(source, compiler, compile_flags(target), options);
-}
-
 const std::string& Module::library_path() const {
   TT_CHECK(library_, kInvalidArgument, "the module is empty");
   return library_->path;
@@ -258,11 +250,6 @@ KernelFn Module::get(const std::string& name) const {
 bool Module::has(const std::string& name) const {
   if (!library_) return false;
   return find(c_function_name(name)) || (c_function_name(name) != name && find(name));
-}
-
-Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target,
-                    const ModuleOptions& options) {
-  return Module::compile(generate_c(funcs, target), target, options);
 }
 
 }  // namespace tensortune::codegen

@@ -63,14 +63,10 @@ const ConfigOptionInfo& get_option(std::string_view key) {
 
 bool has_type(const json& value, ConfigType type) {
   switch (type) {
-    case ConfigType::kBool:
-      return value.is_boolean();
-    case ConfigType::kInt:
-      return value.is_number_integer();
-    case ConfigType::kFloat:
-      return value.is_number_float();
-    case ConfigType::kString:
-      return value.is_string();
+    case ConfigType::kBool: return value.is_boolean();
+    case ConfigType::kInt: return value.is_number_integer();
+    case ConfigType::kFloat: return value.is_number_float();
+    case ConfigType::kString: return value.is_string();
   }
   return false;
 }
@@ -167,14 +163,10 @@ constexpr ConfigType config_type_of() {
 
 std::string_view config_type_name(ConfigType type) {
   switch (type) {
-    case ConfigType::kBool:
-      return "bool";
-    case ConfigType::kInt:
-      return "int";
-    case ConfigType::kFloat:
-      return "float";
-    case ConfigType::kString:
-      return "string";
+    case ConfigType::kBool: return "bool";
+    case ConfigType::kInt: return "int";
+    case ConfigType::kFloat: return "float";
+    case ConfigType::kString: return "string";
   }
   return "?";
 }
@@ -215,19 +207,6 @@ std::vector<ConfigOptionInfo> config_options() {
   for (const auto& [key, info] : registry.options) out.push_back(info);
   return out;
 }
-
-// Options of the loop-nest passes and of fault injection, registered here so
-// that contexts naming them validate before those layers exist in a program.
-TT_REGISTER_CONFIG_OPTION("tir.disable_vectorize", ConfigType::kBool, false,
-                          "lower vectorized loops as serial loops");
-TT_REGISTER_CONFIG_OPTION("tir.max_unroll_step", ConfigType::kInt, 64,
-                          "unroll loops of at most this many constant iterations; 0 disables");
-TT_REGISTER_CONFIG_OPTION("tir.disable_storage_rewrite", ConfigType::kBool, false,
-                          "keep every intermediate buffer instead of reusing memory");
-TT_REGISTER_CONFIG_OPTION("testing.inject_fault", ConfigType::kString, "",
-                          "make built candidates fail on purpose, to test fault handling",
-                          {"", "segv", "abort", "fpe", "hang", "oom", "compile_error",
-                           "wrong_answer"});
 
 // ---------------------------------------------------------------------------
 // Instruments.

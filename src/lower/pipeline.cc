@@ -9,6 +9,7 @@ namespace {
 struct PipelineStep {
   const char* name;
   PrimFunc (*pass)(const PrimFunc&);
+  int64_t min_opt_level;  ///< the pass is skipped below this PassContext opt_level
 };
 
 // The order matters: conditions are removed before vectorizing (a guard the
@@ -16,20 +17,27 @@ struct PipelineStep {
 // before unrolling (an unrolled loop around a vectorized one replicates
 // vector code), storage is rewritten once the loops have their final shape,
 // and a last simplify folds the indices that vectorizing and unrolling made.
+//
+// Every pass is an optimisation: the code generator handles loops the passes
+// left alone (a vectorized loop becomes `omp simd`, an unrolled one gets an
+// unroll pragma). So opt_level 0 runs none of them, 1 the ones that make
+// straight-line and vector code, 2 (the default) and 3 all of them.
 constexpr PipelineStep kPipeline[] = {
-    {"simplify", simplify_pass},
-    {"remove_redundant_conditions", remove_redundant_conditions},
-    {"vectorize", vectorize_pass},
-    {"unroll", unroll_pass},
-    {"storage_rewrite", storage_rewrite_pass},
-    {"simplify", simplify_pass},
+    {"simplify", simplify_pass, 1},
+    {"remove_redundant_conditions", remove_redundant_conditions, 1},
+    {"vectorize", vectorize_pass, 1},
+    {"unroll", unroll_pass, 2},
+    {"storage_rewrite", storage_rewrite_pass, 2},
+    {"simplify", simplify_pass, 1},
 };
 
 }  // namespace
 
 PrimFunc run_pipeline(const PrimFunc& f) {
   PrimFunc out = f;
-  for (const auto& step : kPipeline) out = ir::run_pass(step.name, out, step.pass);
+  for (const auto& step : kPipeline) {
+    out = ir::run_pass(step.name, out, step.pass, step.min_opt_level);
+  }
   return out;
 }
 

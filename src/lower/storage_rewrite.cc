@@ -217,4 +217,8 @@ PrimFunc storage_rewrite_pass(const PrimFunc& f) {
   return body.same_as(f->body) ? f : f.with_body(body);
 }
 
+// The option this pass reads (TVM's name for it).
+TT_REGISTER_CONFIG_OPTION("tir.disable_storage_rewrite", ir::ConfigType::kBool, false,
+                          "keep every intermediate buffer instead of reusing memory");
+
 }  // namespace tensortune::lower

@@ -84,4 +84,8 @@ PrimFunc unroll_pass(const PrimFunc& f) {
   return body.same_as(f->body) ? f : f.with_body(body);
 }
 
+// The option this pass reads (TVM's name for it).
+TT_REGISTER_CONFIG_OPTION("tir.max_unroll_step", ir::ConfigType::kInt, 64,
+                          "unroll loops of at most this many constant iterations; 0 disables");
+
 }  // namespace tensortune::lower

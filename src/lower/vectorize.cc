@@ -46,8 +46,7 @@ bool has_vector_form(Intrinsic op) {
     case Intrinsic::kFloor:
     case Intrinsic::kCeil:
     case Intrinsic::kRound:
-    case Intrinsic::kTrunc:
-      return true;
+    case Intrinsic::kTrunc: return true;
     case Intrinsic::kExp:
     case Intrinsic::kLog:
     case Intrinsic::kTanh:
@@ -57,8 +56,7 @@ bool has_vector_form(Intrinsic op) {
     case Intrinsic::kSin:
     case Intrinsic::kCos:
     case Intrinsic::kExp2:
-    case Intrinsic::kLog2:
-      return false;
+    case Intrinsic::kLog2: return false;
   }
   return false;
 }
@@ -453,5 +451,9 @@ PrimFunc vectorize_pass(const PrimFunc& f) {
   }
   return body.same_as(f->body) ? f : f.with_body(body);
 }
+
+// The option this pass reads (TVM's name for it).
+TT_REGISTER_CONFIG_OPTION("tir.disable_vectorize", ir::ConfigType::kBool, false,
+                          "lower vectorized loops as serial loops");
 
 }  // namespace tensortune::lower

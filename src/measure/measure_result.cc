@@ -2,27 +2,20 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 
 #include "tensortune/support/error.h"
+#include "tensortune/support/strings.h"
 
 namespace tensortune::measure {
 
 std::string_view error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNoError: return "NO_ERROR";
-    case ErrorCode::kInstantiationError: return "INSTANTIATION_ERROR";
-    case ErrorCode::kCompileError: return "COMPILE_ERROR";
-    case ErrorCode::kBuildTimeout: return "BUILD_TIMEOUT";
-    case ErrorCode::kRuntimeError: return "RUNTIME_ERROR";
-    case ErrorCode::kRunTimeout: return "RUN_TIMEOUT";
-    case ErrorCode::kWrongAnswer: return "WRONG_ANSWER";
-    case ErrorCode::kDeviceLost: return "DEVICE_LOST";
-    case ErrorCode::kUnknownError: return "UNKNOWN_ERROR";
-  }
-  return "UNKNOWN_ERROR";
+  auto i = static_cast<size_t>(code);
+  const auto& names = EnumNames<ErrorCode>::names;
+  return i < names.size() ? names[i] : "UNKNOWN_ERROR";
 }
 
 ErrorCode parse_error_code(std::string_view name) {
@@ -34,32 +27,70 @@ ErrorCode parse_error_code(std::string_view name) {
   fail(ErrorKind::kParse, "unknown error code '", name, "' (valid: ", valid, ")");
 }
 
+Hash64 Hash64::from_json(const nlohmann::json& j) {
+  const std::string* text = j.is_string() ? j.get_ptr<const std::string*>() : nullptr;
+  uint64_t value = 0;
+  bool ok = false;
+  if (text && text->size() == 16) {
+    auto [end, ec] = std::from_chars(text->data(), text->data() + 16, value, 16);
+    ok = ec == std::errc() && end == text->data() + 16;
+  }
+  TT_CHECK(ok, kParse, "a hash must be a string of 16 hexadecimal digits, found ",
+           j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return Hash64(value);
+}
+
+std::string Hash64::str() const {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+void MeasureResult::declare(FieldList<MeasureResult>& f) {
+  f.def("error_code", &MeasureResult::error_code)
+      .def("error_message", &MeasureResult::error_message)
+      .def("costs", &MeasureResult::costs)
+      .def("build_seconds", &MeasureResult::build_seconds)
+      .def("run_seconds", &MeasureResult::run_seconds)
+      .def("timestamp", &MeasureResult::timestamp)
+      .def("pass_context_hash", &MeasureResult::pass_context_hash)
+      .def("max_error", &MeasureResult::max_error)
+      .def("instruments", &MeasureResult::instruments)
+      .validate(check_measure_result);
+}
+
+TT_REGISTER_NODE(MeasureResult);
+
+void check_measure_result(const MeasureResult& r) {
+  // A success needs costs that can be compared; a failure has none.
+  TT_CHECK(r.ok() == !r.costs.empty(), kParse, "the result says ", error_code_name(r.error_code),
+           " with ", r.costs.size(), " costs (",
+           r.ok() ? "a success needs at least one" : "a failure has none", ")");
+  for (double c : r.costs) {
+    TT_CHECK(std::isfinite(c) && c > 0, kParse, "costs must be positive seconds, found ", c);
+  }
+  for (auto [name, value] :
+       {std::pair{"build_seconds", r.build_seconds}, std::pair{"run_seconds", r.run_seconds},
+        std::pair{"timestamp", r.timestamp}}) {
+    TT_CHECK(std::isfinite(value), kParse, name, " must be a finite number, found ", value);
+  }
+  TT_CHECK(r.instruments.is_object(), kParse, "instruments must be an object (name -> results)");
+}
+
 double MeasureResult::mean_cost() const {
   if (costs.empty()) return std::numeric_limits<double>::infinity();
   return std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
 }
 
 std::string shorten_message(std::string_view message, size_t limit) {
-  if (message.size() <= limit) return std::string(message);
+  // Valid UTF-8 in any case: compiler output may quote anything, and a cut
+  // may split a character; a result that could not be saved would be lost.
+  if (message.size() <= limit) return valid_utf8(message);
   std::string note = "\n[... " + std::to_string(message.size() - limit) + " bytes left out ...]\n";
-  if (limit <= note.size()) return std::string(message.substr(0, limit));
+  if (limit <= note.size()) return valid_utf8(message.substr(0, limit));
   size_t keep = limit - note.size(), head = keep / 2, tail = keep - head;
-  return std::string(message.substr(0, head)) + note +
-         std::string(message.substr(message.size() - tail));
-}
-
-std::string hash_to_hex(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
-
-uint64_t hash_from_hex(std::string_view text, std::string_view what) {
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  TT_CHECK(text.size() == 16 && ec == std::errc() && end == text.data() + text.size(), kParse, what,
-           " must be 16 hexadecimal digits, found \"", text, "\"");
-  return value;
+  return valid_utf8(message.substr(0, head)) + note +
+         valid_utf8(message.substr(message.size() - tail));
 }
 
 double unix_time_now() {

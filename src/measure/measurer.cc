@@ -1,14 +1,21 @@
 #include "tensortune/measure/measurer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <thread>
+
+#include "tensortune/object/structural.h"
+#include "tensortune/support/build_info.h"
+#include "tensortune/support/strings.h"
 
 namespace tensortune::measure {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 WorkerPoolOptions builder_pool(const LocalBuilderOptions& options) {
-  WorkerPoolOptions pool = options.pool;
+  WorkerPoolOptions pool = with_handshake(options.pool);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   pool.num_workers = options.parallelism > 0 ? options.parallelism : cores;
   if (pool.name == "worker") pool.name = "build worker";
@@ -16,7 +23,7 @@ WorkerPoolOptions builder_pool(const LocalBuilderOptions& options) {
 }
 
 WorkerPoolOptions runner_pool(const LocalRunnerOptions& options) {
-  WorkerPoolOptions pool = options.pool;
+  WorkerPoolOptions pool = with_handshake(options.pool);
   pool.num_workers = 1;
   if (pool.name == "worker") pool.name = "run worker";
   if (options.pin_threads) {
@@ -30,7 +37,8 @@ WorkerPoolOptions runner_pool(const LocalRunnerOptions& options) {
 ErrorCode code_for(const WorkerReply& reply, bool building) {
   switch (reply.status) {
     case WorkerReply::Status::kOk: return ErrorCode::kNoError;
-    case WorkerReply::Status::kTimeout: return building ? ErrorCode::kBuildTimeout : ErrorCode::kRunTimeout;
+    case WorkerReply::Status::kTimeout:
+      return building ? ErrorCode::kBuildTimeout : ErrorCode::kRunTimeout;
     case WorkerReply::Status::kCrashed:
       return building ? ErrorCode::kUnknownError : ErrorCode::kRuntimeError;
     case WorkerReply::Status::kLost:
@@ -39,16 +47,84 @@ ErrorCode code_for(const WorkerReply& reply, bool building) {
   return ErrorCode::kUnknownError;
 }
 
+/// Asks the pool's worker whether it can take `request`'s task; a kRuntime
+/// error naming what it lacks otherwise.
+void check_with_worker(WorkerPool& pool, const CheckRequest& request) {
+  const std::string& name = pool.options().name;
+  WorkerReply reply = pool.run({encode(request)}, std::chrono::minutes(2))[0];
+  std::string why;
+  if (reply.status != WorkerReply::Status::kOk) {
+    if (reply.status == WorkerReply::Status::kNotStarted) fail(ErrorKind::kRuntime, reply.message);
+    why = reply.message;
+  } else {
+    try {
+      CheckReply answer = decode<CheckReply>(reply.payload, "check reply");
+      why = join(answer.problems, "; ");
+    } catch (const Error& e) {
+      // A request the worker cannot even load names what it lacks: an
+      // unknown workload, instrument, config option or target kind.
+      why = std::string(e.what()) +
+            ". Anything registered only in this program must be compiled into "
+            "tensortune-worker as well";
+    }
+  }
+  if (!why.empty()) {
+    fail(ErrorKind::kRuntime, "the ", name, " cannot take ", request.task.workload_key(), " on ",
+         request.task->target.str(), ": ", why);
+  }
+}
+
 }  // namespace
 
-LocalBuilder::LocalBuilder(LocalBuilderOptions options, ir::PassContext context)
-    : options_(std::move(options)), context_(std::move(context)), pool_(builder_pool(options_)) {
+WorkerPoolOptions with_handshake(WorkerPoolOptions options) {
+  options.handshake = encode(HelloRequest{});
+  options.accept_handshake = [](const std::string& reply) -> std::string {
+    WorkerInfo info;
+    try {
+      info = decode<WorkerInfo>(reply, "handshake reply");
+    } catch (const Error& e) {
+      return "its answer to the handshake is not one this tensortune understands (a worker of "
+             "another version, or not a tensortune-worker at all): " +
+             std::string(e.what());
+    }
+    if (info.protocol_version != kProtocolVersion) {
+      return "it speaks protocol version " + std::to_string(info.protocol_version) +
+             ", this tuner " + std::to_string(kProtocolVersion);
+    }
+    if (info.build_id != build_id()) {
+      return "it was built from other sources (\"" + info.build_id + "\", this tuner is \"" +
+             std::string(build_id()) +
+             "\"); use the tensortune-worker built with this tensortune, or set "
+             "TENSORTUNE_WORKER to it";
+    }
+    return "";
+  };
+  return options;
+}
+
+LocalBuilder::LocalBuilder(LocalBuilderOptions options)
+    : options_(std::move(options)), pool_(builder_pool(options_)) {
   TT_CHECK(options_.candidates_per_request >= 1, kInvalidArgument,
            "candidates_per_request must be >= 1, got ", options_.candidates_per_request);
 }
 
+void LocalBuilder::check(const te::Task& task, const ir::PassContext& context) {
+  TT_CHECK(context, kInvalidArgument, "building needs a pass context");
+  std::string key = task_key(task) + " " + Hash64(context.hash()).str();
+  if (checked_.count(key)) return;
+  CheckRequest request;
+  request.task = task;
+  request.pass_context = context;
+  request.workload_hash = workload_hash(task);
+  request.build = true;
+  check_with_worker(pool_, request);
+  checked_.insert(key);
+}
+
 std::vector<BuildResult> LocalBuilder::build(const te::Task& task,
-                                             const std::vector<schedule::State>& states) {
+                                             const std::vector<schedule::State>& states,
+                                             const ir::PassContext& context) {
+  check(task, context);
   std::vector<BuildResult> results(states.size());
   // Groups small enough that every worker gets work.
   size_t workers = static_cast<size_t>(pool_.options().num_workers);
@@ -59,7 +135,7 @@ std::vector<BuildResult> LocalBuilder::build(const te::Task& task,
     ranges.emplace_back(begin, std::min(states.size(), begin + group));
   }
   std::vector<std::pair<size_t, size_t>> retry;  // groups to build again one by one
-  build_ranges(task, states, ranges, results, &retry);
+  build_ranges(task, states, context, ranges, results, &retry);
   if (!retry.empty()) {
     // One candidate that hangs the compiler or kills the worker must not take
     // the others of its group with it: each gets a request of its own.
@@ -67,27 +143,43 @@ std::vector<BuildResult> LocalBuilder::build(const te::Task& task,
     for (auto [begin, end] : retry) {
       for (size_t i = begin; i < end; ++i) singles.emplace_back(i, i + 1);
     }
-    build_ranges(task, states, singles, results, nullptr);
+    build_ranges(task, states, context, singles, results, nullptr);
+  }
+  // Never silent: an error of tensortune's own is not the candidate's.
+  std::set<std::string> warned;
+  for (const auto& r : results) {
+    if (r.error_code == ErrorCode::kUnknownError && warned.insert(r.error_message).second) {
+      std::fprintf(stderr, "warning: %s: %s\n", pool_.options().name.c_str(),
+                   r.error_message.c_str());
+    }
   }
   return results;
 }
 
 void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule::State>& states,
+                                const ir::PassContext& context,
                                 const std::vector<std::pair<size_t, size_t>>& ranges,
                                 std::vector<BuildResult>& results,
                                 std::vector<std::pair<size_t, size_t>>* retry) {
   std::vector<std::string> requests;
   size_t largest = 1;
+  BuildRequest request;
+  request.task = task;
+  request.pass_context = context;
+  request.cache_dir = options_.cache_dir;
+  request.workload_hash = workload_hash(task);
   for (auto [begin, end] : ranges) {
-    std::vector<schedule::State> part(states.begin() + begin, states.begin() + end);
-    requests.push_back(make_build_request(task, part, context_, options_.cache_dir));
+    request.states.assign(states.begin() + begin, states.begin() + end);
+    requests.push_back(encode(request));
     largest = std::max(largest, end - begin);
   }
   // A group whose compile fails is compiled again one by one in the worker:
   // twice the time of the group.
   auto timeout = options_.timeout * static_cast<int64_t>(largest > 1 ? 2 * largest : 1);
   std::vector<WorkerReply> replies = pool_.run(requests, timeout);
-  uint64_t expected_hash = context_.hash();
+  Hash64 expected_context(context.hash());
+  Hash64 expected_task(structural_hash(task));
+  auto expected_nodes = static_cast<int64_t>(post_order(ObjectPtr(task.ptr())).size());
   for (size_t r = 0; r < replies.size(); ++r) {
     auto [begin, end] = ranges[r];
     const WorkerReply& reply = replies[r];
@@ -98,19 +190,36 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
     }
     std::vector<BuildResult> part;
     if (reply.status == WorkerReply::Status::kOk) {
+      BuildResult bad;
+      bad.error_code = ErrorCode::kUnknownError;
       try {
-        part = parse_build_reply(reply.payload, end - begin);
+        BuildReply answer = decode<BuildReply>(reply.payload, "build reply");
+        if (answer.results.size() != end - begin) {
+          bad.error_message = "the build worker replied with " +
+                              std::to_string(answer.results.size()) + " results for " +
+                              std::to_string(end - begin) + " candidates";
+        } else if (!(answer.task_hash == expected_task)) {
+          // DESIGN invariant 4: the task (its target's host included) is a value.
+          bad.error_message = "the build worker received a different task than was sent (hash " +
+                              answer.task_hash.str() + ", sent " + expected_task.str() + ")";
+        } else if (answer.task_nodes != expected_nodes) {
+          // DESIGN invariant 2: a shared node arrives shared.
+          bad.error_message = "the build worker's copy of the task has " +
+                              std::to_string(answer.task_nodes) + " distinct nodes, the tuner's " +
+                              std::to_string(expected_nodes) + ": sharing was lost on the way";
+        } else {
+          for (const auto& b : answer.results) part.push_back(*b);
+        }
       } catch (const Error& e) {
-        BuildResult bad;
-        bad.error_code = ErrorCode::kUnknownError;
-        bad.error_message = std::string("unreadable build reply: ") + e.what();
-        part.assign(end - begin, bad);
+        bad.error_message = e.what();
       }
+      if (part.empty()) part.assign(end - begin, bad);
       for (auto& b : part) {
         // DESIGN invariant 6: what is measured is built under the tuner's context.
-        if (b.error_code == ErrorCode::kNoError && b.pass_context_hash != expected_hash) {
+        if (b.error_code == ErrorCode::kNoError && !(b.pass_context_hash == expected_context)) {
           b.error_code = ErrorCode::kUnknownError;
-          b.error_message = "the build worker lowered under a different PassContext than the tuner's";
+          b.error_message =
+              "the build worker lowered under a different PassContext than the tuner's";
         }
       }
     } else {
@@ -118,6 +227,7 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
       failed.error_code = code_for(reply, true);
       failed.error_message = shorten_message(reply.message);
       failed.build_seconds = reply.seconds / static_cast<double>(end - begin);
+      failed.pass_context_hash = expected_context;
       part.assign(end - begin, failed);
     }
     std::move(part.begin(), part.end(), results.begin() + begin);
@@ -127,10 +237,25 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
 LocalRunner::LocalRunner(LocalRunnerOptions options)
     : options_(std::move(options)), pool_(runner_pool(options_)) {
   const RunnerOptions& t = options_.timing;
+  TT_CHECK(t.number >= 1 && t.repeat >= 1 && t.min_repeat_ms >= 0 && t.cooldown_ms >= 0,
+           kInvalidArgument,
+           "runner options: number and repeat must be >= 1, min_repeat_ms and cooldown_ms >= 0");
   int64_t least_ms = static_cast<int64_t>(t.repeat) * (t.min_repeat_ms + t.cooldown_ms);
-  TT_CHECK(least_ms < options_.timeout.count(), kInvalidArgument, "a run takes at least repeat x (min_repeat_ms + ",
-           "cooldown_ms) = ", least_ms, " ms, which does not fit in the run timeout of ",
-           options_.timeout.count(), " ms; raise the timeout or lower those");
+  TT_CHECK(least_ms < options_.timeout.count(), kInvalidArgument,
+           "a run takes at least repeat x (min_repeat_ms + cooldown_ms) = ", least_ms,
+           " ms, which does not fit in the run timeout of ", options_.timeout.count(),
+           " ms; raise the timeout or lower those");
+  timing_ = Ref<RunnerOptions>(make_node<RunnerOptions>(options_.timing));
+}
+
+void LocalRunner::check(const te::Task& task) {
+  std::string key = task.workload_key();
+  if (checked_.count(key)) return;
+  CheckRequest request;
+  request.task = task;
+  request.workload_hash = workload_hash(task);
+  check_with_worker(pool_, request);
+  checked_.insert(key);
 }
 
 void LocalRunner::prepare(const te::Task& task) {
@@ -139,51 +264,69 @@ void LocalRunner::prepare(const te::Task& task) {
   // never inside a candidate's timeout.
   std::string key = task.workload_key();
   if (prepared_key_ == key && prepared_workers_ == pool_.workers_started()) return;
-  WorkerReply reply = pool_.run({make_prepare_request(task, options_.timing)}, options_.prepare_timeout)[0];
+  PrepareRequest request;
+  request.task = task;
+  request.options = timing_;
+  request.workload_hash = workload_hash(task);
+  WorkerReply reply = pool_.run({encode(request)}, options_.prepare_timeout)[0];
   std::string why;
   if (reply.status != WorkerReply::Status::kOk) {
     why = reply.message;
   } else {
     try {
-      RunOutcome ready = parse_run_reply(reply.payload, /*expect_costs=*/false);
+      RunOutcome ready = decode<RunOutcome>(reply.payload, "prepare reply");
       if (ready.error_code != ErrorCode::kNoError) why = ready.error_message;
     } catch (const Error& e) {
-      why = std::string("unreadable reply: ") + e.what();
+      why = e.what();
     }
   }
   // Without the reference no candidate can be checked: stop rather than
   // record every candidate of the task as failed.
   if (!why.empty()) {
-    fail(ErrorKind::kRuntime, "cannot prepare the reference outputs of ", key, " for --check: ", why);
+    fail(ErrorKind::kRuntime, "cannot prepare the reference outputs of ", key,
+         " for --check: ", why);
   }
   prepared_key_ = key;
   prepared_workers_ = pool_.workers_started();
 }
 
-std::vector<RunOutcome> LocalRunner::run(const te::Task& task, const std::vector<BuildResult>& built) {
+std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
+                                         const std::vector<BuildResult>& built) {
   std::vector<RunOutcome> outcomes(built.size());
   std::vector<std::string> requests;
   std::vector<size_t> which;
+  RunRequest request;
+  request.task = task;
+  request.options = timing_;
   for (size_t i = 0; i < built.size(); ++i) {
     if (built[i].error_code != ErrorCode::kNoError) {
       outcomes[i].error_code = built[i].error_code;
       outcomes[i].error_message = built[i].error_message;
       continue;
     }
-    requests.push_back(make_run_request(task, built[i], options_.timing));
+    if (requests.empty()) request.workload_hash = workload_hash(task);
+    request.library = built[i].library;
+    request.function = built[i].function;
+    requests.push_back(encode(request));
     which.push_back(i);
   }
-  if (options_.timing.check && !requests.empty()) prepare(task);
+  if (requests.empty()) return outcomes;
+  check(task);
+  if (options_.timing.check) prepare(task);
   std::vector<WorkerReply> replies = pool_.run(requests, options_.timeout);
   for (size_t r = 0; r < replies.size(); ++r) {
-    if (replies[r].status == WorkerReply::Status::kNotStarted) fail(ErrorKind::kRuntime, replies[r].message);
+    if (replies[r].status == WorkerReply::Status::kNotStarted)
+      fail(ErrorKind::kRuntime, replies[r].message);
     RunOutcome& out = outcomes[which[r]];
     if (replies[r].status == WorkerReply::Status::kOk) {
       try {
-        out = parse_run_reply(replies[r].payload);
+        out = decode<RunOutcome>(replies[r].payload, "run reply");
+        TT_CHECK(!out.costs.empty() || out.error_code != ErrorCode::kNoError, kParse,
+                 "the run reply says NO_ERROR but has no costs");
       } catch (const Error& e) {
+        out = RunOutcome();
         out.error_code = ErrorCode::kUnknownError;
-        out.error_message = std::string("unreadable run reply: ") + e.what();
+        out.error_message = shorten_message(e.what());
       }
     } else {
       out.error_code = code_for(replies[r], false);
@@ -204,14 +347,15 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
   r.timestamp = unix_time_now();
   r.pass_context_hash = built.pass_context_hash;
   r.max_error = ran.max_error;
+  r.instruments = built.instruments;
   return r;
 }
 
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
-                                              Builder& builder, Runner& runner,
-                                              const ResultCallback& on_result) {
-  std::vector<BuildResult> built = builder.build(task, states);
+                                              const ir::PassContext& context, Builder& builder,
+                                              Runner& runner, const ResultCallback& on_result) {
+  std::vector<BuildResult> built = builder.build(task, states, context);
   std::vector<MeasureResult> results(states.size());
   auto report = [&](size_t i, const RunOutcome& ran) {
     results[i] = make_result(built[i], ran);
@@ -226,15 +370,6 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
     if (built[i].error_code == ErrorCode::kNoError) report(i, runner.run(task, {built[i]})[0]);
   }
   return results;
-}
-
-std::vector<MeasureResult> measure_candidates(const te::Task& task,
-                                              const std::vector<schedule::State>& states,
-                                              Builder& builder, Runner& runner, RecordWriter& log) {
-  return measure_candidates(task, states, builder, runner,
-                            [&](const MeasureInput& input, const MeasureResult& result) {
-                              log.write(Record{input, result});
-                            });
 }
 
 }  // namespace tensortune::measure

@@ -5,8 +5,8 @@
 
 #include <array>
 #include <atomic>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -111,8 +111,8 @@ struct WorkerPool::Impl {
   std::atomic<int64_t> started{0};
 
   explicit Impl(WorkerPoolOptions o) : options(std::move(o)) {
-    TT_CHECK(options.num_workers >= 1, kInvalidArgument, "a worker pool needs at least one worker, got ",
-             options.num_workers);
+    TT_CHECK(options.num_workers >= 1, kInvalidArgument,
+             "a worker pool needs at least one worker, got ", options.num_workers);
     program = options.worker_path.empty() ? find_worker_program() : options.worker_path;
     try {
       for (int i = 0; i < options.num_workers; ++i) {
@@ -176,14 +176,48 @@ struct WorkerPool::Impl {
     SpawnOptions spawn;
     spawn.env = options.env;
     spawn.name = options.name;
-    std::vector<std::string> argv = {program, "--serve", "--parent-pid", std::to_string(::getpid()),
+    std::vector<std::string> argv = {program,
+                                     "--serve",
+                                     "--parent-pid",
+                                     std::to_string(::getpid()),
                                      "--memory-limit-bytes",
                                      std::to_string(options.memory_limit_bytes)};
-    slot.worker.emplace(Subprocess::spawn(argv, spawn));
+    try {
+      slot.worker.emplace(Subprocess::spawn(argv, spawn));
+    } catch (const Error& e) {
+      fail(ErrorKind::kRuntime, "cannot start ", options.name, " '", program, "': ", e.what());
+    }
     slot.served = 0;
     slot.pid = slot.worker->pid();
     register_group(slot.worker->pid());
     ++started;
+    if (!options.handshake.empty()) shake_hands(slot);
+  }
+
+  /// Sends the handshake to the slot's new worker; a kRuntime error saying
+  /// why when it is refused (the worker is retired first).
+  void shake_hands(Slot& slot) {
+    Subprocess& worker = *slot.worker;
+    std::string why;
+    try {
+      worker.write_frame(options.handshake, options.handshake_timeout);
+      std::optional<std::string> reply = worker.read_frame(options.handshake_timeout);
+      if (!reply) {
+        why = "it ended without answering";
+      } else if (options.accept_handshake) {
+        why = options.accept_handshake(*reply);
+      }
+    } catch (const TimeoutError&) {
+      why = "it gave no answer within the handshake timeout";
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (why.empty()) return;
+    std::string err = tail_of(worker.take_stderr_text());
+    std::string describe = worker.describe();
+    retire(slot, true);
+    fail(ErrorKind::kRuntime, options.name, " '", program, "' refused (", describe, "): ", why,
+         err.empty() ? "" : "\nstderr:\n" + err);
   }
 
   /// Ends the slot's worker: politely (end of input) when it is idle and
@@ -210,7 +244,7 @@ struct WorkerPool::Impl {
         start(slot);
       } catch (const Error& e) {
         reply.status = WorkerReply::Status::kNotStarted;
-        reply.message = std::string("cannot start ") + options.name + " '" + program + "': " + e.what();
+        reply.message = e.what();
         return reply;
       }
     }
@@ -231,7 +265,8 @@ struct WorkerPool::Impl {
       reply.status = WorkerReply::Status::kTimeout;
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", static_cast<double>(timeout.count()) / 1000.0);
-      reply.message = options.name + " gave no reply within " + limit + " s; killed " + worker.describe();
+      reply.message =
+          options.name + " gave no reply within " + limit + " s; killed " + worker.describe();
       std::string err = stderr_now();
       if (!err.empty()) reply.message += "\nstderr:\n" + err;
       reply.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -277,7 +312,8 @@ struct WorkerPool::Impl {
   }
 };
 
-WorkerPool::WorkerPool(WorkerPoolOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+WorkerPool::WorkerPool(WorkerPoolOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
 
 WorkerPool::~WorkerPool() = default;
 

@@ -62,10 +62,11 @@ void split_loop(LoopState& state, int stage_index, int pos, const std::vector<in
   } else {
     extents.push_back(rest);
   }
-  IterRelation rel{IterRelation::Kind::kSplit, {id}, {}, remainder_outer ? 0 : static_cast<int>(lengths.size())};
+  IterRelation rel{
+      IterRelation::Kind::kSplit, {id}, {}, remainder_outer ? 0 : static_cast<int>(lengths.size())};
   for (size_t k = 0; k < extents.size(); ++k) {
-    s.iters.push_back({parent.name + "." + std::to_string(k), extents[k], parent.kind,
-                       IterAnnotation::kNone, 0});
+    s.iters.push_back(
+        {parent.name + "." + std::to_string(k), extents[k], parent.kind, IterAnnotation::kNone, 0});
     rel.outputs.push_back(static_cast<int>(s.iters.size()) - 1);
   }
   s.leaves.erase(s.leaves.begin() + pos);
@@ -74,8 +75,8 @@ void split_loop(LoopState& state, int stage_index, int pos, const std::vector<in
 }
 
 const SplitStepNode& split_step_at(const std::vector<Step>& history, int index) {
-  TT_CHECK(index >= 0 && index < static_cast<int>(history.size()), kInvalidArgument, "step ",
-           index, " does not precede this one");
+  TT_CHECK(index >= 0 && index < static_cast<int>(history.size()), kInvalidArgument, "step ", index,
+           " does not precede this one");
   auto split = history[index].as<SplitStepNode>();
   TT_CHECK(split, kInvalidArgument, "step ", index, " is a ", history[index]->type_key(),
            ", not a split step");
@@ -90,10 +91,8 @@ Step finish(std::shared_ptr<NodeT> n) {
 }  // namespace
 
 std::string StepNode::str() const {
-  // A non-owning handle: saving only reads the node's (plain) fields.
-  ObjectPtr self(ObjectPtr(), this);
-  nlohmann::json j = save_json(self)["nodes"][0];
-  std::string name = j["type"].get<std::string>();
+  nlohmann::json j = field_values(*this);
+  std::string name(type_key());
   name = name.substr(name.find('.') + 1);
   if (name.size() > 4 && name.substr(name.size() - 4) == "Step") name.resize(name.size() - 4);
   // CamelCase type name to the snake_case primitive name.
@@ -102,7 +101,6 @@ std::string StepNode::str() const {
     if (std::isupper(static_cast<unsigned char>(c)) && !snake.empty()) snake += '_';
     snake += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  j.erase("type");
   std::vector<std::string> args;
   for (const auto& [k, v] : j.items()) args.push_back(k + "=" + v.dump());
   return snake + "(" + join(args, ", ") + ")";
@@ -129,8 +127,8 @@ void FollowSplitStepNode::declare(FieldList<FollowSplitStepNode>& f) {
 std::vector<int64_t> FollowSplitStepNode::lengths(const std::vector<Step>& history) const {
   const SplitStepNode& src = split_step_at(history, src_step);
   int n = static_cast<int>(src.lengths.size());
-  TT_CHECK(n_split >= 1 && n_split <= n, kInvalidArgument, "n_split ", n_split,
-           " must be in 1..", n, " (the lengths of step ", src_step, ")");
+  TT_CHECK(n_split >= 1 && n_split <= n, kInvalidArgument, "n_split ", n_split, " must be in 1..",
+           n, " (the lengths of step ", src_step, ")");
   std::vector<int64_t> out(src.lengths.begin(), src.lengths.begin() + n_split - 1);
   out.push_back(std::accumulate(src.lengths.begin() + n_split - 1, src.lengths.end(), int64_t{1},
                                 std::multiplies<>()));
@@ -152,8 +150,8 @@ int64_t FollowFusedSplitStepNode::length(const std::vector<Step>& history) const
   int64_t product = 1;
   for (int index : src_steps) {
     const SplitStepNode& src = split_step_at(history, index);
-    TT_CHECK(level >= 0 && level < static_cast<int>(src.lengths.size()), kInvalidArgument,
-             "level ", level, " is not a length of step ", index);
+    TT_CHECK(level >= 0 && level < static_cast<int>(src.lengths.size()), kInvalidArgument, "level ",
+             level, " is not a length of step ", index);
     product *= src.lengths[level];
   }
   return product;
@@ -277,12 +275,12 @@ void ComputeAtStepNode::apply(LoopState& state) const {
   TT_CHECK(target.location != ComputeLocation::kInline, kInvalidArgument, "target stage '",
            target.name(), "' is inlined");
   std::vector<int> consumers = effective_consumers(state, stage);
-  TT_CHECK(consumers.size() == 1 && consumers[0] == target_stage, kInvalidArgument, "'",
-           s.name(), "' can only be computed at a loop of its only consumer",
+  TT_CHECK(consumers.size() == 1 && consumers[0] == target_stage, kInvalidArgument, "'", s.name(),
+           "' can only be computed at a loop of its only consumer",
            consumers.size() == 1 ? " '" + state.stage(consumers[0]).name() + "'" : std::string(),
            "; it has ", consumers.size(), " consumer(s)");
-  TT_CHECK(!attached_within(state, target_stage, stage), kInvalidArgument,
-           "this would compute '", s.name(), "' inside itself");
+  TT_CHECK(!attached_within(state, target_stage, stage), kInvalidArgument, "this would compute '",
+           s.name(), "' inside itself");
   s.location = ComputeLocation::kAt;
   s.attach_stage = target_stage;
   s.attach_iter = target_id;
@@ -391,7 +389,8 @@ namespace {
 /// Replaces stage `stage` by two: `producer` (a new stage before it, at the
 /// root) and `consumer`, which takes the old stage's place, attachment and
 /// output role and reads `producer`. cache_write and rfactor both do this.
-void split_stage(LoopState& state, int stage, const te::Tensor& producer, const te::Tensor& consumer) {
+void split_stage(LoopState& state, int stage, const te::Tensor& producer,
+                 const te::Tensor& consumer) {
   const Stage& s = state.stage(stage);
   te::Tensor original = s.tensor;
   Stage replacement = LoopState::make_stage(consumer);
@@ -438,7 +437,8 @@ void RfactorStepNode::apply(LoopState& state) const {
            "factor_iter must be 0 (outer part) or 1 (inner part), got ", factor_iter);
   const IterRelation* split = nullptr;
   for (const auto& rel : s.relations) {
-    if (rel.kind == IterRelation::Kind::kSplit && std::count(rel.outputs.begin(), rel.outputs.end(), id)) {
+    if (rel.kind == IterRelation::Kind::kSplit &&
+        std::count(rel.outputs.begin(), rel.outputs.end(), id)) {
       split = &rel;
     }
   }
@@ -472,7 +472,8 @@ void RfactorStepNode::apply(LoopState& state) const {
         ir::Expr f = vars[0];
         ir::Expr outer = factor_iter == 0 ? f : other.expr();
         ir::Expr inner = factor_iter == 0 ? other.expr() : f;
-        ir::Expr k_value = outer * ir::make_const(outer.dtype(), static_cast<double>(inner_extent)) + inner;
+        ir::Expr k_value =
+            outer * ir::make_const(outer.dtype(), static_cast<double>(inner_extent)) + inner;
         auto rewrite = [&](const ir::Expr& e) {
           return ir::substitute(e, [&](const ir::VarNode& v) -> ir::Expr {
             if (&v == k->var.get()) return k_value;
@@ -483,10 +484,12 @@ void RfactorStepNode::apply(LoopState& state) const {
           });
         };
         std::vector<ir::IterVar> axes;
-        for (size_t r = 0; r < red.axis.size(); ++r) axes.push_back(r == red_index ? other : red.axis[r]);
+        for (size_t r = 0; r < red.axis.size(); ++r)
+          axes.push_back(r == red_index ? other : red.axis[r]);
         ir::Expr cond = red.condition ? rewrite(red.condition) : ir::Expr();
         if (outer_extent * inner_extent > k->extent) {
-          ir::Expr in_range = k_value < ir::make_const(k_value.dtype(), static_cast<double>(k->extent));
+          ir::Expr in_range =
+              k_value < ir::make_const(k_value.dtype(), static_cast<double>(k->extent));
           cond = cond ? ir::logical_and(cond, in_range) : in_range;
         }
         return ir::reduce(red.op, rewrite(red.source), axes, cond);
@@ -535,10 +538,10 @@ void PragmaStepNode::apply(LoopState& state) const {
   Iterator& it = s.iters[leaf_id(s, iter)];
   const std::string prefix = "auto_unroll_max_step=";
   long long steps = 0;
-  TT_CHECK(starts_with(pragma, prefix) && parse_int(pragma.substr(prefix.size()), &steps) &&
-               steps >= 0,
-           kInvalidArgument, "unknown pragma '", pragma,
-           "'; known pragmas: auto_unroll_max_step=N (N >= 0)");
+  TT_CHECK(
+      starts_with(pragma, prefix) && parse_int(pragma.substr(prefix.size()), &steps) && steps >= 0,
+      kInvalidArgument, "unknown pragma '", pragma,
+      "'; known pragmas: auto_unroll_max_step=N (N >= 0)");
   it.auto_unroll_max_step = steps;
 }
 

@@ -31,44 +31,44 @@ void account(TaskSummary& summary, const measure::Record& record, bool this_run)
 
 }  // namespace
 
-std::optional<double> TaskSummary::best_latency() const {
-  if (!best) return std::nullopt;
-  return best->result.mean_cost();
-}
-
-std::optional<double> TaskSummary::best_gflops() const {
-  auto latency = best_latency();
-  if (!latency || flops <= 0 || *latency <= 0) return std::nullopt;
-  return flops / *latency / 1e9;
-}
-
 TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_policy,
                 measure::Builder& builder, measure::Runner& runner, const TuneOptions& options,
-                const ProgressCallback& progress) {
+                const TuneHooks& hooks) {
   TT_CHECK(options.trials >= 0, kInvalidArgument, "trials must be >= 0, got ", options.trials);
   TT_CHECK(options.batch_size >= 1, kInvalidArgument, "batch size must be >= 1, got ",
            options.batch_size);
   auto start = std::chrono::steady_clock::now();
   TuneReport report;
+  report.pass_context = options.pass_context ? options.pass_context : ir::PassContext::current();
+  const ir::PassContext& context = report.pass_context;
+  measure::ContextMatch match = options.any_pass_context ? measure::ContextMatch::any()
+                                                         : measure::ContextMatch::only(context);
+
+  // Before anything is measured: a task the workers cannot take stops the run here.
+  for (const auto& task : tasks) {
+    builder.check(task, context);
+    runner.check(task);
+  }
+
   std::vector<std::unique_ptr<SearchPolicy>> policies;
   std::vector<measure::Record> logged;
   if (!options.log_path.empty()) {
-    logged = measure::load_records(options.log_path, /*print_warnings=*/true, /*missing_ok=*/true).records;
+    logged = measure::load_records(options.log_path, /*print_warnings=*/true, /*missing_ok=*/true)
+                 .records;
   }
   for (size_t t = 0; t < tasks.size(); ++t) {
     TaskSummary summary;
     summary.task = tasks[t];
     summary.flops = schedule::ComputeDAG(te::workload_tensors(tasks[t]->workload)).flop_count();
-    std::string key = measure::task_key(tasks[t]);
+    measure::ResumeSet resumed = measure::resume_set(logged, tasks[t], match);
+    summary.other_context_records = resumed.other_context_records;
+    summary.other_contexts = resumed.other_contexts;
     std::vector<schedule::State> states;
     std::vector<measure::MeasureResult> results;
-    for (const auto& r : logged) {
-      if (measure::task_key(r.input.task) != key) continue;
-      // The worker went away, not the candidate: it may be proposed again.
-      if (r.result.error_code == measure::ErrorCode::kDeviceLost) continue;
-      states.push_back(r.input.state);
-      results.push_back(r.result);
-      account(summary, r, false);
+    for (const measure::Record* r : resumed.records) {
+      states.push_back(r->input.state);
+      results.push_back(r->result);
+      account(summary, *r, false);
       ++summary.resumed;
     }
     // Each task gets its own stream of random numbers. A resumed run starts
@@ -86,33 +86,33 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  RoundRobinScheduler round_robin;
+  TaskScheduler& choose = hooks.scheduler ? *hooks.scheduler : round_robin;
   while (report.trials < options.trials) {
-    bool any = false;
-    for (size_t t = 0; t < tasks.size() && report.trials < options.trials; ++t) {
-      TaskSummary& summary = report.tasks[t];
-      if (summary.exhausted) continue;
-      size_t want = static_cast<size_t>(
-          std::min<int64_t>(options.batch_size, options.trials - report.trials));
-      std::vector<schedule::State> states = policies[t]->propose(want);
-      if (states.empty()) {
-        summary.exhausted = true;
-        continue;
-      }
-      any = true;
-      auto results = measure::measure_candidates(
-          tasks[t], states, builder, runner,
-          [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
-            measure::Record record{input, result};
-            if (writer) writer->write(record);
-            account(summary, record, true);
-            ++summary.trials;
-            ++report.trials;
-          });
-      policies[t]->update(states, results);
-      report.elapsed_s = elapsed();
-      if (progress) progress(summary, report);
+    std::optional<size_t> next = choose.next(report.tasks);
+    if (!next) break;
+    size_t t = *next;
+    TaskSummary& summary = report.tasks[t];
+    size_t want =
+        static_cast<size_t>(std::min<int64_t>(options.batch_size, options.trials - report.trials));
+    std::vector<schedule::State> states = policies[t]->propose(want);
+    if (states.empty()) {
+      summary.exhausted = true;
+      continue;
     }
-    if (!any) break;
+    auto results = measure::measure_candidates(
+        tasks[t], states, context, builder, runner,
+        [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
+          measure::Record record{input, result};
+          if (writer) writer->write(record);
+          account(summary, record, true);
+          ++summary.trials;
+          ++report.trials;
+          if (hooks.result) hooks.result(input, result);
+        });
+    policies[t]->update(states, results);
+    report.elapsed_s = elapsed();
+    if (hooks.progress) hooks.progress(summary, report);
   }
   report.elapsed_s = elapsed();
   return report;

@@ -123,8 +123,9 @@ json canonical_arg(const WorkloadDef& def, size_t i, const json& value) {
         shape = parse_shape_text(value.get<std::string>());
       }
       if (!shape) {
-        bad_argument(def, i, "must be a shape (an array of ints, or text like 1x3x224x224), got " +
-                                 describe(value));
+        bad_argument(
+            def, i,
+            "must be a shape (an array of ints, or text like 1x3x224x224), got " + describe(value));
       }
       return *shape;
     }
@@ -149,20 +150,18 @@ json canonical_arg(const WorkloadDef& def, size_t i, const json& value) {
 json canonical_args(const WorkloadDef& def, const json& args) {
   if (!args.is_array()) {
     fail(ErrorKind::kInvalidArgument, "workload '", def.name,
-         "': arguments must be a JSON array, got ", describe(args), "; signature: ", def.name,
-         "(", signature(def), ")");
+         "': arguments must be a JSON array, got ", describe(args), "; signature: ", def.name, "(",
+         signature(def), ")");
   }
   size_t required = required_count(def);
   if (args.size() < required || args.size() > def.args.size()) {
     std::string range = required == def.args.size()
                             ? std::to_string(required)
                             : std::to_string(required) + " to " + std::to_string(def.args.size());
-    std::string missing = args.size() < required
-                              ? " (missing '" + def.args[args.size()].name + "')"
-                              : std::string();
-    fail(ErrorKind::kInvalidArgument, "workload '", def.name, "' takes ", range,
-         " arguments, got ", args.size(), missing, "; signature: ", def.name, "(", signature(def),
-         ")");
+    std::string missing =
+        args.size() < required ? " (missing '" + def.args[args.size()].name + "')" : std::string();
+    fail(ErrorKind::kInvalidArgument, "workload '", def.name, "' takes ", range, " arguments, got ",
+         args.size(), missing, "; signature: ", def.name, "(", signature(def), ")");
   }
   json out = json::array();
   for (size_t i = 0; i < def.args.size(); ++i) {
@@ -210,8 +209,7 @@ json text_arg(const WorkloadDef& def, size_t i, const std::string& text) {
     case ArgType::kInt:
     case ArgType::kFloat:
     case ArgType::kShape:
-    case ArgType::kDType:
-      return text;
+    case ArgType::kDType: return text;
     case ArgType::kString:
       if (!text.empty() && text.front() == '"') {
         try {
@@ -290,8 +288,8 @@ TT_REGISTER_NODE(DagWorkloadNode);
 void register_workload(WorkloadDef def) {
   TT_ICHECK(!def.name.empty() && def.build, "a workload needs a name and a build function");
   for (char c : def.name) {
-    TT_ICHECK(std::isalnum(static_cast<unsigned char>(c)) || c == '_',
-              "workload name '", def.name, "' must be an identifier (it is part of keys)");
+    TT_ICHECK(std::isalnum(static_cast<unsigned char>(c)) || c == '_', "workload name '", def.name,
+              "' must be an identifier (it is part of keys)");
   }
   bool optional = false;
   for (size_t i = 0; i < def.args.size(); ++i) {
@@ -319,8 +317,8 @@ std::vector<const WorkloadDef*> registered_workloads() {
 const WorkloadDef& find_workload(std::string_view name) {
   auto it = registry().find(name);
   if (it == registry().end()) {
-    fail(ErrorKind::kNotFound, "unknown workload '", name, "'; registered workloads: ",
-         registered_names());
+    fail(ErrorKind::kNotFound, "unknown workload '", name,
+         "'; registered workloads: ", registered_names());
   }
   return *it->second;
 }
@@ -351,8 +349,7 @@ Workload make_named_workload(std::string_view name, const nlohmann::json& args) 
     def.build(node->args);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) throw;
-    fail(e.kind(), "workload '", def.name, "' with arguments ", node->args.dump(), ": ",
-         e.what());
+    fail(e.kind(), "workload '", def.name, "' with arguments ", node->args.dump(), ": ", e.what());
   }
   return Workload(std::move(node));
 }
@@ -420,6 +417,15 @@ std::string workload_key(const Workload& w) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016" PRIx64, structural_hash(w));
   return std::string("dag:") + hex;
+}
+
+uint64_t workload_dag_hash(const Workload& w) {
+  if (w.as<DagWorkloadNode>()) return structural_hash(w);
+  WorkloadTensors tensors = workload_tensors(w);
+  auto dag = make_node<DagWorkloadNode>();
+  dag->inputs = std::move(tensors.inputs);
+  dag->outputs = std::move(tensors.outputs);
+  return structural_hash(Workload(std::move(dag)));
 }
 
 }  // namespace tensortune::te

@@ -44,9 +44,22 @@ class TuneCli : public ::testing::Test {
     return run_captured(args, options(), std::chrono::seconds(300));
   }
   std::vector<std::string> tune_args(int trials, int batch, uint64_t seed = 1) const {
-    return {"tune", "--workload", "matmul", "--args", "16,16,16", "--target", "c", "--trials",
-            std::to_string(trials), "--batch-size", std::to_string(batch), "--log", log_,
-            "--seed", std::to_string(seed), "--json"};
+    return {"tune",
+            "--workload",
+            "matmul",
+            "--args",
+            "16,16,16",
+            "--target",
+            "c",
+            "--trials",
+            std::to_string(trials),
+            "--batch-size",
+            std::to_string(batch),
+            "--log",
+            log_,
+            "--seed",
+            std::to_string(seed),
+            "--json"};
   }
   size_t log_lines() const {
     std::ifstream in(log_);
@@ -107,17 +120,19 @@ std::vector<pid_t> workers_left(pid_t parent) {
 }
 
 TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {
-  RunResult task = cli({"task", "--workload", "matmul", "--args", "16,16,16", "-o", dir_ + "/task.json"});
+  RunResult task =
+      cli({"task", "--workload", "matmul", "--args", "16,16,16", "-o", dir_ + "/task.json"});
   ASSERT_TRUE(task.status.success()) << task.err;
-  RunResult bad = cli({"measure", "--task", dir_ + "/task.json", "--config", "testing.inject_fault=segv",
-                       "--json", "--log", log_});
+  RunResult bad = cli({"measure", "--task", dir_ + "/task.json", "--config",
+                       "testing.inject_fault=segv", "--json", "--log", log_});
   EXPECT_EQ(bad.status.code, 3) << bad.out << bad.err;
   json out = json::parse(bad.out);
   EXPECT_EQ(out["error_code"], "RUNTIME_ERROR");
-  EXPECT_NE(out["error_message"].get<std::string>().find("signal 11"), std::string::npos) << bad.out;
+  EXPECT_NE(out["error_message"].get<std::string>().find("signal 11"), std::string::npos)
+      << bad.out;
 
-  RunResult good = cli({"measure", "--task", dir_ + "/task.json", "--check", "--repeat", "2", "--json",
-                        "--log", log_, "--instrument", "pass_names"});
+  RunResult good = cli({"measure", "--task", dir_ + "/task.json", "--check", "--repeat", "2",
+                        "--json", "--log", log_, "--instrument", "pass_names"});
   ASSERT_EQ(good.status.code, 0) << good.out << good.err;
   out = json::parse(good.out);
   EXPECT_EQ(out["error_code"], "NO_ERROR");
@@ -164,6 +179,48 @@ TEST_F(TuneCli, KilledTunerLeavesALoadableLogAndNoWorkers) {
   ASSERT_EQ(resumed.status.code, 0) << resumed.out << resumed.err;
   EXPECT_EQ(json::parse(resumed.out)["tasks"][0]["resumed"], before);
   EXPECT_EQ(logged_states().size(), before + 4);
+}
+
+/// True while process `pid` exists and is not a zombie.
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string st;
+  if (!std::getline(stat, st)) return false;
+  return st.size() > st.rfind(')') + 2 && st[st.rfind(')') + 2] != 'Z';
+}
+
+TEST_F(TuneCli, KilledDuringABuildLeavesNoCompilerBehind) {
+  // A "compiler" that records its pid and takes a minute: the tuner gets
+  // `kill -9` while it runs, and it must not outlive the tuner by more than
+  // a moment (its worker ends its whole group when its parent dies).
+  std::string slow_cc = dir_ + "/slow-cc.sh", pids = dir_ + "/cc.pids";
+  {
+    std::ofstream script(slow_cc);
+    script << "#!/bin/sh\necho $$ >> " << pids << "\nexec sleep 60\n";
+  }
+  fs::permissions(slow_cc, fs::perms::owner_all);
+  std::vector<std::string> argv = {TT_CLI_PATH, "tune",     "--workload", "matmul",
+                                   "--args",    "16,16,16", "--target",   "c -compiler=" + slow_cc,
+                                   "--trials",  "4",        "--log",      log_};
+  SpawnOptions o = options();
+  o.stdout_mode = StreamMode::kNull;
+  o.stderr_mode = StreamMode::kNull;
+  Subprocess tuner = Subprocess::spawn(argv, o);
+  std::vector<pid_t> compilers;
+  for (int i = 0; i < 3000 && compilers.empty(); ++i) {
+    ::usleep(10000);
+    std::ifstream in(pids);
+    for (pid_t pid; in >> pid;) compilers.push_back(pid);
+  }
+  ASSERT_FALSE(compilers.empty()) << "no compiler started";
+  for (pid_t pid : compilers) ASSERT_TRUE(alive(pid));
+  tuner.kill(SIGKILL);
+  EXPECT_EQ(tuner.wait().signal, SIGKILL);
+  EXPECT_EQ(workers_left(tuner.pid()), std::vector<pid_t>{});
+  for (pid_t pid : compilers) {
+    for (int i = 0; i < 200 && alive(pid); ++i) ::usleep(10000);
+    EXPECT_FALSE(alive(pid)) << "the compiler " << pid << " outlived the tuner";
+  }
 }
 
 TEST_F(TuneCli, SigtermStopsTheTunerAndItsWorkers) {

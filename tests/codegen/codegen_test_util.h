@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/module_cache.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/target.h"
 
@@ -15,27 +16,11 @@ namespace tensortune::codegen::testing {
 
 /// A fresh module cache directory for this test program, removed at exit, so
 /// that tests neither read nor fill the user's cache.
-inline const std::string& test_cache_dir() {
-  struct Dir {
-    std::string path;
-    Dir() {
-      path = ::testing::TempDir() + "tt-codegen-test-" + std::to_string(::getpid());
-      std::filesystem::remove_all(path);
-    }
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static Dir dir;
-  return dir.path;
-}
+inline const std::string& test_cache_dir() { return tensortune::testing::private_cache_dir(); }
 
 /// Module options using test_cache_dir() (or a sub-directory of it).
 inline ModuleOptions test_options(const std::string& sub = "") {
-  ModuleOptions options;
-  options.cache_dir = test_cache_dir() + (sub.empty() ? "" : "/" + sub);
-  return options;
+  return tensortune::testing::private_cache_options(sub);
 }
 
 /// Module options with a cache shared by every run of the test programs, for

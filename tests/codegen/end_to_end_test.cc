@@ -10,6 +10,7 @@
 
 #include "codegen/codegen_test_util.h"
 #include "lower/pass_test_util.h"
+#include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/pass_context.h"

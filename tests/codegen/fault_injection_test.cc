@@ -6,6 +6,7 @@
 
 #include "codegen/codegen_test_util.h"
 #include "common/test_util.h"
+#include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/ir/pass_context.h"
@@ -21,7 +22,8 @@ using lower::PrimFunc;
 
 // B[i] = A[i] * 2 over 8 elements.
 PrimFunc doubler() {
-  Buffer a = Buffer::make("A", DataType::float32(), {8}), b = Buffer::make("B", DataType::float32(), {8});
+  Buffer a = Buffer::make("A", DataType::float32(), {8}),
+         b = Buffer::make("B", DataType::float32(), {8});
   Var i = Var::make("i");
   return PrimFunc::make("doubler", {a, b}, 1,
                         lower::for_loop(i, 0, 8, lower::ForKind::kSerial,

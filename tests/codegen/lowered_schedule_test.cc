@@ -4,11 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "codegen/codegen_test_util.h"
-#include "tensortune/codegen/c_codegen.h"
-#include "tensortune/lower/lower.h"
+#include "tensortune/codegen/build.h"
 #include "tensortune/schedule/state.h"
 #include "tensortune/schedule/steps.h"
-#include "tensortune/te/evaluator.h"
 #include "tensortune/te/ops.h"
 
 namespace tensortune::codegen {
@@ -69,31 +67,14 @@ std::vector<Case> cases() {
 }
 
 TEST(LoweredSchedules, CompiledKernelsMatchTheReference) {
-  std::vector<Case> all = cases();
-  std::vector<lower::PrimFunc> funcs;
-  for (const auto& c : all) {
-    schedule::ComputeDAG dag(c.tensors);
-    funcs.push_back(lower::lower(schedule::replay(dag, c.state), c.name));
-  }
-  Module module = build_module(funcs, testing::test_target(), testing::shared_cache_options());
-  std::string source = generate_c(funcs, testing::test_target());
-  for (const auto& c : all) {
-    std::vector<te::NDArray> inputs = te::random_inputs(c.tensors.inputs, 7);
-    std::vector<te::NDArray> expected = te::evaluate(c.tensors.outputs, c.tensors.inputs, inputs);
-    std::vector<te::NDArray> outputs;
-    std::vector<void*> args;
-    for (auto& a : inputs) args.push_back(a.data());
-    for (const auto& t : c.tensors.outputs) {
-      outputs.emplace_back(t.dtype(), t.shape());
-      outputs.back().fill(-12345.0);
-    }
-    for (auto& a : outputs) args.push_back(a.data());
-    ASSERT_EQ(module.get(c.name)(args.data()), 0) << c.name;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto diff =
-          te::compare_arrays(outputs[i], expected[i], te::default_tolerance(expected[i].dtype()));
-      EXPECT_FALSE(diff) << c.name << ": " << *diff << "\n" << source;
-    }
+  for (const auto& c : cases()) {
+    std::vector<StateCheck> checks =
+        verify_states(c.tensors, {c.state}, testing::test_target(), ir::PassContext::make(), 7,
+                      testing::shared_cache_options());
+    const StateCheck& check = checks[0];
+    ASSERT_TRUE(check.build.ok()) << c.name << ": " << check.build.error;
+    EXPECT_TRUE(check.check->ok()) << c.name << ": " << check.check->mismatch << "\n"
+                                   << check.build.module.source_path();
   }
 }
 

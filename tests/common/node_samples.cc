@@ -2,11 +2,16 @@
 
 #include "common/te_node_samples.h"
 
+#include <cmath>
+
 #include "tensortune/ir/buffer.h"
 #include "tensortune/ir/expr.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/target.h"
 #include "tensortune/lower/stmt.h"
+#include "tensortune/measure/protocol.h"
+#include "tensortune/measure/record.h"
+#include "tensortune/object/serialize.h"
 #include "tensortune/schedule/state.h"
 #include "tensortune/te/task.h"
 
@@ -28,7 +33,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
   s["ir.Var"] = [] { return obj(Var::make("v", DataType::int64())); };
   s["ir.Binary"] = [x] { return obj(floordiv(x, 3)); };
   s["ir.Compare"] = [x] { return obj(x >= 2); };
-  s["ir.Logical"] = [x] { return obj(logical_or(x < 1, x > 5)); };
+  s["ir.Logical"] = [x] { return obj(logical_or(x<1, x> 5)); };
   s["ir.Not"] = [x] { return obj(logical_not(x < 1)); };
   s["ir.Select"] = [x] { return obj(select(x < 1, x, x * 2)); };
   s["ir.Cast"] = [x] { return obj(cast(DataType::float32(), x)); };
@@ -42,7 +47,8 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
     return obj(Buffer::make("buf", DataType::float32(), {4, 5}, {8, 1}, "local"));
   };
   s["ir.Target"] = [] {
-    return obj(Target::parse("cuda -arch=sm_86 -host=\"c -mattr=avx2,fma -cflags=\\\"-O2 -g\\\"\""));
+    return obj(
+        Target::parse("cuda -arch=sm_86 -host=\"c -mattr=avx2,fma -cflags=\\\"-O2 -g\\\"\""));
   };
   s["ir.HardwareParams"] = [] {
     return obj(hardware_params(Target::parse("c -mattr=avx512f -num-cores=8")));
@@ -104,11 +110,10 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       Buffer a = Buffer::make("A", DataType::float32(), {8});
       Buffer t = Buffer::make("T", DataType::float32(), {8}, {}, "local");
       Var i = Var::make("i"), v = Var::make("v");
-      Stmt body = seq({buffer_store(t, i, buffer_load(a, i) * 2.0),
-                       if_then_else(i < 4, buffer_store(a, i, buffer_load(t, i)),
-                                    evaluate(int_imm(0)))});
-      Stmt loop = for_loop(i, int_imm(0), int_imm(8), ForKind::kParallel,
-                           let_stmt(v, i + 1, body));
+      Stmt body =
+          seq({buffer_store(t, i, buffer_load(a, i) * 2.0),
+               if_then_else(i < 4, buffer_store(a, i, buffer_load(t, i)), evaluate(int_imm(0)))});
+      Stmt loop = for_loop(i, int_imm(0), int_imm(8), ForKind::kParallel, let_stmt(v, i + 1, body));
       return PrimFunc::make("kernel", {a}, 0, allocate(t, loop));
     };
     s["lower.PrimFunc"] = [kernel] { return obj(kernel()); };
@@ -126,6 +131,132 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
     s["lower.Seq"] = [find] { return find(StmtKind::kSeq); };
     s["lower.LetStmt"] = [find] { return find(StmtKind::kLetStmt); };
     s["lower.Evaluate"] = [find] { return find(StmtKind::kEvaluate); };
+  }
+  // Measurement messages and records, every field set to something other
+  // than its default.
+  {
+    using namespace measure;  // NOLINT: message builders
+    auto task = [] {
+      return te::Task::make(te::make_named_workload_from_text("matmul", "8,8,8"),
+                            Target::parse("c -num-cores=2"));
+    };
+    auto options = [] {
+      auto o = make_node<RunnerOptions>();
+      o->number = 2;
+      o->repeat = 5;
+      o->min_repeat_ms = 3;
+      o->cooldown_ms = 1;
+      o->flush_cache = true;
+      o->check = true;
+      o->seed = 9;
+      o->cache_dir = "/tmp/refs";
+      return Ref<RunnerOptions>(o);
+    };
+    auto build_result = [] {
+      auto b = make_node<BuildResult>();
+      b->error_code = ErrorCode::kCompileError;
+      b->error_message = "cc: error";
+      b->library = "/tmp/x.so";
+      b->function = "candidate_0";
+      b->build_seconds = 0.5;
+      b->pass_context_hash = Hash64(0xfedcba9876543210ull);
+      b->instruments = {{"pass_names", {"simplify"}}};
+      return Ref<BuildResult>(b);
+    };
+    s["measure.RunnerOptions"] = [options] { return obj(options()); };
+    s["measure.HelloRequest"] = [] {
+      auto n = make_node<HelloRequest>();
+      n->protocol_version = 7;
+      return obj(Ref<HelloRequest>(n));
+    };
+    s["measure.WorkerInfo"] = [] {
+      auto n = make_node<WorkerInfo>();
+      n->protocol_version = 2;
+      n->build_id = "tensortune 0.1.0 sources 0123456789abcdef";
+      n->pid = 42;
+      return obj(Ref<WorkerInfo>(n));
+    };
+    s["measure.CheckRequest"] = [task] {
+      auto n = make_node<CheckRequest>();
+      n->task = task();
+      n->pass_context = PassContext::make(PassContextOptions().with_opt_level(1));
+      n->workload_hash = Hash64(5);
+      n->build = true;
+      return obj(Ref<CheckRequest>(n));
+    };
+    s["measure.CheckReply"] = [] {
+      auto n = make_node<CheckReply>();
+      n->problems = {"no code generator for target kind 'cuda'"};
+      return obj(Ref<CheckReply>(n));
+    };
+    s["measure.BuildRequest"] = [task] {
+      auto n = make_node<BuildRequest>();
+      n->task = task();
+      n->states = {schedule::State::make({schedule::split(2, 0, {4})}), schedule::State::make()};
+      n->pass_context = PassContext::make(PassContextOptions().with_opt_level(1));
+      n->cache_dir = "/tmp/cache";
+      n->workload_hash = Hash64(6);
+      return obj(Ref<BuildRequest>(n));
+    };
+    s["measure.BuildResult"] = [build_result] { return obj(build_result()); };
+    s["measure.BuildReply"] = [build_result] {
+      auto n = make_node<BuildReply>();
+      n->results = {build_result(), build_result()};
+      n->task_hash = Hash64(7);
+      n->task_nodes = 12;
+      return obj(Ref<BuildReply>(n));
+    };
+    s["measure.RunRequest"] = [task, options] {
+      auto n = make_node<RunRequest>();
+      n->task = task();
+      n->library = "/tmp/x.so";
+      n->function = "candidate_1";
+      n->options = options();
+      n->workload_hash = Hash64(8);
+      return obj(Ref<RunRequest>(n));
+    };
+    s["measure.PrepareRequest"] = [task, options] {
+      auto n = make_node<PrepareRequest>();
+      n->task = task();
+      n->options = options();
+      n->workload_hash = Hash64(9);
+      return obj(Ref<PrepareRequest>(n));
+    };
+    s["measure.RunOutcome"] = [] {
+      auto n = make_node<RunOutcome>();
+      n->error_code = ErrorCode::kWrongAnswer;
+      n->error_message = "output 0 differs";
+      n->costs = {1e-3};
+      n->run_seconds = 0.25;
+      n->max_error = std::nan("");
+      return obj(Ref<RunOutcome>(n));
+    };
+    s["measure.RequestError"] = [] {
+      auto n = make_node<RequestError>();
+      n->kind = "not found";
+      n->message = "unknown workload 'x'";
+      return obj(Ref<RequestError>(n));
+    };
+    auto result = [] {
+      MeasureResult r;
+      r.costs = {1e-3, 2e-3};
+      r.error_message = "";
+      r.build_seconds = 0.5;
+      r.run_seconds = 0.25;
+      r.timestamp = 1.8e9;
+      r.pass_context_hash = Hash64(10);
+      r.max_error = 1e-6;
+      r.instruments = {{"pass_names", {"vectorize"}}};
+      return r;
+    };
+    s["measure.MeasureResult"] = [result] {
+      return obj(Ref<MeasureResult>(make_node<MeasureResult>(result())));
+    };
+    // The record node is private to record.cc: the graph of a written line.
+    s["measure.Record"] = [task, result] {
+      return load_string(record_to_line(Record{
+          MeasureInput{task(), schedule::State::make({schedule::split(2, 1, {2})})}, result()}));
+    };
   }
   add_te_node_samples(s);
   return s;

@@ -5,10 +5,9 @@
 
 #include <random>
 
-#include "tensortune/codegen/kernel_check.h"
-#include "tensortune/codegen/module.h"
+#include "common/module_cache.h"
+#include "tensortune/codegen/build.h"
 #include "tensortune/ir/pass_context.h"
-#include "tensortune/lower/lower.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/schedule/random_schedule.h"
 #include "tensortune/te/evaluator.h"
@@ -58,15 +57,18 @@ std::vector<OpCase> op_cases() {
   add("concat_slice", {x}, te::concat({x, te::slice(x, {0, 1, 0}, {3, 4, 6})}, 1));
   add("reduce", {x}, te::add(te::reduce_mean(x, {1}, true), te::reduce_max(x, {1}, true)));
   add("reduce_sum_min", {x}, te::subtract(te::reduce_sum(x, {0, 2}), te::reduce_min(x, {0, 2})));
-  add("pool", {img}, te::avg_pool2d_nchw(te::max_pool2d_nchw(img, te::Pool2dAttrs::uniform(3, 1, 1)),
-                                        te::Pool2dAttrs::uniform(2, 2, 0)));
-  add("global_pool", {img}, te::add(te::global_avg_pool2d_nchw(img), te::global_max_pool2d_nchw(img)));
+  add("pool", {img},
+      te::avg_pool2d_nchw(te::max_pool2d_nchw(img, te::Pool2dAttrs::uniform(3, 1, 1)),
+                          te::Pool2dAttrs::uniform(2, 2, 0)));
+  add("global_pool", {img},
+      te::add(te::global_avg_pool2d_nchw(img), te::global_max_pool2d_nchw(img)));
   Tensor w = input({3, 4, 3, 3}, "w"), dw = input({4, 1, 3, 3}, "dw");
   add("conv2d_strided_dilated", {img, w},
       te::conv2d_nchw(img, w, te::Conv2dAttrs::uniform(2, 1, 2)));
   add("depthwise", {img, dw}, te::depthwise_conv2d_nchw(img, dw, te::Conv2dAttrs::uniform(1, 1)));
   Tensor tw = input({4, 2, 3, 3}, "tw");
-  add("conv2d_transpose", {img, tw}, te::conv2d_transpose_nchw(img, tw, te::Conv2dTransposeAttrs{}));
+  add("conv2d_transpose", {img, tw},
+      te::conv2d_transpose_nchw(img, tw, te::Conv2dTransposeAttrs{}));
   Tensor a = input({2, 3, 4}, "a"), b = input({2, 5, 4}, "b");
   add("batch_matmul_transposed", {a, b}, te::batch_matmul(a, b, false, true));
   Tensor d = input({3, 5}, "d"), dwt = input({4, 5}, "dwt"), bias = input({4}, "bias");
@@ -89,17 +91,13 @@ TEST(CompiledRandomSchedules, EveryOperatorMatchesTheReference) {
     std::mt19937_64 rng(std::hash<std::string>{}(c.name) % 10007);
     std::vector<State> states = {State::make()};
     for (int i = 0; i < kStates; ++i) states.push_back(random_state(dag, rng));
-    std::vector<lower::PrimFunc> funcs;
-    for (size_t i = 0; i < states.size(); ++i) {
-      funcs.push_back(lower::lower(replay(dag, states[i]), "s" + std::to_string(i)));
-    }
-    codegen::Module module = codegen::build_module(funcs, target);
-    std::vector<te::NDArray> inputs = te::random_inputs(c.tensors.inputs, 3);
-    std::vector<te::NDArray> expected = codegen::reference_outputs(c.tensors, inputs);
-    for (size_t i = 0; i < funcs.size(); ++i) {
-      codegen::KernelCheck check = codegen::check_kernel(module.get(funcs[i]->name), c.tensors, inputs, expected);
-      ASSERT_TRUE(check.ok()) << c.name << ", state " << i << ": " << check.mismatch << "\nstate: "
-                              << save_string(states[i]) << "\n" << lower::to_string(funcs[i]);
+    std::vector<codegen::StateCheck> checks = codegen::verify_states(
+        c.tensors, states, target, ir::PassContext::make(), 3, testing::private_cache_options());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      const codegen::StateCheck& check = checks[i];
+      ASSERT_TRUE(check.ok()) << c.name << ", state " << i << ": "
+                              << (check.build.ok() ? check.check->mismatch : check.build.error)
+                              << "\nstate: " << save_string(states[i]);
     }
   }
 }

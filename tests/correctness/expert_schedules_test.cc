@@ -5,12 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "tensortune/codegen/kernel_check.h"
-#include "tensortune/codegen/module.h"
-#include "tensortune/lower/lower.h"
+#include "common/module_cache.h"
+#include "tensortune/codegen/build.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/schedule/state.h"
-#include "tensortune/te/evaluator.h"
 #include "tensortune/te/workload.h"
 
 namespace tensortune::schedule {
@@ -23,15 +21,16 @@ State load_example(const std::string& file) {
   return load_json_as<State>(parse_json_text(text.str(), file));
 }
 
-void expect_matches_reference(const std::string& workload, const std::string& args, const State& state) {
-  te::WorkloadTensors tensors = te::workload_tensors(te::make_named_workload_from_text(workload, args));
-  ComputeDAG dag(tensors);
-  lower::PrimFunc f = lower::lower(replay(dag, state), "expert");
-  codegen::Module module = codegen::build_module({f}, ir::Target::parse("c -num-cores=2"));
-  std::vector<te::NDArray> inputs = te::random_inputs(tensors.inputs, 11);
-  codegen::KernelCheck check = codegen::check_kernel(module.get("expert"), tensors, inputs,
-                                                     codegen::reference_outputs(tensors, inputs));
-  EXPECT_TRUE(check.ok()) << workload << "(" << args << "): " << check.mismatch;
+void expect_matches_reference(const std::string& workload, const std::string& args,
+                              const State& state) {
+  te::WorkloadTensors tensors =
+      te::workload_tensors(te::make_named_workload_from_text(workload, args));
+  std::vector<codegen::StateCheck> checks =
+      codegen::verify_states(tensors, {state}, ir::Target::parse("c -num-cores=2"),
+                             ir::PassContext::make(), 11, testing::private_cache_options());
+  EXPECT_TRUE(checks[0].ok()) << workload << "(" << args << "): "
+                              << (checks[0].build.ok() ? checks[0].check->mismatch
+                                                       : checks[0].build.error);
 }
 
 TEST(ExpertSchedules, MatmulScheduleIsCorrectOnOtherShapes) {

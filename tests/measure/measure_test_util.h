@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/module_cache.h"
 #include "tensortune/measure/measurer.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/te/workload.h"
@@ -23,25 +24,20 @@ namespace tensortune::measure::testing {
 
 /// matmul 16x16x16 float32 on the plain C target.
 inline te::Task small_task() {
-  return te::Task::make(te::make_named_workload_from_text("matmul", "16,16,16"), ir::Target::parse("c"));
+  return te::Task::make(te::make_named_workload_from_text("matmul", "16,16,16"),
+                        ir::Target::parse("c"));
 }
 
 /// A valid state of small_task() with a vectorized inner loop: j split by 8, k
 /// moved outside j.1, j.1 vectorized.
 inline schedule::State vectorized_state() {
   using namespace schedule;
-  return State::make({split(2, 1, {8}), reorder(2, {0, 1, 3, 2}), annotate(2, 3, IterAnnotation::kVectorize)});
+  return State::make(
+      {split(2, 1, {8}), reorder(2, {0, 1, 3, 2}), annotate(2, 3, IterAnnotation::kVectorize)});
 }
 
-/// A module cache private to this test program.
-inline const std::string& test_cache_dir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "tt-measure-test-" + std::to_string(::getpid());
-    std::filesystem::remove_all(d);
-    return d;
-  }();
-  return dir;
-}
+/// A module cache private to this test program, removed when it exits.
+inline const std::string& test_cache_dir() { return tensortune::testing::private_cache_dir(); }
 
 inline WorkerPoolOptions pool_options() {
   WorkerPoolOptions o;
@@ -62,10 +58,22 @@ inline LocalRunnerOptions runner_options() {
   o.timing.repeat = 2;
   o.timing.check = true;
   o.timeout = std::chrono::seconds(5);
+  // The default memory limit (8 GiB): the run worker caps each run at what
+  // the candidate may need, so the planted oom fails at once below it.
   o.pool = pool_options();
-  // Small, so the planted oom reaches it quickly even on a loaded machine.
-  o.pool.memory_limit_bytes = uint64_t{256} << 20;
   return o;
+}
+
+/// A run request for `built`, a kernel of `task`, as LocalRunner sends it.
+inline std::string run_request(const te::Task& task, const BuildResult& built,
+                               const RunnerOptions& options = RunnerOptions()) {
+  RunRequest r;
+  r.task = task;
+  r.library = built.library;
+  r.function = built.function;
+  r.options = Ref<RunnerOptions>(make_node<RunnerOptions>(options));
+  r.workload_hash = workload_hash(task);
+  return encode(r);
 }
 
 /// A PassContext with testing.inject_fault = `fault` ("" for none).

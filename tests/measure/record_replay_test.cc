@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "measure/measure_test_util.h"
+#include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/codegen/module.h"
 #include "tensortune/lower/lower.h"
@@ -31,9 +32,12 @@ using namespace testing;
 class KeepingBuilder final : public Builder {
  public:
   explicit KeepingBuilder(Builder& inner) : inner_(inner) {}
-  std::vector<BuildResult> build(const te::Task& task,
-                                 const std::vector<schedule::State>& states) override {
-    last_ = inner_.build(task, states);
+  void check(const te::Task& task, const ir::PassContext& context) override {
+    inner_.check(task, context);
+  }
+  std::vector<BuildResult> build(const te::Task& task, const std::vector<schedule::State>& states,
+                                 const ir::PassContext& context) override {
+    last_ = inner_.build(task, states, context);
     return last_;
   }
   const std::vector<BuildResult>& last() const { return last_; }
@@ -109,7 +113,7 @@ TEST(RecordReplay, ReplayedRecordsRegenerateTheMeasuredSource) {
   // One candidate per request: each gets a library of its own, named candidate_0.
   LocalBuilderOptions build_options = builder_options(2);
   build_options.candidates_per_request = 1;
-  LocalBuilder local(build_options, context);
+  LocalBuilder local(build_options);
   KeepingBuilder builder(local);
   LocalRunner runner(runner_options());
 
@@ -119,7 +123,7 @@ TEST(RecordReplay, ReplayedRecordsRegenerateTheMeasuredSource) {
   {
     RecordWriter writer(log);
     size_t next = 0;
-    measure_candidates(task, states, builder, runner,
+    measure_candidates(task, states, context, builder, runner,
                        [&](const MeasureInput& input, const MeasureResult& result) {
                          // Before the record is written: the in-memory state
                          // regenerates what the worker compiled.
@@ -144,10 +148,10 @@ TEST(RecordReplay, ReplayedRecordsRegenerateTheMeasuredSource) {
     EXPECT_TRUE(structural_equal(record.input.state, states[i]));
 
     // The record names its context only by hash: pick the known one it names.
-    ASSERT_EQ(record.result.pass_context_hash, context.hash());
+    ASSERT_EQ(record.result.pass_context_hash.value, context.hash());
     std::optional<ir::PassContext> recorded;
     for (const auto& candidate : {plain, context}) {
-      if (candidate.hash() == record.result.pass_context_hash) recorded = candidate;
+      if (candidate.hash() == record.result.pass_context_hash.value) recorded = candidate;
     }
     ASSERT_TRUE(recorded.has_value());
 
@@ -160,7 +164,8 @@ TEST(RecordReplay, ReplayedRecordsRegenerateTheMeasuredSource) {
     // library that was timed: its key hashes source, compiler and flags.
     codegen::ModuleOptions module_options;
     module_options.cache_dir = build_options.cache_dir;
-    codegen::Module again = codegen::Module::compile(*replayed, record.input.task->target, module_options);
+    codegen::Module again =
+        codegen::kernel_sources(record.input.task->target)->compile(*replayed, module_options);
     EXPECT_EQ(again.library_path(), built.library);
     EXPECT_TRUE(again.from_cache());
 
@@ -168,8 +173,9 @@ TEST(RecordReplay, ReplayedRecordsRegenerateTheMeasuredSource) {
     // code (every_step_shows chose the states so).
     std::vector<schedule::Step> fewer = record.input.state->steps;
     fewer.pop_back();
-    EXPECT_NE(regenerate(record.input.task, schedule::State::make(fewer), built.function, *recorded),
-              replayed);
+    EXPECT_NE(
+        regenerate(record.input.task, schedule::State::make(fewer), built.function, *recorded),
+        replayed);
   }
   std::filesystem::remove(log);
 }

@@ -39,14 +39,15 @@ constexpr std::array<Artifact, 6> kArtifacts = {{
 }};
 
 constexpr int kRequests = 500;
-constexpr int kBatch = 25;        // requests per LocalRunner::run call
-constexpr int kWarmUp = 100;      // requests before the memory baseline
+constexpr int kBatch = 25;         // requests per LocalRunner::run call
+constexpr int kWarmUp = 100;       // requests before the memory baseline
 constexpr int kMaxPerWorker = 64;  // recycling is part of what is stressed
 
 /// Open file descriptors of this process.
 size_t open_fds() {
   size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
   return n - 1;  // the iterator's own descriptor
 }
 
@@ -58,8 +59,7 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   {
     LocalBuilder builder(builder_options(1));
     for (const Artifact& a : kArtifacts) {
-      builder.set_pass_context(fault_context(a.fault));
-      BuildResult b = builder.build(task, {schedule::State::make()})[0];
+      BuildResult b = builder.build(task, {schedule::State::make()}, fault_context(a.fault))[0];
       ASSERT_EQ(b.error_code, ErrorCode::kNoError) << a.fault << ": " << b.error_message;
       built.push_back(b);
     }
@@ -85,7 +85,8 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   LocalRunnerOptions options = runner_options();
   options.timing.repeat = 1;
   options.timing.check = true;  // wrong_answer is only seen by the check
-  options.timeout = std::chrono::milliseconds(1000);  // a fresh worker on a loaded CI machine needs slack
+  options.timeout =
+      std::chrono::milliseconds(1000);  // a fresh worker on a loaded CI machine needs slack
   options.pool.max_requests_per_worker = kMaxPerWorker;
   LocalRunner runner(options);
 
@@ -160,7 +161,8 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   size_t end_rss = resident_bytes();
   // For the record (closing notes quote it): what the check below compares.
   std::printf("tuner resident memory: %.2f MB after %d requests, %.2f MB after %d\n",
-              static_cast<double>(baseline_rss) / 1e6, kWarmUp, static_cast<double>(end_rss) / 1e6, kRequests);
+              static_cast<double>(baseline_rss) / 1e6, kWarmUp, static_cast<double>(end_rss) / 1e6,
+              kRequests);
   constexpr size_t kSlack = size_t{16} << 20;
   EXPECT_LE(end_rss, baseline_rss + kSlack)
       << "resident memory grew from " << baseline_rss << " to " << end_rss << " bytes";

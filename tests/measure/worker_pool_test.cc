@@ -15,26 +15,30 @@ using namespace testing;
 TEST(WorkerPool, RecyclesWorkersAfterTheConfiguredNumberOfRequests) {
   te::Task task = small_task();
   LocalBuilder builder(builder_options(1));
-  BuildResult built = builder.build(task, {schedule::State::make()})[0];
+  BuildResult built = builder.build(task, {schedule::State::make()}, ir::PassContext::make())[0];
   ASSERT_EQ(built.error_code, ErrorCode::kNoError) << built.error_message;
-  WorkerPoolOptions options = pool_options();
+  WorkerPoolOptions options = with_handshake(pool_options());
   options.max_requests_per_worker = 2;
   WorkerPool pool(options);
-  std::vector<std::string> requests(5, make_run_request(task, built, RunnerOptions()));
+  std::vector<std::string> requests(5, run_request(task, built));
   for (const auto& reply : pool.run(requests, std::chrono::seconds(10))) {
     ASSERT_EQ(reply.status, WorkerReply::Status::kOk) << reply.message;
-    EXPECT_EQ(parse_run_reply(reply.payload).error_code, ErrorCode::kNoError);
+    EXPECT_EQ(decode<RunOutcome>(reply.payload, "run reply").error_code, ErrorCode::kNoError);
   }
   EXPECT_EQ(pool.workers_started(), 3);  // 2 + 2 + 1 requests
 }
 
 TEST(WorkerPool, UnreadableRequestIsAnErrorReplyNotACrash) {
   WorkerPool pool(pool_options());
-  auto replies = pool.run({"not json", R"({"type": "explode"})"}, std::chrono::seconds(10));
-  ASSERT_EQ(replies[0].status, WorkerReply::Status::kOk);
-  RunOutcome a = parse_run_reply(replies[0].payload), b = parse_run_reply(replies[1].payload);
-  EXPECT_EQ(a.error_code, ErrorCode::kUnknownError);
-  EXPECT_NE(b.error_message.find("unknown request type \"explode\""), std::string::npos) << b.error_message;
+  auto replies = pool.run({"not json", encode(WorkerInfo()), R"({"type": "explode"})"},
+                          std::chrono::seconds(10));
+  for (const auto& reply : replies)
+    ASSERT_EQ(reply.status, WorkerReply::Status::kOk) << reply.message;
+  EXPECT_TT_ERROR(decode<RunOutcome>(replies[0].payload, "reply"), kRuntime,
+                  "the worker refused the request (parse error)");
+  EXPECT_TT_ERROR(decode<RunOutcome>(replies[1].payload, "reply"), kRuntime,
+                  "a measure.WorkerInfo is not a request");
+  EXPECT_TT_ERROR(decode<RunOutcome>(replies[2].payload, "reply"), kRuntime, "saved graph");
   EXPECT_EQ(pool.workers_started(), 1);
 }
 
@@ -44,7 +48,8 @@ TEST(WorkerPool, MissingWorkerProgramIsReportedAsNotStarted) {
   WorkerPool pool(options);
   WorkerReply reply = pool.run({"{}"}, std::chrono::seconds(10))[0];
   EXPECT_EQ(reply.status, WorkerReply::Status::kNotStarted);
-  EXPECT_NE(reply.message.find("/nonexistent/tensortune-worker"), std::string::npos) << reply.message;
+  EXPECT_NE(reply.message.find("/nonexistent/tensortune-worker"), std::string::npos)
+      << reply.message;
 }
 
 TEST(WorkerPool, BuilderAndRunnerStopWhenTheWorkerCannotStart) {
@@ -53,8 +58,8 @@ TEST(WorkerPool, BuilderAndRunnerStopWhenTheWorkerCannotStart) {
   LocalBuilderOptions build = builder_options(1);
   build.pool.worker_path = "/nonexistent/tensortune-worker";
   LocalBuilder builder(build);
-  EXPECT_TT_ERROR(builder.build(small_task(), {schedule::State::make()}), kRuntime,
-                  "cannot start build worker '/nonexistent/tensortune-worker'");
+  EXPECT_TT_ERROR(builder.build(small_task(), {schedule::State::make()}, ir::PassContext::make()),
+                  kRuntime, "cannot start build worker '/nonexistent/tensortune-worker'");
 }
 
 TEST(WorkerPool, StrayPrintsOfAKernelDoNotBreakTheProtocol) {
@@ -62,17 +67,19 @@ TEST(WorkerPool, StrayPrintsOfAKernelDoNotBreakTheProtocol) {
   // writes to stdout still gets a proper reply.
   const char* source =
       "#include <stdio.h>\n#include <stdint.h>\n"
-      "int32_t noisy(void** args) { puts(\"hello from the kernel\"); fflush(stdout); (void)args; return 0; }\n";
+      "int32_t noisy(void** args) { puts(\"hello from the kernel\"); fflush(stdout); (void)args; "
+      "return 0; }\n";
   codegen::ModuleOptions module_options;
   module_options.cache_dir = test_cache_dir();
-  codegen::Module m = codegen::Module::compile(source, ir::Target::parse("c"), module_options);
+  codegen::Module m =
+      codegen::Module::compile(source, {"cc"}, {"-shared", "-fPIC"}, module_options);
   BuildResult built;
   built.library = m.library_path();
   built.function = "noisy";
   WorkerPool pool(pool_options());
-  auto replies = pool.run({make_run_request(small_task(), built, RunnerOptions())}, std::chrono::seconds(10));
+  auto replies = pool.run({run_request(small_task(), built)}, std::chrono::seconds(10));
   ASSERT_EQ(replies[0].status, WorkerReply::Status::kOk) << replies[0].message;
-  RunOutcome out = parse_run_reply(replies[0].payload);
+  RunOutcome out = decode<RunOutcome>(replies[0].payload, "run reply");
   EXPECT_EQ(out.error_code, ErrorCode::kNoError) << out.error_message;
   EXPECT_EQ(out.costs.size(), 3u);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/test_util.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/tuner.h"
@@ -22,11 +23,20 @@ using measure::RunOutcome;
 /// Builds nothing: every candidate "builds".
 class FakeBuilder final : public measure::Builder {
  public:
-  std::vector<BuildResult> build(const te::Task&, const std::vector<schedule::State>& states) override {
+  void check(const te::Task& task, const ir::PassContext&) override {
+    checked.push_back(task.workload_key());
+    if (refuse) fail(ErrorKind::kRuntime, "the build worker cannot take ", task.workload_key());
+  }
+  std::vector<BuildResult> build(const te::Task&, const std::vector<schedule::State>& states,
+                                 const ir::PassContext& context) override {
     built += states.size();
-    return std::vector<BuildResult>(states.size());
+    std::vector<BuildResult> out(states.size());
+    for (auto& b : out) b.pass_context_hash = measure::Hash64(context.hash());
+    return out;
   }
   size_t built = 0;
+  bool refuse = false;
+  std::vector<std::string> checked;
 };
 
 /// A cost derived from the state's hash, or `code` for every candidate.
@@ -37,8 +47,10 @@ class FakeRunner final : public measure::Runner {
     std::vector<RunOutcome> out(built.size());
     for (auto& o : out) {
       o.error_code = code_;
-      if (code_ == ErrorCode::kNoError) o.costs = {1e-3 * (1 + (next_++ % 7))};
-      else o.error_message = "planted failure";
+      if (code_ == ErrorCode::kNoError)
+        o.costs = {1e-3 * (1 + (next_++ % 7))};
+      else
+        o.error_message = "planted failure";
     }
     return out;
   }
@@ -49,7 +61,9 @@ class FakeRunner final : public measure::Runner {
 };
 
 PolicyFactory random_policy() {
-  return [](const te::Task& task, uint64_t seed) { return std::make_unique<RandomSearchPolicy>(task, seed); };
+  return [](const te::Task& task, uint64_t seed) {
+    return std::make_unique<RandomSearchPolicy>(task, seed);
+  };
 }
 
 te::Task matmul(const std::string& args = "16,16,16") {
@@ -59,7 +73,9 @@ te::Task matmul(const std::string& args = "16,16,16") {
 class Tuner : public ::testing::Test {
  protected:
   void SetUp() override {
-    log_ = (std::filesystem::temp_directory_path() / ("tt_tuner_test_" + std::to_string(::getpid()) + ".log")).string();
+    log_ = (std::filesystem::temp_directory_path() /
+            ("tt_tuner_test_" + std::to_string(::getpid()) + ".log"))
+               .string();
     std::filesystem::remove(log_);
   }
   void TearDown() override { std::filesystem::remove(log_); }
@@ -135,6 +151,77 @@ TEST_F(Tuner, TaskWhoseEveryCandidateFailsIsReportedFailed) {
   EXPECT_EQ(s.sample_error, "RUNTIME_ERROR: planted failure");
 }
 
+TEST_F(Tuner, ResumesOnlyRecordsOfTheRunsPassContextUnlessAnyIsAskedFor) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 4;
+  options.log_path = log_;
+  options.pass_context =
+      ir::PassContext::make(ir::PassContextOptions().with_config("tir.disable_vectorize", true));
+  tune({matmul()}, random_policy(), builder, runner, options);
+
+  options.pass_context = ir::PassContext::make();
+  TuneReport other = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_EQ(other.tasks[0].resumed, 0);
+  EXPECT_EQ(other.tasks[0].other_context_records, 4u);
+  ASSERT_EQ(other.tasks[0].other_contexts.size(), 1u);
+
+  options.any_pass_context = true;
+  options.trials = 1;
+  TuneReport any = tune({matmul()}, random_policy(), builder, runner, options);
+  // Both runs drew the same four states (neither resumed anything, so both
+  // started the same random stream); any context resumes each state once.
+  EXPECT_EQ(any.tasks[0].resumed, 4);
+  EXPECT_EQ(any.tasks[0].other_context_records, 0u);
+}
+
+TEST_F(Tuner, EveryTaskIsCheckedBeforeAnythingIsMeasured) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 6;
+  options.batch_size = 1;
+  TuneReport report = tune({matmul(), matmul("8,8,8")}, random_policy(), builder, runner, options);
+  EXPECT_EQ(builder.checked,
+            (std::vector<std::string>{"matmul(16,16,16,float32)", "matmul(8,8,8,float32)"}));
+  // Round-robin by default: three rounds each.
+  EXPECT_EQ(report.tasks[0].trials, 3);
+  EXPECT_EQ(report.tasks[1].trials, 3);
+
+  builder.refuse = true;
+  builder.built = 0;
+  EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, runner, options), kRuntime,
+                  "cannot take matmul(16,16,16,float32)");
+  EXPECT_EQ(builder.built, 0u);
+}
+
+/// Always the last task that is not exhausted.
+class LastTaskScheduler final : public TaskScheduler {
+ public:
+  std::optional<size_t> next(const std::vector<TaskSummary>& tasks) override {
+    for (size_t t = tasks.size(); t-- > 0;) {
+      if (!tasks[t].exhausted) return t;
+    }
+    return std::nullopt;
+  }
+};
+
+TEST_F(Tuner, TheSchedulerChoosesTheTask) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 4;
+  options.batch_size = 2;
+  LastTaskScheduler last;
+  TuneHooks hooks;
+  hooks.scheduler = &last;
+  TuneReport report =
+      tune({matmul(), matmul("8,8,8")}, random_policy(), builder, runner, options, hooks);
+  EXPECT_EQ(report.tasks[0].trials, 0);
+  EXPECT_EQ(report.tasks[1].trials, 4);
+}
+
 /// Proposes the naive state and two splits, then nothing.
 class ThreeStatePolicy final : public SearchPolicy {
  public:
@@ -146,7 +233,8 @@ class ThreeStatePolicy final : public SearchPolicy {
     }
     return out;
   }
-  void update(const std::vector<schedule::State>&, const std::vector<measure::MeasureResult>&) override {}
+  void update(const std::vector<schedule::State>&,
+              const std::vector<measure::MeasureResult>&) override {}
 
  private:
   int64_t next_ = 0;
@@ -158,8 +246,9 @@ TEST_F(Tuner, ExhaustedPolicyEndsTheRun) {
   TuneOptions options;
   options.trials = 100000;
   options.batch_size = 2;
-  TuneReport report = tune({matmul()}, [](const te::Task&, uint64_t) { return std::make_unique<ThreeStatePolicy>(); },
-                           builder, runner, options);
+  TuneReport report = tune(
+      {matmul()}, [](const te::Task&, uint64_t) { return std::make_unique<ThreeStatePolicy>(); },
+      builder, runner, options);
   EXPECT_TRUE(report.tasks[0].exhausted);
   EXPECT_EQ(report.trials, 3);
 }

@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,11 +20,12 @@ json config_value(const std::string& key, const std::string& text) {
   if (!info) {
     std::vector<std::string> keys;
     for (const auto& o : tt::ir::config_options()) keys.push_back(o.key);
-    tt::fail(tt::ErrorKind::kNotFound, "unknown config option '", key, "'; known options: ",
-             tt::join(keys, ", "));
+    tt::fail(tt::ErrorKind::kNotFound, "unknown config option '", key,
+             "'; known options: ", tt::join(keys, ", "));
   }
-  const std::string bad_value = tt::detail::concat(
-      "config option '", key, "' takes a ", tt::ir::config_type_name(info->type), ", got '", text, "'");
+  const std::string bad_value =
+      tt::detail::concat("config option '", key, "' takes a ", tt::ir::config_type_name(info->type),
+                         ", got '", text, "'");
   switch (info->type) {
     case tt::ir::ConfigType::kBool:
       if (text == "true" || text == "1") return true;
@@ -39,8 +41,7 @@ json config_value(const std::string& key, const std::string& text) {
       if (!tt::parse_double(text, &v)) tt::fail(tt::ErrorKind::kInvalidArgument, bad_value);
       return v;
     }
-    case tt::ir::ConfigType::kString:
-      return text;
+    case tt::ir::ConfigType::kString: return text;
   }
   return text;
 }
@@ -89,33 +90,63 @@ ir::PassContext PassContextArgs::make() const {
     auto eq = item.find('=');
     json params = json::object();
     if (eq != std::string::npos) {
-      params = tt::parse_json_text(item.substr(eq + 1), "parameters of --instrument " + item.substr(0, eq));
+      params = tt::parse_json_text(item.substr(eq + 1),
+                                   "parameters of --instrument " + item.substr(0, eq));
     }
     options.with_instrument(tt::ir::InstrumentSpec::make(item.substr(0, eq), params));
   }
   return tt::ir::PassContext::make(options);
 }
 
-tt::te::Task load_task(const std::string& path) {
-  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
-  return tt::load_json_as<tt::te::Task>(doc);
+namespace {
+
+/// The saved object in the file at `path`, which must be an R.
+template <class R>
+R load_file_as(const std::string& path) {
+  tt::ObjectPtr node;
+  try {
+    node = tt::load_string(read_file(path));
+  } catch (const tt::Error& e) {
+    if (e.kind() == tt::ErrorKind::kInternal) throw;
+    tt::fail(e.kind(), "'", path, "': ", e.what());
+  }
+  auto typed = std::dynamic_pointer_cast<const typename R::NodeType>(node);
+  if (!typed) {
+    tt::fail(tt::ErrorKind::kTypeMismatch, "'", path, "' holds a ",
+             node ? std::string(node->type_key()) : std::string("null object"), ", not a ",
+             R::NodeType::kTypeKey);
+  }
+  return R(std::move(typed));
 }
+
+}  // namespace
+
+tt::te::Task load_task(const std::string& path) { return load_file_as<tt::te::Task>(path); }
 
 tt::schedule::State load_state(const std::string& path) {
   if (path.empty()) return tt::schedule::State::make();
-  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
-  return tt::load_json_as<tt::schedule::State>(doc);
+  return load_file_as<tt::schedule::State>(path);
+}
+
+void print_instruments(const json& instruments, const std::string& where) {
+  for (const auto& [name, results] : instruments.items()) {
+    std::fprintf(stderr, "instrument %s (%s): %s\n", name.c_str(), where.c_str(),
+                 results.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  }
 }
 
 void MeasureArgs::add_to(CLI::App* cmd) {
-  cmd->add_option("--number", number, "kernel calls per measurement")->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--number", number, "kernel calls per measurement")
+      ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--repeat", repeat, "measurements per candidate (one cost each)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--min-repeat-ms", min_repeat_ms,
                   "lengthen a measurement shorter than this with more calls")
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--cooldown-ms", cooldown_ms, "pause between measurements")->check(CLI::Range(0, 1000000));
-  cmd->add_flag("--flush-cache", flush_cache, "evict the kernel's buffers from the caches before each measurement");
+  cmd->add_option("--cooldown-ms", cooldown_ms, "pause between measurements")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_flag("--flush-cache", flush_cache,
+                "evict the kernel's buffers from the caches before each measurement");
   cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")

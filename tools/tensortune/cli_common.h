@@ -36,6 +36,10 @@ te::Task load_task(const std::string& path);
 /// A state file (one saved State); the naive schedule for "".
 schedule::State load_state(const std::string& path);
 
+/// What instruments saw (name -> results), one line each on stderr, saying
+/// where they ran (e.g. "build worker, matmul(...) trial 3").
+void print_instruments(const nlohmann::json& instruments, const std::string& where);
+
 /// The PassContext options every command that lowers or builds takes:
 /// --opt-level, --config KEY=VALUE, --disable-pass NAME, --instrument NAME[=JSON].
 struct PassContextArgs {

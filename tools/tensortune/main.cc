@@ -3,21 +3,20 @@
 #include <CLI/CLI.hpp>
 
 #include <fstream>
-#include <random>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include "cli_common.h"
-#include "tensortune/codegen/c_codegen.h"
-#include "tensortune/codegen/kernel_check.h"
-#include "tensortune/codegen/module.h"
+#include "tensortune/codegen/backend.h"
+#include "tensortune/codegen/build.h"
 #include "tensortune/ir/pass_context.h"
-#include "tensortune/lower/lower.h"
-#include "tensortune/schedule/random_schedule.h"
-#include "tensortune/schedule/state.h"
 #include "tensortune/ir/target.h"
+#include "tensortune/lower/lower.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/schedule/random_schedule.h"
+#include "tensortune/schedule/state.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
 #include "tensortune/te/printer.h"
@@ -71,8 +70,7 @@ int cmd_task(const std::string& workload, const std::string& args, const std::st
              const std::string& host, const std::string& output, bool as_json) {
   tt::ir::Target t = tt::ir::Target::parse(target);
   if (!host.empty()) t = t.with_host(tt::ir::Target::parse(host));
-  tt::te::Task task =
-      tt::te::Task::make(tt::te::make_named_workload_from_text(workload, args), t);
+  tt::te::Task task = tt::te::Task::make(tt::te::make_named_workload_from_text(workload, args), t);
   tt::te::workload_tensors(task->workload);  // builds it once: bad arguments fail here
   std::string saved = tt::save_string(task, 1) + "\n";
   if (output.empty()) {
@@ -94,8 +92,7 @@ int cmd_task(const std::string& workload, const std::string& args, const std::st
 }
 
 std::string describe_hardware(const tt::ir::HardwareParams& hw) {
-  json j = tt::save_json(hw)["nodes"][0];
-  j.erase("type");
+  json j = tt::field_values(*hw);
   std::vector<std::string> parts;
   for (const auto& [k, v] : j.items()) {
     if (v != 0) parts.push_back(k + "=" + v.dump());
@@ -109,11 +106,12 @@ std::string describe(const tt::ObjectPtr& node) {
   std::ostringstream os;
   if (auto task = std::dynamic_pointer_cast<const tt::te::TaskNode>(node)) {
     tt::te::Task t(task);
-    os << "task\n  workload: " << t.workload_key() << "\n  target:   "
-       << task->target.without_host().str() << "\n  host:     "
+    os << "task\n  workload: " << t.workload_key()
+       << "\n  target:   " << task->target.without_host().str() << "\n  host:     "
        << (task->target.host() ? task->target.host().str() : std::string("(none)"))
        << "\n  hardware: " << describe_hardware(task->hardware_params) << "\n  program:\n";
-    for (const auto& line : tt::split(tt::te::print_stages(tt::te::workload_tensors(task->workload).outputs), '\n')) {
+    for (const auto& line :
+         tt::split(tt::te::print_stages(tt::te::workload_tensors(task->workload).outputs), '\n')) {
       if (!line.empty()) os << "    " << line << "\n";
     }
     return os.str();
@@ -134,8 +132,13 @@ std::string describe(const tt::ObjectPtr& node) {
 }
 
 int cmd_inspect(const std::string& path, bool as_json) {
-  json doc = tt::parse_json_text(read_file(path), "JSON in '" + path + "'");
-  tt::ObjectPtr node = tt::load_json(doc);
+  tt::ObjectPtr node;
+  try {
+    node = tt::load_string(read_file(path));
+  } catch (const tt::Error& e) {
+    if (e.kind() == tt::ErrorKind::kInternal) throw;
+    tt::fail(e.kind(), "'", path, "': ", e.what());
+  }
   if (!node) tt::fail(tt::ErrorKind::kInvalidArgument, "'", path, "' holds a null object");
   if (as_json) {
     json out = {{"type", node->type_key()},
@@ -157,9 +160,11 @@ int cmd_states(const std::string& task_path, int count, uint64_t seed, const std
   tt::schedule::ComputeDAG dag(tt::te::workload_tensors(task->workload));
   std::mt19937_64 rng(seed);
   std::ostringstream lines;
-  for (int i = 0; i < count; ++i) lines << tt::save_string(tt::schedule::random_state(dag, rng)) << "\n";
+  for (int i = 0; i < count; ++i)
+    lines << tt::save_string(tt::schedule::random_state(dag, rng)) << "\n";
   write_output(output, lines.str());
-  if (!output.empty() && output != "-") std::cerr << "wrote " << count << " states to " << output << "\n";
+  if (!output.empty() && output != "-")
+    std::cerr << "wrote " << count << " states to " << output << "\n";
   return 0;
 }
 
@@ -171,14 +176,18 @@ int cmd_lower(const std::string& task_path, const std::string& state_path, const
   tt::ir::PassContextGuard guard(pc.make());
   tt::lower::PrimFunc f = tt::lower::lower(loops, "kernel");
   if (emit == "ir" || emit == "both") std::cout << tt::lower::to_string(f);
-  if (emit == "c" || emit == "both") std::cout << tt::codegen::generate_c({f}, task->target);
-  json results = guard.instrument_results();
-  if (!results.empty()) std::cerr << "instruments: " << results.dump(1) << "\n";
+  if (emit == "c" || emit == "both") {
+    // The target kind's back end, as the build worker uses it.
+    auto sources = tt::codegen::kernel_sources(task->target);
+    std::cout << sources->source({sources->add(f)});
+  }
+  tt::cli::print_instruments(guard.instrument_results(), "lowering");
   return 0;
 }
 
 // Builds every state (one compiler run for all), runs each on random inputs
-// and compares with the reference evaluator.
+// and compares with the reference evaluator: codegen::verify_states, the
+// pipeline the build worker and the correctness tests use.
 int cmd_verify(const std::string& task_path, const std::string& state_path, int random_states,
                uint64_t seed, const PassContextArgs& pc, bool as_json) {
   tt::te::Task task = load_task(task_path);
@@ -191,36 +200,39 @@ int cmd_verify(const std::string& task_path, const std::string& state_path, int 
   } else {
     states.push_back(load_state(state_path));
   }
-  tt::ir::PassContextGuard guard(pc.make());
-  std::vector<tt::lower::PrimFunc> funcs;
-  for (size_t i = 0; i < states.size(); ++i) {
-    funcs.push_back(tt::lower::lower(tt::schedule::replay(dag, states[i]), "state_" + std::to_string(i)));
-  }
-  tt::codegen::Module module = tt::codegen::build_module(funcs, task->target);
-
-  std::vector<tt::te::NDArray> inputs = tt::te::random_inputs(tensors.inputs, seed + 1);
-  std::vector<tt::te::NDArray> expected = tt::codegen::reference_outputs(tensors, inputs);
+  std::vector<tt::codegen::StateCheck> checks =
+      tt::codegen::verify_states(tensors, states, task->target, pc.make(), seed + 1);
   int failures = 0;
   json report = json::array();
-  for (size_t i = 0; i < funcs.size(); ++i) {
-    tt::codegen::KernelCheck check =
-        tt::codegen::check_kernel(module.get(funcs[i]->name), tensors, inputs, expected);
-    double max_error = check.max_error;
-    const std::string& mismatch = check.mismatch;
-    failures += !check.ok();
-    if (as_json) {
-      report.push_back({{"state", i}, {"max_error", max_error}, {"ok", mismatch.empty()},
-                        {"message", mismatch}});
-    } else {
-      std::cout << "state " << i << ": max error " << max_error
-                << (mismatch.empty() ? "  ok" : "  MISMATCH: " + mismatch) << "\n";
-      if (!mismatch.empty()) std::cout << "  " << tt::save_string(states[i]) << "\n";
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const tt::codegen::StateCheck& c = checks[i];
+    std::string problem;
+    if (!c.build.ok()) {
+      problem =
+          std::string(tt::codegen::build_stage_name(c.build.stage)) + " failed: " + c.build.error;
+    } else if (!c.check->ok()) {
+      problem = "MISMATCH: " + c.check->mismatch;
     }
+    double max_error = c.check ? c.check->max_error : 0.0;
+    failures += !c.ok();
+    if (as_json) {
+      report.push_back({{"state", i},
+                        {"max_error", c.check ? json(max_error) : json(nullptr)},
+                        {"ok", c.ok()},
+                        {"message", problem}});
+    } else {
+      std::cout << "state " << i << ": ";
+      if (c.check) std::cout << "max error " << max_error;
+      std::cout << (problem.empty() ? "  ok" : "  " + problem) << "\n";
+      if (!problem.empty()) std::cout << "  " << tt::save_string(states[i]) << "\n";
+    }
+    if (!as_json) tt::cli::print_instruments(c.build.instruments, "state " + std::to_string(i));
   }
   if (as_json) {
     std::cout << json{{"states", report}, {"failures", failures}}.dump(1) << "\n";
   } else {
-    std::cout << states.size() - failures << " of " << states.size() << " states match the reference\n";
+    std::cout << states.size() - failures << " of " << states.size()
+              << " states match the reference\n";
   }
   return failures == 0 ? 0 : 1;
 }
@@ -235,12 +247,15 @@ int main(int argc, char** argv) {
   auto* version = app.add_subcommand("version", "print the version");
   version->add_flag("--json", as_json, "machine-readable output");
 
-  auto* workloads = app.add_subcommand("workloads", "list the registered workloads and their arguments");
+  auto* workloads =
+      app.add_subcommand("workloads", "list the registered workloads and their arguments");
   workloads->add_flag("--json", as_json, "machine-readable output");
 
   std::string workload, args, target = "c", host, output;
-  auto* task = app.add_subcommand("task", "write a tuning task (workload, target, host, hardware parameters)");
-  task->add_option("--workload", workload, "registered workload name (see `tensortune workloads`)")->required();
+  auto* task = app.add_subcommand(
+      "task", "write a tuning task (workload, target, host, hardware parameters)");
+  task->add_option("--workload", workload, "registered workload name (see `tensortune workloads`)")
+      ->required();
   task->add_option("--args", args, "workload arguments, comma-separated, e.g. 64,64,64");
   task->add_option("--target", target, "target string, e.g. \"c -mcpu=native -num-cores=2\"");
   task->add_option("--host", host, "host target string");
@@ -248,13 +263,15 @@ int main(int argc, char** argv) {
   task->add_flag("--json", as_json, "machine-readable output");
 
   std::string inspect_path;
-  auto* inspect = app.add_subcommand("inspect", "print any saved object (task, workload, target, ...) readably");
+  auto* inspect = app.add_subcommand(
+      "inspect", "print any saved object (task, workload, target, ...) readably");
   inspect->add_option("file", inspect_path, "a saved JSON file")->required();
   inspect->add_flag("--json", as_json, "machine-readable output");
 
   std::string task_path, state_path, emit = "ir";
   PassContextArgs pc;
-  auto* lower = app.add_subcommand("lower", "print the lowered loop IR and/or generated C of a schedule");
+  auto* lower =
+      app.add_subcommand("lower", "print the lowered loop IR and/or generated C of a schedule");
   lower->add_option("--task", task_path, "a task file (tensortune task)")->required();
   lower->add_option("--state", state_path, "a schedule state file (default: the naive schedule)");
   lower->add_option("--emit", emit, "ir, c or both")->check(CLI::IsMember({"ir", "c", "both"}));
@@ -262,16 +279,19 @@ int main(int argc, char** argv) {
 
   int count = 10;
   uint64_t seed = 0;
-  auto* states = app.add_subcommand("states", "write random valid schedule states, one JSON per line");
+  auto* states =
+      app.add_subcommand("states", "write random valid schedule states, one JSON per line");
   states->add_option("--task", task_path, "a task file")->required();
   states->add_option("--random", count, "how many states")->check(CLI::Range(0, 1000000));
   states->add_option("--seed", seed, "random seed");
   states->add_option("-o,--output", output, "output file (default: standard output)");
 
   int random_states = 0;
-  auto* verify = app.add_subcommand("verify", "build schedules, run them and compare with the reference evaluator");
+  auto* verify = app.add_subcommand(
+      "verify", "build schedules, run them and compare with the reference evaluator");
   verify->add_option("--task", task_path, "a task file")->required();
-  auto* state_opt = verify->add_option("--state", state_path, "a schedule state file (default: naive)");
+  auto* state_opt =
+      verify->add_option("--state", state_path, "a schedule state file (default: naive)");
   verify->add_option("--random-states", random_states, "check this many random states instead")
       ->excludes(state_opt)
       ->check(CLI::Range(1, 100000));

@@ -22,7 +22,6 @@ struct MeasureCommandArgs {
   MeasureArgs measure;
 };
 
-
 int run_measure(const MeasureCommandArgs& args) {
   te::Task task = load_task(args.task_path);
   schedule::State state = load_state(args.state_path);
@@ -30,13 +29,16 @@ int run_measure(const MeasureCommandArgs& args) {
   ir::PassContext context = args.pass_context.make();
   measure::LocalBuilderOptions build_options = args.measure.builder_options();
   build_options.parallelism = 1;
-  measure::LocalBuilder builder(build_options, context);
+  measure::LocalBuilder builder(build_options);
   measure::LocalRunner runner(args.measure.runner_options());
   std::unique_ptr<measure::RecordWriter> log;
   if (!args.log_path.empty()) log = std::make_unique<measure::RecordWriter>(args.log_path);
-  std::vector<measure::BuildResult> built = builder.build(task, {state});
-  measure::MeasureResult r = measure::make_result(built[0], runner.run(task, built)[0]);
-  if (log) log->write(measure::Record{measure::MeasureInput{task, state}, r});
+  // The very path a tuning run takes (search::tune measures through it too).
+  measure::MeasureResult r = measure::measure_candidates(
+      task, {state}, context, builder, runner,
+      [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
+        if (log) log->write(measure::Record{input, result});
+      })[0];
   double flops = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
   std::optional<double> gflops;
   if (r.ok() && r.mean_cost() > 0 && flops > 0) gflops = flops / r.mean_cost() / 1e9;
@@ -51,8 +53,8 @@ int run_measure(const MeasureCommandArgs& args) {
                 {"build_seconds", r.build_seconds},
                 {"run_seconds", r.run_seconds},
                 {"max_error", r.max_error ? json(*r.max_error) : json(nullptr)},
-                {"pass_context_hash", measure::hash_to_hex(r.pass_context_hash)},
-                {"instruments", built[0].instruments}};
+                {"pass_context_hash", r.pass_context_hash.str()},
+                {"instruments", r.instruments}};
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
   } else if (r.ok()) {
     std::printf("%s  %s on %s\n", std::string(measure::error_code_name(r.error_code)).c_str(),
@@ -63,15 +65,13 @@ int run_measure(const MeasureCommandArgs& args) {
     if (gflops) std::printf("  %.2f GFLOP/s\n", *gflops);
     if (r.max_error) std::printf("  checked against the reference: max error %.3g\n", *r.max_error);
     std::printf("  build %.3f s, run %.3f s, pass context %s\n", r.build_seconds, r.run_seconds,
-                measure::hash_to_hex(r.pass_context_hash).c_str());
-    for (const auto& [name, results] : built[0].instruments.items()) {
-      std::printf("  instrument %s (in the build worker): %s\n", name.c_str(),
-                  results.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    }
+                r.pass_context_hash.str().c_str());
   } else {
     std::printf("%s  %s on %s\n%s\n", std::string(measure::error_code_name(r.error_code)).c_str(),
                 task.workload_key().c_str(), task->target.str().c_str(), r.error_message.c_str());
   }
+  // What the instruments saw in the build worker reaches the user, failed or not.
+  if (!args.as_json) print_instruments(r.instruments, "in the build worker");
   return r.ok() ? 0 : 3;
 }
 
@@ -80,9 +80,11 @@ int run_measure(const MeasureCommandArgs& args) {
 Command add_measure_command(CLI::App& app) {
   auto args = std::make_shared<MeasureCommandArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "measure", "build and time one schedule through the worker pools (exit 3 if the candidate fails)");
+      "measure",
+      "build and time one schedule through the worker pools (exit 3 if the candidate fails)");
   cmd->add_option("--task", args->task_path, "a task file (tensortune task)")->required();
-  cmd->add_option("--state", args->state_path, "a schedule state file (default: the naive schedule)");
+  cmd->add_option("--state", args->state_path,
+                  "a schedule state file (default: the naive schedule)");
   cmd->add_option("--log", args->log_path, "append the record to this log");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
   args->measure.add_to(cmd);

@@ -72,7 +72,14 @@ std::string short_message(const std::string& message) {
   return line.empty() ? std::string("(no message)") : line;
 }
 
-json record_json(const Record& r) { return parse_json_text(measure::record_to_line(r), "record"); }
+// A record for people and scripts: the task by key, the state's saved graph
+// (its steps) and the result's fields.
+json record_json(const Record& r) {
+  return {{"workload_key", r.input.task.workload_key()},
+          {"target", r.input.task->target.str()},
+          {"state", save_json(r.input.state)},
+          {"result", field_values(r.result)}};
+}
 
 std::string lines_of(const std::vector<Record>& records) {
   std::string text;
@@ -103,9 +110,10 @@ int show(const RecordsArgs& args) {
   return 0;
 }
 
-// What `records best` reports about one task.
+// What `records best` reports about one task under one pass context.
 struct TaskSummary {
   te::Task task;
+  measure::Hash64 pass_context;
   size_t trials = 0;
   std::map<measure::ErrorCode, size_t> errors;  ///< failed trials by code
   std::map<measure::ErrorCode, std::string> first_message;
@@ -134,12 +142,16 @@ int best(const RecordsArgs& args) {
   // Tasks in order of first appearance, so the report follows the log.
   std::vector<TaskSummary> tasks;
   std::map<std::string, size_t> index;
+  std::set<std::string> contexts;
   for (const Record& r : log.records) {
-    auto [it, added] = index.emplace(measure::task_key(r.input.task), tasks.size());
+    auto [it, added] = index.emplace(
+        measure::task_key(r.input.task) + " " + r.result.pass_context_hash.str(), tasks.size());
     if (added) {
       tasks.emplace_back();
       tasks.back().task = r.input.task;
+      tasks.back().pass_context = r.result.pass_context_hash;
     }
+    contexts.insert(r.result.pass_context_hash.str());
     TaskSummary& t = tasks[it->second];
     ++t.trials;
     if (r.result.ok()) {
@@ -168,6 +180,7 @@ int best(const RecordsArgs& args) {
         errors[std::string(measure::error_code_name(code))] = n;
       json j = {{"workload_key", t.task.workload_key()},
                 {"target", t.task->target.str()},
+                {"pass_context_hash", t.pass_context.str()},
                 {"status", t.best ? "ok" : "failed"},
                 {"trials", t.trials},
                 {"failed_trials", failed},
@@ -180,6 +193,8 @@ int best(const RecordsArgs& args) {
       continue;
     }
     std::cout << t.task.workload_key() << "  " << t.task->target.str() << "  ";
+    // Several contexts tuned the same task: which line is which.
+    if (contexts.size() > 1) std::cout << "pass context " << t.pass_context.str() << "  ";
     if (t.best) {
       std::cout << format(t.best->result.mean_cost() * 1e3, "%.4g") << " ms";
       if (gflops >= 0) std::cout << "  " << format(gflops, "%.4g") << " GFLOP/s";

@@ -6,11 +6,14 @@
 //
 // Modes:
 //   --serve [--parent-pid P] [--memory-limit-bytes N]
-//                build and run requests (measure/protocol.h). With --parent-pid
-//                the worker asks the kernel to SIGKILL it when its parent dies
-//                (and exits at once if P is already gone); with
-//                --memory-limit-bytes it caps its own address space, which
-//                its compilers and kernels inherit. Core dumps are always off.
+//                build and run requests (measure/protocol.h, served by
+//                measure/worker_service.h). With --parent-pid the worker
+//                kills its whole process group (itself and any compiler it
+//                runs) when its parent dies, and exits at once if P is already
+//                gone; with --memory-limit-bytes it caps its own address
+//                space, which its compilers and kernels inherit (a run request
+//                caps it further, to what the candidate may need). Core dumps
+//                are always off.
 //   --roundtrip  each request is a saved object graph; the reply is the same
 //                graph loaded and saved again, or {"error": ..., "kind": ...}
 //                for a request that does not load. Used by the process-boundary
@@ -18,8 +21,6 @@
 //
 // Exit status: 0 at end of input, 1 when the stream itself breaks (a torn
 // frame, a closed stdout), 2 for bad command-line arguments.
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "tensortune/measure/protocol.h"
+#include "tensortune/measure/worker_service.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/subprocess.h"
 
@@ -62,7 +63,8 @@ unsigned long long parse_count(const char* flag, const char* text) {
   char* end = nullptr;
   unsigned long long value = std::strtoull(text, &end, 10);
   if (!*text || *end) {
-    std::fprintf(stderr, "tensortune-worker: %s takes a non-negative integer, got '%s'\n", flag, text);
+    std::fprintf(stderr, "tensortune-worker: %s takes a non-negative integer, got '%s'\n", flag,
+                 text);
     std::exit(2);
   }
   return value;
@@ -70,15 +72,12 @@ unsigned long long parse_count(const char* flag, const char* text) {
 
 /// Applies --parent-pid and --memory-limit-bytes to this process.
 void confine(pid_t parent, unsigned long long memory_limit) {
-  if (parent > 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) std::perror("tensortune-worker: prctl");
-    // The parent may have died before prctl: then we were re-parented already.
-    if (getppid() != parent) std::exit(0);
-  }
+  if (parent > 0) tensortune::measure::die_with_parent(parent);
   // No core files: a crashing candidate is routine here, and dumping a
   // large address space would take longer than the run timeout allows.
   struct rlimit no_core {};
-  if (setrlimit(RLIMIT_CORE, &no_core) != 0) std::perror("tensortune-worker: setrlimit(RLIMIT_CORE)");
+  if (setrlimit(RLIMIT_CORE, &no_core) != 0)
+    std::perror("tensortune-worker: setrlimit(RLIMIT_CORE)");
   if (memory_limit > 0) {
     struct rlimit limit {};
     limit.rlim_cur = limit.rlim_max = memory_limit;
@@ -123,8 +122,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    while (auto request = tensortune::read_frame(0, std::nullopt, tensortune::kMaxFrameSize,
-                                                 "worker stdin")) {
+    while (auto request =
+               tensortune::read_frame(0, std::nullopt, tensortune::kMaxFrameSize, "worker stdin")) {
       std::string reply = mode == "--serve" ? tensortune::measure::serve_request(*request)
                                             : roundtrip_reply(*request);
       tensortune::write_frame(replies, reply, "worker stdout");

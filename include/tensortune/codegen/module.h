@@ -22,9 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "tensortune/ir/target.h"
-#include "tensortune/lower/stmt.h"
-
 namespace tensortune::codegen {
 
 /// A compiled kernel: args[i] is the data pointer of the kernel's params[i];
@@ -61,9 +58,6 @@ class Module {
   /// the source), or takes the library from the cache, and loads it.
   static Module compile(const std::string& source, const std::vector<std::string>& compiler,
                         const std::vector<std::string>& flags, const ModuleOptions& options = {});
-  /// compile() with the target's -compiler and compile_flags(target).
-  static Module compile(const std::string& source, const ir::Target& target,
-                        const ModuleOptions& options = {});
   /// Loads an existing shared library; failure is a kRuntime error with dlerror's text.
   static Module load(const std::string& library_path);
 
@@ -90,11 +84,5 @@ class Module {
   std::string source_path_;
   bool from_cache_ = false;
 };
-
-/// Generates C for `funcs` (generate_c) and builds it into one module with a
-/// single compiler run, which amortises the compiler's fixed start-up cost
-/// over several kernels; get(f->name) then returns each kernel.
-Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target,
-                    const ModuleOptions& options = {});
 
 }  // namespace tensortune::codegen

@@ -12,7 +12,10 @@ namespace tensortune::lower {
 
 /// Runs the lowering passes on `f` under ir::PassContext::current(), each
 /// through ir::run_pass (so disabled and required passes are honoured and
-/// instruments see the IR before and after every pass). The input is not
+/// instruments see the IR before and after every pass). Every pass is an
+/// optimisation, gated by opt_level: 0 runs none, 1 simplify,
+/// remove_redundant_conditions and vectorize, 2 and 3 also unroll and
+/// storage_rewrite (a required pass runs at any level). The input is not
 /// changed. Tested by tests/lower/pipeline_test.cc.
 PrimFunc run_pipeline(const PrimFunc& f);
 

@@ -2,11 +2,17 @@
 /// Builders, runners and the measure loop a search policy calls: build a
 /// batch of candidates in workers, run the ones that built in another
 /// worker, and turn every outcome into a MeasureResult with one error code.
+///
+/// The PassContext is not a builder's: it is an argument of every build, so
+/// the one who runs the measurement (a tuning run, `tensortune measure`)
+/// decides it in one place, and it reaches every build worker whatever
+/// context is current in the thread that happens to call.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,77 +28,98 @@ namespace tensortune::measure {
 class Builder {
  public:
   virtual ~Builder() = default;
-  /// One result per state, in order; never throws for a bad candidate.
+  /// Makes sure candidates of `task` can be built under `context` at all,
+  /// before any is: a kRuntime error naming what is missing otherwise (a
+  /// workload, instrument, config option or target kind the build workers do
+  /// not have, a workload they define differently, a target kind without a
+  /// back end). A tuner calls it for every task before its run starts.
+  virtual void check(const te::Task& task, const ir::PassContext& context) {}
+  /// One result per state, in order, lowered under `context`; never throws
+  /// for a bad candidate.
   virtual std::vector<BuildResult> build(const te::Task& task,
-                                         const std::vector<schedule::State>& states) = 0;
+                                         const std::vector<schedule::State>& states,
+                                         const ir::PassContext& context) = 0;
 };
 
 /// Runs built candidates of a task.
 class Runner {
  public:
   virtual ~Runner() = default;
+  /// Makes sure candidates of `task` can be run at all (see Builder::check).
+  virtual void check(const te::Task& task) {}
   /// One outcome per build result; results that did not build are passed over.
-  virtual std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built) = 0;
+  virtual std::vector<RunOutcome> run(const te::Task& task,
+                                      const std::vector<BuildResult>& built) = 0;
 };
+
+/// The pool options that make every new worker prove, before it is given
+/// work, that it speaks this protocol version and was built from the same
+/// sources as this program (HelloRequest); a stale or foreign worker is
+/// refused with one error naming it and what differs.
+WorkerPoolOptions with_handshake(WorkerPoolOptions options);
 
 struct LocalBuilderOptions {
   int parallelism = 0;  ///< build workers; 0 uses every core
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per candidate
   /// Candidates compiled together in one C module by one compiler run.
   int candidates_per_request = 8;  ///< measure_bench: 30 candidates/s at 8, 21 at 1
-  std::string cache_dir;  ///< module cache; "" for codegen::default_cache_dir()
-  WorkerPoolOptions pool;  ///< num_workers is set from parallelism
+  std::string cache_dir;           ///< module cache; "" for codegen::default_cache_dir()
+  WorkerPoolOptions pool;          ///< num_workers is set from parallelism
 };
 
-/// Builds in a pool of local workers, lowering under the PassContext given
-/// at construction (by default the one current then), whatever is current
-/// when build() is called. A group of candidates whose request fails as a
-/// whole (a timeout, a crashed worker) is built again one by one, so one bad
-/// candidate cannot fail the others. A worker program that cannot be
-/// started is a kRuntime error, not a result.
+/// Builds in a pool of local workers. A group of candidates whose request
+/// fails as a whole (a timeout, a crashed worker) is built again one by one,
+/// so one bad candidate cannot fail the others. A worker program that cannot
+/// be started or is refused is a kRuntime error, not a result; so is a task
+/// the workers cannot take (check). A result the worker marks as its own
+/// internal error is UNKNOWN_ERROR, and printed as a warning.
 class LocalBuilder final : public Builder {
  public:
-  explicit LocalBuilder(LocalBuilderOptions options = {},
-                        ir::PassContext context = ir::PassContext::current());
-  std::vector<BuildResult> build(const te::Task& task,
-                                 const std::vector<schedule::State>& states) override;
-  const ir::PassContext& pass_context() const { return context_; }
-  /// Lowers later builds under `context` instead.
-  void set_pass_context(ir::PassContext context) { context_ = std::move(context); }
+  explicit LocalBuilder(LocalBuilderOptions options = {});
+  void check(const te::Task& task, const ir::PassContext& context) override;
+  std::vector<BuildResult> build(const te::Task& task, const std::vector<schedule::State>& states,
+                                 const ir::PassContext& context) override;
   WorkerPool& pool() { return pool_; }
 
  private:
   /// Builds each range of states in one request; ranges of several states
   /// whose request failed as a whole go to `retry` (when given).
   void build_ranges(const te::Task& task, const std::vector<schedule::State>& states,
-                    const std::vector<std::pair<size_t, size_t>>& ranges, std::vector<BuildResult>& results,
+                    const ir::PassContext& context,
+                    const std::vector<std::pair<size_t, size_t>>& ranges,
+                    std::vector<BuildResult>& results,
                     std::vector<std::pair<size_t, size_t>>* retry);
 
   LocalBuilderOptions options_;
-  ir::PassContext context_;
   WorkerPool pool_;
+  std::set<std::string> checked_;  ///< task and context pairs check() accepted
 };
 
 struct LocalRunnerOptions {
   RunnerOptions timing;
-  std::chrono::milliseconds timeout{std::chrono::seconds(10)};  ///< per candidate, whole run request
+  std::chrono::milliseconds timeout{
+      std::chrono::seconds(10)};  ///< per candidate, whole run request
   /// For drawing inputs and evaluating the reference of a task (with
   /// timing.check), once per task before its first candidate.
   std::chrono::milliseconds prepare_timeout{std::chrono::minutes(30)};
   /// Bind OpenMP threads to cores (OMP_PROC_BIND=close, OMP_PLACES=cores).
   bool pin_threads = false;
-  WorkerPoolOptions pool;  ///< num_workers is 1: candidates are timed one at a time
+  /// num_workers is 1: candidates are timed one at a time. The worker's
+  /// memory_limit_bytes is an upper bound: during each run its address space
+  /// is capped at what the candidate can legitimately need.
+  WorkerPoolOptions pool;
 };
 
 /// Runs candidates one at a time in a local worker. With timing.check, the
 /// reference outputs are prepared before the first candidate of a task and
-/// again after the worker was replaced (see make_prepare_request); a
-/// preparation that fails, or a worker program that cannot be started, is a
-/// kRuntime error, not a result. The constructor rejects timing options
-/// that cannot fit in the run timeout.
+/// again after the worker was replaced (see PrepareRequest); a preparation
+/// that fails, a worker program that cannot be started or is refused, or a
+/// task the worker cannot take is a kRuntime error, not a result. The
+/// constructor rejects timing options that cannot fit in the run timeout.
 class LocalRunner final : public Runner {
  public:
   explicit LocalRunner(LocalRunnerOptions options = {});
+  void check(const te::Task& task) override;
   std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built) override;
   WorkerPool& pool() { return pool_; }
   const LocalRunnerOptions& options() const { return options_; }
@@ -103,7 +130,9 @@ class LocalRunner final : public Runner {
   void prepare(const te::Task& task);
 
   LocalRunnerOptions options_;
+  Ref<RunnerOptions> timing_;  ///< options_.timing, as requests hold it
   WorkerPool pool_;
+  std::set<std::string> checked_;  ///< workload keys check() accepted
   std::string prepared_key_;       ///< the workload last prepared
   int64_t prepared_workers_ = -1;  ///< pool_.workers_started() then
 };
@@ -114,17 +143,13 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran);
 /// Called with each result as soon as it is known (e.g. to append a record).
 using ResultCallback = std::function<void(const MeasureInput&, const MeasureResult&)>;
 
-/// Builds and runs `states` of `task`; one result per state, in order.
+/// Builds `states` of `task` under `context` and runs them; one result per
+/// state, in order, each with what the context's instruments saw building it.
 /// Results reach `on_result` as they are known: failed builds first, then
 /// each run as it ends.
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
-                                              Builder& builder, Runner& runner,
-                                              const ResultCallback& on_result = {});
-
-/// measure_candidates that appends one record per result to `log` as it arrives.
-std::vector<MeasureResult> measure_candidates(const te::Task& task,
-                                              const std::vector<schedule::State>& states,
-                                              Builder& builder, Runner& runner, RecordWriter& log);
+                                              const ir::PassContext& context, Builder& builder,
+                                              Runner& runner, const ResultCallback& on_result = {});
 
 }  // namespace tensortune::measure

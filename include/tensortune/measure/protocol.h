@@ -1,99 +1,181 @@
 /// \file
-/// The requests a tuner sends to tensortune-worker and the replies it gets,
-/// as JSON payloads of frames (support/subprocess.h). Each request carries
-/// everything the worker needs; the worker keeps nothing between requests
-/// that changes an answer (only caches of loaded libraries and reference
-/// outputs, keyed by what they were made from).
+/// The wire format between a tuner and tensortune-worker: every request and
+/// reply is one reflected node saved as one graph (object/serialize.h), so
+/// its form comes from its field list like every other value that crosses a
+/// process boundary, and a task's DAG arrives with its sharing intact. The
+/// worker's side of the exchange is worker_service.h.
 ///
-///   build: {"type": "build", "task": graph, "states": [graph...],
-///           "pass_context": graph, "cache_dir": str}
-///     -> {"results": [{"error_code", "error_message", "library", "function",
-///          "build_seconds"}...], "pass_context_hash": hex, "instruments": {...}}
-///     All states of one request go into one C module and one compiler run;
-///     when that fails, each state is built alone so the failure is pinned on
-///     the candidates that cause it.
-///   run:   {"type": "run", "task": graph, "library": str, "function": str,
-///           "options": RunnerOptions}
-///     -> {"error_code", "error_message", "costs": [s...], "run_seconds", "max_error"}
-///   prepare: {"type": "prepare", "task": graph, "options": RunnerOptions}
-///     -> {"error_code", "error_message", "run_seconds"}: inputs drawn and, for
-///        check, reference outputs evaluated or loaded from the cache directory
+///   HelloRequest   -> WorkerInfo    sent by the pool to every new worker,
+///                                   which is refused unless protocol version
+///                                   and build identity match the tuner's
+///   CheckRequest   -> CheckReply    before a run: can this worker take the
+///                                   task and context (workload, its DAG,
+///                                   instruments, options, target kinds,
+///                                   back end)?
+///   BuildRequest   -> BuildReply    states of one task built into one module
+///   RunRequest     -> RunOutcome    a built kernel timed (and checked)
+///   PrepareRequest -> RunOutcome    inputs drawn and reference outputs made
+///                                   for a task, outside any candidate's timeout
+/// A request the worker cannot read or serve as a whole is answered with a
+/// RequestError. HelloRequest and WorkerInfo never change shape, so that
+/// workers of any version can be told apart.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/measure/measure_result.h"
 
 namespace tensortune::measure {
 
+/// The version of this protocol; a worker of another version is refused.
+inline constexpr int64_t kProtocolVersion = 2;
+
 /// How candidates are timed (all of it travels in the run request).
-struct RunnerOptions {
-  int number = 1;          ///< kernel calls per measurement (raised to reach min_repeat_ms)
-  int repeat = 3;          ///< measurements; one cost each
-  int min_repeat_ms = 0;   ///< a measurement shorter than this is redone with more calls
-  int cooldown_ms = 0;     ///< pause between measurements
-  bool flush_cache = false;  ///< evict the kernel's buffers from the CPU caches before each measurement
-  bool check = false;      ///< compare the output with the reference evaluator first
-  uint64_t seed = 0;       ///< inputs are te::random_inputs(seed): the same for every candidate
+struct RunnerOptions : Object {
+  int number = 1;         ///< kernel calls per measurement (raised to reach min_repeat_ms)
+  int repeat = 3;         ///< measurements; one cost each
+  int min_repeat_ms = 0;  ///< a measurement shorter than this is redone with more calls
+  int cooldown_ms = 0;    ///< pause between measurements
+  bool flush_cache =
+      false;           ///< evict the kernel's buffers from the CPU caches before each measurement
+  bool check = false;  ///< compare the output with the reference evaluator first
+  uint64_t seed = 0;   ///< inputs are te::random_inputs(seed): the same for every candidate
   /// Where run workers keep reference outputs for check, so that a restarted
   /// worker reads them instead of evaluating again; "" for codegen::default_cache_dir().
   std::string cache_dir;
+  TT_NODE(RunnerOptions, "measure.RunnerOptions")
+  static void declare(FieldList<RunnerOptions>& f);
 };
 
-/// The JSON form of RunnerOptions, and back (unknown keys are an error naming them).
-nlohmann::json runner_options_to_json(const RunnerOptions& options);
-RunnerOptions runner_options_from_json(const nlohmann::json& doc);
+/// Asks a new worker who it is.
+struct HelloRequest : Object {
+  int64_t protocol_version = kProtocolVersion;
+  TT_NODE(HelloRequest, "measure.HelloRequest")
+  static void declare(FieldList<HelloRequest>& f);
+};
+
+/// Who a worker is.
+struct WorkerInfo : Object {
+  int64_t protocol_version = 0;
+  std::string build_id;  ///< support/build_info.h
+  int64_t pid = 0;
+  TT_NODE(WorkerInfo, "measure.WorkerInfo")
+  static void declare(FieldList<WorkerInfo>& f);
+};
+
+/// Can the worker take `task` (and, for builds, lower under `pass_context`)?
+struct CheckRequest : Object {
+  te::Task task;
+  ir::PassContext pass_context;  ///< null for a run worker
+  Hash64 workload_hash;          ///< te::workload_hash(task->workload) in the tuner
+  bool build = false;            ///< a back end for the target kind is needed too
+  TT_NODE(CheckRequest, "measure.CheckRequest")
+  static void declare(FieldList<CheckRequest>& f);
+};
+
+/// Every reason the worker cannot take the task; none when it can.
+struct CheckReply : Object {
+  std::vector<std::string> problems;
+  TT_NODE(CheckReply, "measure.CheckReply")
+  static void declare(FieldList<CheckReply>& f);
+};
+
+/// Build `states` of `task` under `pass_context` into one module.
+struct BuildRequest : Object {
+  te::Task task;
+  std::vector<schedule::State> states;
+  ir::PassContext pass_context;
+  std::string cache_dir;  ///< the module cache; "" for codegen::default_cache_dir()
+  Hash64 workload_hash;   ///< a worker whose workload hashes otherwise refuses the request
+  TT_NODE(BuildRequest, "measure.BuildRequest")
+  static void declare(FieldList<BuildRequest>& f);
+};
 
 /// What building one candidate gave.
-struct BuildResult {
+struct BuildResult : Object {
   ErrorCode error_code = ErrorCode::kNoError;
   std::string error_message;
   std::string library;   ///< the shared library holding the kernel
   std::string function;  ///< the kernel's name in it
   double build_seconds = 0;
-  uint64_t pass_context_hash = 0;  ///< of the context the worker had in force
-  nlohmann::json instruments = nlohmann::json::object();  ///< what the instruments saw, by name
+  Hash64 pass_context_hash;  ///< of the context the worker had in force
+  /// What the instruments saw while this candidate was lowered, by name.
+  nlohmann::json instruments = nlohmann::json::object();
+  TT_NODE(BuildResult, "measure.BuildResult")
+  static void declare(FieldList<BuildResult>& f);
+};
+
+/// One result per state of the request, in order.
+struct BuildReply : Object {
+  std::vector<Ref<BuildResult>> results;
+  /// structural_hash of the task the worker loaded: equal to the tuner's
+  /// unless something (a target's host, a workload) changed on the way.
+  Hash64 task_hash;
+  /// The number of distinct nodes of that task: a node shared in the tuner's
+  /// graph but duplicated in the worker's (a DAG that fell apart on the way)
+  /// shows here, where structural equality cannot see it.
+  int64_t task_nodes = 0;
+  TT_NODE(BuildReply, "measure.BuildReply")
+  static void declare(FieldList<BuildReply>& f);
+};
+
+/// Time (and with options.check, check) one built kernel of `task`.
+struct RunRequest : Object {
+  te::Task task;
+  std::string library;
+  std::string function;
+  Ref<RunnerOptions> options;
+  Hash64 workload_hash;
+  TT_NODE(RunRequest, "measure.RunRequest")
+  static void declare(FieldList<RunRequest>& f);
+};
+
+/// Draw the inputs of `task` and, with options.check, evaluate (or load) its
+/// reference outputs, which can take far longer than running a candidate (a
+/// 1024^3 matmul: about 30 s). Sent once per task before its candidates, with
+/// a timeout of its own; the reply is a RunOutcome without costs.
+struct PrepareRequest : Object {
+  te::Task task;
+  Ref<RunnerOptions> options;
+  Hash64 workload_hash;
+  TT_NODE(PrepareRequest, "measure.PrepareRequest")
+  static void declare(FieldList<PrepareRequest>& f);
 };
 
 /// What running one built candidate gave.
-struct RunOutcome {
+struct RunOutcome : Object {
   ErrorCode error_code = ErrorCode::kNoError;
   std::string error_message;
   std::vector<double> costs;  ///< seconds per call, one per repeat
   double run_seconds = 0;
   std::optional<double> max_error;
+  TT_NODE(RunOutcome, "measure.RunOutcome")
+  static void declare(FieldList<RunOutcome>& f);
 };
 
-/// A build request for `states` of `task`, to be lowered under `context`.
-std::string make_build_request(const te::Task& task, const std::vector<schedule::State>& states,
-                               const ir::PassContext& context, const std::string& cache_dir);
-/// The per-state results of a build reply (one per state of the request).
-std::vector<BuildResult> parse_build_reply(std::string_view reply, size_t expected_count);
+/// The answer to a request the worker could not read or serve as a whole.
+struct RequestError : Object {
+  std::string kind;  ///< the ErrorKind's name; "internal" for a bug of tensortune
+  std::string message;
+  TT_NODE(RequestError, "measure.RequestError")
+  static void declare(FieldList<RequestError>& f);
+};
 
-/// A run request for a built kernel of `task`.
-std::string make_run_request(const te::Task& task, const BuildResult& built,
-                             const RunnerOptions& options);
-/// The outcome in a run reply; one that says NO_ERROR without costs is a
-/// kParse error unless `expect_costs` is false (a prepare reply).
-RunOutcome parse_run_reply(std::string_view reply, bool expect_costs = true);
+/// `message` as one frame's payload.
+std::string encode(const Object& message);
 
-/// A request that makes a run worker draw the inputs of `task` and, with
-/// options.check, evaluate (or load) its reference outputs, which can take
-/// far longer than running a candidate (a 1024³ matmul: about 30 s). Sent
-/// once per task before its candidates, with a timeout of its own; the
-/// reply is a run reply without costs.
-std::string make_prepare_request(const te::Task& task, const RunnerOptions& options);
+/// The reply in `payload`, which must be a T; a RequestError becomes an error
+/// of kRuntime quoting it (what = "build reply", "run reply", ...), and
+/// anything else a kParse error naming `what`.
+template <class T>
+T decode(std::string_view payload, std::string_view what);
 
-/// The worker's side: the reply to one request. Never throws: a request that
-/// cannot be read gets {"error_code": "UNKNOWN_ERROR", ...}. A candidate that
-/// crashes takes the worker with it; the pool reports that.
-std::string serve_request(std::string_view request);
+/// workload_hash of `task`'s workload as CheckRequest and friends carry it.
+Hash64 workload_hash(const te::Task& task);
 
 }  // namespace tensortune::measure

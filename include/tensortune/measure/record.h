@@ -1,45 +1,40 @@
 /// \file
-/// Measurement records: one self-contained JSON object per line of a log,
-///   {"version": 1, "task": {...}, "state": {...}, "result": {...}}
-/// with the task as its workload key (and the workload itself when it is not
-/// registered by name), target, host and hardware parameters; the state as
-/// its saved object graph (its steps); the result as error code name,
-/// message, costs in seconds, build and run time, timestamp and the hash of
-/// the PassContext the build used. Field by field:
-///   task:   workload_key, target (Target::str(), host included), host (its
-///           string, or null), hardware_params (the HardwareParams fields),
-///           and workload (the saved graph) only when the workload is not a
-///           registered NamedWorkload, which is re-created from its key;
-///   state:  save_json(state);
-///   result: error_code (error_code_name), error_message, costs (seconds),
-///           build_seconds, run_seconds, timestamp, pass_context_hash (16 hex
-///           digits: a 64-bit value does not survive JSON readers that hold
-///           numbers as doubles), max_error (a number, null when not checked,
-///           or "nan" / "inf" / "-inf").
+/// Measurement records: one self-contained line of a log per measurement.
+///
+/// A line is a measure.Record node saved as one graph (object/serialize.h),
+/// the same codec as every other value: the task (workload, target with its
+/// host, hardware parameters), the schedule state (its steps), the result
+/// (error code, message, costs in seconds, build and run time, timestamp,
+/// the hash of the PassContext the build used, what its instruments saw) and
+/// the record format version. A DAG workload travels whole, its sharing
+/// intact; a named one as its name and canonical arguments.
+///
+/// Format versions: 2 is this graph form. Version 1 lines (a JSON object
+/// {"version": 1, "task": {...}, "state": graph, "result": {...}}, written by
+/// tensortune before 0.2) are still read. A line of a newer version is
+/// refused, never skipped: skipping it would silently lose data. Any change
+/// to the shape of a node a record holds must raise kRecordVersion.
 ///
 /// Writers append and flush one line per record, so a killed tuner loses at
-/// most the records in flight. Readers skip a corrupted or truncated line
-/// with a warning naming its line number and keep the rest; a line written
-/// by a newer format version is refused (a kParse error), since skipping it
-/// would silently lose data.
+/// most the records in flight. Readers skip a corrupt or truncated line with
+/// a warning naming its line number and keep the rest.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tensortune/ir/pass_context.h"
 #include "tensortune/measure/measure_result.h"
 
 namespace tensortune::measure {
 
 /// The record format version this build writes (and the newest it reads).
-inline constexpr int kRecordVersion = 1;
+inline constexpr int kRecordVersion = 2;
 
 /// One measurement: what was measured and what came of it.
 struct Record {
@@ -47,15 +42,14 @@ struct Record {
   MeasureResult result;
 };
 
-/// The record as one line of JSON (no trailing newline). Invalid UTF-8 in the
-/// error message is replaced; a non-finite cost, time or timestamp is a
-/// kInvalidArgument error, since JSON could not hold it and the line would
-/// not read back.
+/// The record as one line (no trailing newline). A record that could not be
+/// read back (no task or state, a result that fails check_measure_result) is
+/// a kInvalidArgument error; invalid UTF-8 in the error message is replaced.
 std::string record_to_line(const Record& record);
-/// Parses one line; a kParse error naming what is wrong (not valid JSON, a
-/// missing key "result", an unknown workload "...", a bad error code listing
-/// the valid ones, a workload graph whose key is not workload_key, a newer
-/// version: "written by format version 3, this build reads up to 1").
+/// Parses one line of any version this build reads; a kParse error naming
+/// what is wrong (not valid JSON, an unknown workload "...", a bad error
+/// code listing the valid ones, a newer version: "written by format version
+/// 3, this build reads up to 2").
 Record record_from_line(std::string_view line);
 
 /// A problem met while reading a log: the 1-based line number and why it was skipped.
@@ -105,13 +99,20 @@ class RecordWriter {
 /// (host included). Two tasks with the same key are the same tuning problem.
 std::string task_key(const te::Task& task);
 
-/// The successful record with the lowest mean cost per task_key (the first
-/// of equals in log order).
-std::map<std::string, Record> best_per_task(const std::vector<Record>& records);
+/// Which pass contexts a lookup accepts. By default only the one a run is
+/// under: a log is resumed or applied only under the context it was tuned
+/// with (DESIGN.md invariant 6); any context only when asked for explicitly.
+struct ContextMatch {
+  std::optional<Hash64> hash;  ///< nullopt accepts any context
 
-/// The k successful records of lowest mean cost per task_key, best first.
-std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Record>& records,
-                                                          size_t k);
+  /// Records built under `context` only.
+  static ContextMatch only(const ir::PassContext& context);
+  /// Records built under any context.
+  static ContextMatch any() { return {}; }
+  bool accepts(const MeasureResult& result) const {
+    return !hash || result.pass_context_hash == *hash;
+  }
+};
 
 /// How a lookup matches a record's target to the caller's.
 enum class TargetMatch {
@@ -119,10 +120,42 @@ enum class TargetMatch {
   kCompatible,  ///< any target ir::compatible() accepts, asked for explicitly
 };
 
-/// The best successful record for `task`'s workload on its target (see
-/// TargetMatch); nullopt when there is none.
+/// The successful record with the lowest mean cost per task_key (the first
+/// of equals in log order), over every context.
+std::map<std::string, Record> best_per_task(const std::vector<Record>& records);
+
+/// The k successful records of lowest mean cost per task_key, best first.
+std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Record>& records,
+                                                          size_t k);
+
+/// The best successful record for `task`'s workload on its target under an
+/// accepted context; nullopt when there is none (why_no_record says why).
 std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
-                               TargetMatch match = TargetMatch::kExact);
+                               const ContextMatch& context,
+                               TargetMatch target = TargetMatch::kExact);
+
+/// Why `records` hold no successful record that best_for would take, for an
+/// error message: none of the workload, none on this target (naming those
+/// there are), or only records under other pass contexts (naming their
+/// hashes, and --any-pass-context); "" when there is one.
+std::string why_no_record(const std::vector<Record>& records, const te::Task& task,
+                          const ContextMatch& context, TargetMatch target = TargetMatch::kExact);
+
+/// The records of a log a tuning run of `task` resumes from.
+struct ResumeSet {
+  /// Records of the task (exact task_key) under an accepted context, with any
+  /// result but DEVICE_LOST (a failed candidate was measured too; a lost
+  /// worker says nothing of the candidate), the first record of each state.
+  std::vector<const Record*> records;
+  /// Records of the task passed over because of their pass context, and
+  /// those contexts' hashes.
+  size_t other_context_records = 0;
+  std::vector<Hash64> other_contexts;
+};
+
+/// The one resume helper: what a run of `task` under `context` takes from `records`.
+ResumeSet resume_set(const std::vector<Record>& records, const te::Task& task,
+                     const ContextMatch& context);
 
 /// The records of several logs, in order, with exact duplicates (same task,
 /// state and result, timestamp included: the same record_to_line) dropped.
@@ -132,12 +165,5 @@ std::vector<Record> merge_records(const std::vector<std::vector<Record>>& logs);
 /// best first within a task, tasks in the order of their first appearance in
 /// `records`; a task without a success is left out.
 std::vector<Record> distill_records(const std::vector<Record>& records, size_t k = 1);
-
-/// The states of `task` (exact task_key) already measured in `records`, with
-/// any result but DEVICE_LOST (a failed candidate was measured too; a lost
-/// worker says nothing of the candidate), as structural hashes of the states,
-/// each once, in order of first appearance, so a resumed search can skip them.
-std::vector<uint64_t> measured_state_hashes(const std::vector<Record>& records,
-                                            const te::Task& task);
 
 }  // namespace tensortune::measure

@@ -11,17 +11,17 @@
 /// worker that dies is reported with its exit status and stderr and started
 /// again on the next request. Workers are recycled after a number of
 /// requests. Each worker limits its own address space (setrlimit) and asks
-/// for SIGKILL when its parent dies (prctl), so that neither a runaway
-/// candidate nor a `kill -9` of the tuner leaves a worker behind. (A
-/// compiler a worker was running when the tuner got `kill -9` is not killed:
-/// it finishes its compile on its own, re-parented; timeouts and
-/// install_interrupt_cleanup() do kill compilers, with their worker's group.)
+/// to be told when its parent dies (prctl), then kills its whole process
+/// group: neither a runaway candidate nor a `kill -9` of the tuner leaves a
+/// worker, or a compiler a worker was running, behind. A pool may require a
+/// handshake of every new worker before it is given work.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,15 +43,24 @@ struct WorkerPoolOptions {
   std::vector<std::pair<std::string, std::string>> env;
   /// A short name for messages ("builder", "runner").
   std::string name = "worker";
+  /// Sent to every worker as soon as it starts, before any request, when not
+  /// empty. accept_handshake gets the reply and returns "" to accept the
+  /// worker, or why it is refused: then the worker is killed and the request
+  /// it was started for is answered kNotStarted with that reason (so no
+  /// candidate is charged for a worker that cannot serve it).
+  std::string handshake;
+  std::function<std::string(const std::string& reply)> accept_handshake;
+  /// How long a new worker may take to answer the handshake.
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(30)};
 };
 
 /// The answer to one request.
 struct WorkerReply {
   enum class Status {
-    kOk,       ///< payload holds the reply
-    kTimeout,  ///< the request ran past its timeout; the worker was killed
-    kCrashed,  ///< the worker died during the request (signal or exit)
-    kLost,     ///< the worker was killed by someone else, or the pool failed around it
+    kOk,          ///< payload holds the reply
+    kTimeout,     ///< the request ran past its timeout; the worker was killed
+    kCrashed,     ///< the worker died during the request (signal or exit)
+    kLost,        ///< the worker was killed by someone else, or the pool failed around it
     kNotStarted,  ///< the worker program could not be started
   };
   Status status = Status::kOk;

@@ -115,6 +115,12 @@ WorkloadTensors workload_tensors(const Workload& w);
 /// The stable key described in the file comment.
 std::string workload_key(const Workload& w);
 
+/// The structural hash of the program a workload stands for: its tensors
+/// (inputs and outputs) as one DAG. A named workload's hash changes when its
+/// registered definition does, so two processes can tell whether they build
+/// the same program from the same key.
+uint64_t workload_dag_hash(const Workload& w);
+
 }  // namespace tensortune::te
 
 namespace tensortune {

@@ -1,0 +1,83 @@
+/// \file
+/// From schedule states to built, and optionally checked, kernels: replay
+/// each state on the DAG, lower it under a PassContext, generate its code
+/// with the target kind's back end (once), compile all of them together (and
+/// one by one when that fails, so that each compiler error lands on its
+/// state), and for verify_states run each kernel against the reference
+/// evaluator. The one pipeline behind the build worker, `tensortune verify`
+/// and the correctness tests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensortune/codegen/kernel_check.h"
+#include "tensortune/codegen/module.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/ir/target.h"
+#include "tensortune/schedule/compute_dag.h"
+#include "tensortune/schedule/state.h"
+
+namespace tensortune::codegen {
+
+/// Where building a state stopped.
+enum class BuildStage {
+  kBuilt,    ///< it built
+  kReplay,   ///< a step does not replay on the DAG
+  kLower,    ///< lowering or code generation failed
+  kCompile,  ///< the compiler failed on its code
+};
+
+/// What became of one state.
+struct StateBuild {
+  BuildStage stage = BuildStage::kBuilt;
+  /// Why it failed. kInternal marks a bug of tensortune, not of the state:
+  /// callers must not blame the state for it.
+  ErrorKind error_kind = ErrorKind::kInternal;
+  std::string error;
+  Module module;         ///< holds the kernel, when built
+  std::string function;  ///< the kernel's name in module
+  /// Replaying, lowering and generating this state, plus its share of compiling.
+  double seconds = 0;
+  /// What the context's instruments saw lowering this state (name -> results).
+  nlohmann::json instruments = nlohmann::json::object();
+
+  bool ok() const { return stage == BuildStage::kBuilt; }
+};
+
+/// Builds `states` for `target`: each replayed and lowered under its own
+/// PassContextGuard of `context` (so its instruments see this state alone),
+/// its kernel called `<prefix><i>`; every state that lowered goes into one
+/// module with one compiler run, or, when that fails, into a module of its
+/// own. Never throws for a bad state, nor for a target kind without a back
+/// end (every state then fails at kLower saying so); an exception that is
+/// not a user error is recorded as kInternal.
+std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
+                                     const std::vector<schedule::State>& states,
+                                     const ir::Target& target, const ir::PassContext& context,
+                                     const ModuleOptions& options = {},
+                                     const std::string& prefix = "kernel_");
+
+/// A state built and run once against the reference evaluator.
+struct StateCheck {
+  StateBuild build;
+  std::optional<KernelCheck> check;  ///< when it built
+
+  bool ok() const { return build.ok() && check && check->ok(); }
+};
+
+/// build_states, then every kernel that built called once on te::random_inputs
+/// (seed) and compared with the reference evaluator (check_kernel).
+std::vector<StateCheck> verify_states(const te::WorkloadTensors& tensors,
+                                      const std::vector<schedule::State>& states,
+                                      const ir::Target& target, const ir::PassContext& context,
+                                      uint64_t seed, const ModuleOptions& options = {});
+
+/// "built", "replay", "lower", "compile".
+std::string_view build_stage_name(BuildStage stage);
+
+}  // namespace tensortune::codegen

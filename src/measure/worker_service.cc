@@ -1,0 +1,459 @@
+#include "tensortune/measure/worker_service.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <new>
+#include <thread>
+
+#include "tensortune/codegen/backend.h"
+#include "tensortune/codegen/build.h"
+#include "tensortune/codegen/kernel_check.h"
+#include "tensortune/measure/protocol.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/build_info.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/hash.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/evaluator.h"
+#include "tensortune/te/workload.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace tensortune::measure {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+RunOutcome failed_run(ErrorCode code, std::string_view message) {
+  RunOutcome r;
+  r.error_code = code;
+  r.error_message = shorten_message(message);
+  return r;
+}
+
+/// The worker's copy of a task's workload must be the program the tuner
+/// means: a worker whose registry builds another DAG from the same key (an
+/// older or newer definition) would time something else.
+void check_workload_hash(const te::Task& task, const Hash64& expected) {
+  Hash64 mine(te::workload_dag_hash(task->workload));
+  TT_CHECK(mine == expected, kInvalidArgument, "this worker's workload ", task.workload_key(),
+           " has DAG hash ", mine.str(), ", the tuner's ", expected.str(),
+           ": the two programs were built from different definitions of it; use a "
+           "tensortune-worker built from the same sources as the tuner");
+}
+
+// ---------------------------------------------------------------------------
+// Hello and check
+
+WorkerInfo serve_hello(const HelloRequest&) {
+  WorkerInfo info;
+  info.protocol_version = kProtocolVersion;
+  info.build_id = std::string(build_id());
+  info.pid = ::getpid();
+  return info;
+}
+
+CheckReply serve_check(const CheckRequest& request) {
+  CheckReply reply;
+  // What could not be loaded at all (an unknown workload, instrument, option
+  // or target kind) never gets here: loading the request failed, naming it.
+  Hash64 mine(te::workload_dag_hash(request.task->workload));
+  if (!(mine == request.workload_hash)) {
+    reply.problems.push_back(tensortune::detail::concat(
+        "workload ", request.task.workload_key(), " has DAG hash ", mine.str(), " here and ",
+        request.workload_hash.str(),
+        " in the tuner: they were built from different definitions of it"));
+  }
+  const std::string& kind = request.task->target->kind;
+  if (request.build && !codegen::has_backend(kind)) {
+    reply.problems.push_back(tensortune::detail::concat(
+        "no code generator for target kind '", kind,
+        "' (this worker generates code for: ", join(codegen::backend_kinds(), ", "), ")"));
+  }
+  return reply;
+}
+
+// ---------------------------------------------------------------------------
+// Build
+
+/// The error code of a state that did not build: the stage it failed at,
+/// unless the failure was tensortune's own.
+ErrorCode code_of(const codegen::StateBuild& b) {
+  if (b.error_kind == ErrorKind::kInternal) return ErrorCode::kUnknownError;
+  return b.stage == codegen::BuildStage::kReplay ? ErrorCode::kInstantiationError
+                                                 : ErrorCode::kCompileError;
+}
+
+BuildReply serve_build(const BuildRequest& request) {
+  const te::Task& task = request.task;
+  check_workload_hash(task, request.workload_hash);
+  codegen::ModuleOptions module_options;
+  module_options.cache_dir = request.cache_dir;
+  // The pool enforces the build timeout by killing this worker's group; the
+  // compiler stays in it so that it dies too.
+  module_options.compiler_in_own_group = false;
+  module_options.compile_timeout = std::chrono::hours(24);
+
+  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+  std::vector<codegen::StateBuild> builds = codegen::build_states(
+      dag, request.states, task->target, request.pass_context, module_options, "candidate_");
+  BuildReply reply;
+  reply.task_hash = Hash64(structural_hash(task));
+  reply.task_nodes = static_cast<int64_t>(post_order(ObjectPtr(task.ptr())).size());
+  Hash64 context_hash(request.pass_context.hash());
+  for (auto& b : builds) {
+    auto result = make_node<BuildResult>();
+    result->build_seconds = b.seconds;
+    result->pass_context_hash = context_hash;
+    result->instruments = std::move(b.instruments);
+    if (b.ok()) {
+      result->library = b.module.library_path();
+      result->function = b.function;
+    } else {
+      result->error_code = code_of(b);
+      std::string message = b.error;
+      if (b.error_kind == ErrorKind::kInternal) {
+        message = "internal error of tensortune (a bug, not a fault of this candidate) at " +
+                  std::string(codegen::build_stage_name(b.stage)) + ": " + message;
+        std::fprintf(stderr, "tensortune-worker: %s\n", message.c_str());
+      }
+      result->error_message = shorten_message(message);
+    }
+    reply.results.push_back(Ref<BuildResult>(std::move(result)));
+  }
+  return reply;
+}
+
+// ---------------------------------------------------------------------------
+// Run
+
+/// Evicts `bytes` at `data` from every cache level.
+void flush_from_caches(const void* data, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  const char* p = static_cast<const char*>(data);
+  for (size_t off = 0; off < bytes; off += 64) _mm_clflush(p + off);
+  _mm_mfence();
+#else
+  // No cache-line flush instruction here: overwrite the caches instead.
+  static std::vector<char> scratch(size_t{256} << 20);
+  for (size_t i = 0; i < scratch.size(); i += 64) scratch[i] += 1;
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+/// What a worker keeps between run requests: loaded libraries, inputs and
+/// reference outputs, keyed by what they were made from.
+struct RunCaches {
+  std::map<std::string, codegen::Module> modules;              // by library path
+  std::map<std::string, std::vector<te::NDArray>> inputs;      // by data_key
+  std::map<std::string, std::vector<te::NDArray>> references;  // by data_key
+};
+
+RunCaches& run_caches() {
+  static RunCaches caches;
+  return caches;
+}
+
+/// The key of a task's inputs and reference outputs: what they are made
+/// from, the program (its DAG hash, which changes with its definition) and
+/// the seed.
+std::string data_key(const Hash64& workload_hash, const RunnerOptions& options) {
+  return workload_hash.str() + "-seed-" + std::to_string(options.seed);
+}
+
+/// The inputs of every candidate of a task, drawn once per worker.
+const std::vector<te::NDArray>& pristine_inputs(const std::string& key,
+                                                const te::WorkloadTensors& tensors,
+                                                const RunnerOptions& options) {
+  auto& cache = run_caches().inputs;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() > 8) cache.clear();
+    it = cache.emplace(key, te::random_inputs(tensors.inputs, options.seed)).first;
+  }
+  return it->second;
+}
+
+/// The reference outputs for the inputs of a task: from this worker's
+/// memory, else from the cache directory (written by an earlier worker), else
+/// evaluated and written there. The file holds the outputs' bytes, one after
+/// the other; one of another size is evaluated again.
+const std::vector<te::NDArray>& reference(const std::string& key,
+                                          const te::WorkloadTensors& tensors,
+                                          const RunnerOptions& options) {
+  auto& cache = run_caches().references;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() > 8) cache.clear();
+  std::string dir = options.cache_dir.empty() ? codegen::default_cache_dir() : options.cache_dir;
+  std::string path = dir + "/ref-" + key + ".bin";
+  std::vector<te::NDArray> outputs;
+  size_t total = 0;
+  for (const auto& t : tensors.outputs) {
+    outputs.emplace_back(t.dtype(), t.shape());
+    total += outputs.back().nbytes();
+  }
+  if (auto bytes = read_file_if_exists(path); bytes && bytes->size() == total) {
+    size_t offset = 0;
+    for (auto& o : outputs) {
+      std::memcpy(o.data(), bytes->data() + offset, o.nbytes());
+      offset += o.nbytes();
+    }
+  } else {
+    outputs = codegen::reference_outputs(tensors, pristine_inputs(key, tensors, options));
+    std::string data;
+    data.reserve(total);
+    for (const auto& o : outputs) data.append(static_cast<const char*>(o.data()), o.nbytes());
+    std::error_code ignored;
+    std::filesystem::create_directories(dir, ignored);
+    try {
+      write_file_atomically(path, data);
+    } catch (const Error& e) {
+      // Only a speed-up for later workers: go on without it.
+      std::fprintf(stderr, "tensortune-worker: cannot keep reference outputs: %s\n", e.what());
+    }
+  }
+  return cache.emplace(key, std::move(outputs)).first->second;
+}
+
+/// This process's mapped address space, in bytes.
+uint64_t mapped_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+/// While it lives, caps this process's address space (RLIMIT_AS) at what is
+/// mapped now plus `need`, never above the hard limit the worker was started
+/// with (--memory-limit-bytes): a candidate that allocates without end then
+/// fails at once, whatever the machine, instead of touching gigabytes until
+/// its run times out. The old limit is restored at the end.
+class AddressSpaceCap {
+ public:
+  explicit AddressSpaceCap(uint64_t need) {
+    if (::getrlimit(RLIMIT_AS, &old_) != 0) return;
+    uint64_t cap = mapped_bytes() + need;
+    if (old_.rlim_max != RLIM_INFINITY) cap = std::min<uint64_t>(cap, old_.rlim_max);
+    struct rlimit limit = old_;
+    limit.rlim_cur = cap;
+    active_ = ::setrlimit(RLIMIT_AS, &limit) == 0;
+  }
+  ~AddressSpaceCap() {
+    if (active_) ::setrlimit(RLIMIT_AS, &old_);
+  }
+  AddressSpaceCap(const AddressSpaceCap&) = delete;
+  AddressSpaceCap& operator=(const AddressSpaceCap&) = delete;
+
+ private:
+  struct rlimit old_ {};
+  bool active_ = false;
+};
+
+/// What a candidate of `tensors` may legitimately map beyond what the worker
+/// holds already: every tensor of its DAG twice over (intermediate stages,
+/// cache stages and rfactor buffers are no larger), the stacks and malloc
+/// arenas of its threads, and slack for the runtime.
+uint64_t candidate_need(const te::WorkloadTensors& tensors, int64_t threads) {
+  uint64_t bytes = 0;
+  for (const te::Tensor& t : te::post_order_tensors(tensors.outputs)) {
+    uint64_t n = static_cast<uint64_t>(t.dtype().bytes());
+    for (int64_t d : t.shape()) n *= static_cast<uint64_t>(std::max<int64_t>(d, 1));
+    bytes += n;
+  }
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  return 2 * bytes + 256 * kMiB + static_cast<uint64_t>(std::max<int64_t>(threads, 1)) * 96 * kMiB;
+}
+
+RunOutcome serve_prepare(const PrepareRequest& request) {
+  auto start = Clock::now();
+  check_workload_hash(request.task, request.workload_hash);
+  const RunnerOptions& options = *request.options;
+  te::WorkloadTensors tensors = te::workload_tensors(request.task->workload);
+  std::string key = data_key(request.workload_hash, options);
+  pristine_inputs(key, tensors, options);
+  if (options.check) reference(key, tensors, options);
+  RunOutcome r;
+  r.run_seconds = seconds_since(start);
+  return r;
+}
+
+RunOutcome serve_run(const RunRequest& request) {
+  auto total_start = Clock::now();
+  const te::Task& task = request.task;
+  check_workload_hash(task, request.workload_hash);
+  const RunnerOptions& options = *request.options;
+
+  auto& caches = run_caches();
+  if (caches.modules.size() > 64)
+    caches.modules.clear();  // libraries are small; this bounds the count
+  codegen::KernelFn kernel = nullptr;
+  try {
+    auto it = caches.modules.find(request.library);
+    if (it == caches.modules.end()) {
+      it = caches.modules.emplace(request.library, codegen::Module::load(request.library)).first;
+    }
+    kernel = it->second.get(request.function);
+  } catch (const Error& e) {
+    return failed_run(ErrorCode::kRuntimeError,
+                      std::string("cannot load the built kernel: ") + e.what());
+  }
+
+  te::WorkloadTensors tensors = te::workload_tensors(task->workload);
+  std::string key = data_key(request.workload_hash, options);
+  // A copy: a bad candidate that writes its inputs cannot spoil later runs.
+  std::vector<te::NDArray> inputs = pristine_inputs(key, tensors, options);
+  const std::vector<te::NDArray>* expected = nullptr;
+  if (options.check) expected = &reference(key, tensors, options);
+  std::vector<te::NDArray> outputs;
+  for (const auto& t : tensors.outputs) outputs.emplace_back(t.dtype(), t.shape());
+
+  // From here on only the candidate allocates.
+  AddressSpaceCap cap(candidate_need(tensors, task->hardware_params->num_cores));
+  RunOutcome reply;
+  if (expected) {
+    codegen::KernelCheck check = codegen::check_kernel(kernel, tensors, inputs, *expected);
+    reply.max_error = check.max_error;
+    if (check.return_code != 0) {
+      return failed_run(ErrorCode::kRuntimeError,
+                        "the kernel returned " + std::to_string(check.return_code));
+    }
+    if (!check.ok()) {
+      RunOutcome e = failed_run(ErrorCode::kWrongAnswer, check.mismatch + " (max error " +
+                                                             std::to_string(check.max_error) + ")");
+      e.max_error = check.max_error;
+      e.run_seconds = seconds_since(total_start);
+      return e;
+    }
+  }
+
+  std::vector<void*> args;
+  std::vector<std::pair<const void*, size_t>> spans;
+  for (auto& a : inputs) {
+    args.push_back(a.data());
+    spans.emplace_back(a.data(), a.nbytes());
+  }
+  for (auto& a : outputs) {
+    args.push_back(a.data());
+    spans.emplace_back(a.data(), a.nbytes());
+  }
+  auto call = [&] {
+    int32_t rc = kernel(args.data());
+    if (rc != 0) fail(ErrorKind::kRuntime, "the kernel returned ", rc);
+  };
+  try {
+    // Warm-up (page faults, OpenMP thread start, lazy binding), unless the
+    // check's call did it already.
+    if (!options.check) call();
+    int number = std::max(1, options.number);
+    std::vector<double> costs;
+    costs.reserve(static_cast<size_t>(std::max(1, options.repeat)));
+    while (static_cast<int>(costs.size()) < std::max(1, options.repeat)) {
+      if (options.flush_cache) {
+        for (const auto& [data, bytes] : spans) flush_from_caches(data, bytes);
+      }
+      auto start = Clock::now();
+      for (int n = 0; n < number; ++n) call();
+      double elapsed = seconds_since(start);
+      if (options.min_repeat_ms > 0 && elapsed * 1e3 < options.min_repeat_ms &&
+          number < (1 << 30)) {
+        // Too short to time well: redo this measurement with enough calls.
+        double scale = options.min_repeat_ms / std::max(elapsed * 1e3, 1e-3);
+        number = static_cast<int>(std::min<double>(number * std::max(2.0, scale * 1.1), 1 << 30));
+        continue;
+      }
+      costs.push_back(elapsed / number);
+      if (options.cooldown_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(options.cooldown_ms));
+      }
+    }
+    reply.costs = std::move(costs);
+  } catch (const Error& e) {
+    return failed_run(ErrorCode::kRuntimeError, e.what());
+  }
+  reply.run_seconds = seconds_since(total_start);
+  return reply;
+}
+
+std::string request_error(ErrorKind kind, std::string_view message) {
+  RequestError e;
+  e.kind = std::string(error_kind_name(kind));
+  e.message = shorten_message(message);
+  return encode(e);
+}
+
+std::string serve(const ObjectPtr& request) {
+  if (auto r = std::dynamic_pointer_cast<const BuildRequest>(request))
+    return encode(serve_build(*r));
+  if (auto r = std::dynamic_pointer_cast<const RunRequest>(request)) {
+    try {
+      return encode(serve_run(*r));
+    } catch (const std::bad_alloc&) {
+      // The address-space cap: the candidate's buffers do not fit.
+      return encode(failed_run(ErrorCode::kRuntimeError,
+                               "out of memory (the worker's memory limit) allocating the kernel's "
+                               "buffers"));
+    }
+  }
+  if (auto r = std::dynamic_pointer_cast<const PrepareRequest>(request)) {
+    return encode(serve_prepare(*r));
+  }
+  if (auto r = std::dynamic_pointer_cast<const CheckRequest>(request))
+    return encode(serve_check(*r));
+  if (auto r = std::dynamic_pointer_cast<const HelloRequest>(request))
+    return encode(serve_hello(*r));
+  fail(ErrorKind::kInvalidArgument, "a ", request ? request->type_key() : "null graph",
+       " is not a request (requests: measure.HelloRequest, measure.CheckRequest, "
+       "measure.BuildRequest, measure.RunRequest, measure.PrepareRequest)");
+}
+
+/// The parent-death signal's handler: kills the whole process group, the
+/// compiler this worker may be running included, then (SIGKILL) itself.
+extern "C" void kill_own_group(int) {
+  if (::getpgrp() == ::getpid()) ::kill(0, SIGKILL);
+  ::_exit(1);
+}
+
+}  // namespace
+
+std::string serve_request(std::string_view text) {
+  try {
+    return serve(load_string(text));
+  } catch (const Error& e) {
+    return request_error(e.kind(), e.what());
+  } catch (const std::exception& e) {
+    return request_error(ErrorKind::kInternal, std::string("unexpected exception: ") + e.what());
+  }
+}
+
+void die_with_parent(int parent) {
+  // SIGKILL would end this worker alone: a compiler it started would go on
+  // for seconds after the tuner is gone. A handled signal ends the group.
+  struct sigaction action {};
+  action.sa_handler = kill_own_group;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGTERM, &action, nullptr);
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) std::perror("tensortune-worker: prctl");
+  // The parent may have died before prctl: then we were re-parented already.
+  if (::getppid() != parent) kill_own_group(SIGTERM);
+}
+
+}  // namespace tensortune::measure
