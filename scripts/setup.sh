@@ -7,7 +7,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev
-          googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev "$@")
+          googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev
+          clang-format "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -21,14 +21,17 @@ KernelCheck check_kernel(KernelFn kernel, const te::WorkloadTensors& tensors,
   }
   // The kernel takes non-const pointers; it does not write its inputs.
   std::vector<void*> args;
-  for (const auto& a : inputs) args.push_back(const_cast<void*>(static_cast<const void*>(a.data())));
+  for (const auto& a : inputs)
+    args.push_back(const_cast<void*>(static_cast<const void*>(a.data())));
   for (auto& a : outputs) args.push_back(a.data());
   KernelCheck check;
   check.return_code = kernel(args.data());
   for (size_t o = 0; o < outputs.size(); ++o) {
     check.max_error = std::max(check.max_error, te::max_abs_diff(outputs[o], expected[o]));
-    auto diff = te::compare_arrays(outputs[o], expected[o], te::default_tolerance(expected[o].dtype()));
-    if (diff && check.mismatch.empty()) check.mismatch = "output " + std::to_string(o) + ": " + *diff;
+    auto diff =
+        te::compare_arrays(outputs[o], expected[o], te::default_tolerance(expected[o].dtype()));
+    if (diff && check.mismatch.empty())
+      check.mismatch = "output " + std::to_string(o) + ": " + *diff;
   }
   if (check.return_code != 0 && check.mismatch.empty()) {
     check.mismatch = "kernel returned " + std::to_string(check.return_code);

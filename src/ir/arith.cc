@@ -83,7 +83,8 @@ bool uses_var(const Expr& e, const VarNode* v) {
 bool uses_only(const Expr& e, const VarRanges& vars) {
   bool ok = true;
   visit_pre_order(e, [&](const Expr& x) {
-    if (x->kind() == ExprKind::kVar && !vars.count(static_cast<const VarNode*>(x.get()))) ok = false;
+    if (x->kind() == ExprKind::kVar && !vars.count(static_cast<const VarNode*>(x.get())))
+      ok = false;
   });
   return ok;
 }
@@ -113,8 +114,7 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
       auto cb = as_const_int(b->min);
       bool b_const = b->extent == 1 && cb.has_value();
       switch (n.op) {
-        case BinaryOp::kAdd:
-          return IntBound{simplify(a->min + b->min), a->extent + b->extent - 1};
+        case BinaryOp::kAdd: return IntBound{simplify(a->min + b->min), a->extent + b->extent - 1};
         case BinaryOp::kSub:
           return IntBound{simplify(a->min - (b->min + make_const(t, b->extent - 1))),
                           a->extent + b->extent - 1};
@@ -131,7 +131,8 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
                           (a->extent - 1) * -c + 1};
         }
         case BinaryOp::kFloorDiv: {
-          if (!b_const || *cb <= 0) return a->extent == 1 && b->extent == 1 ? std::optional(point(e)) : std::nullopt;
+          if (!b_const || *cb <= 0)
+            return a->extent == 1 && b->extent == 1 ? std::optional(point(e)) : std::nullopt;
           int64_t c = *cb;
           if (auto lo = as_const_int(a->min)) {
             int64_t first = floor_div(*lo, c), last = floor_div(*lo + a->extent - 1, c);
@@ -141,7 +142,8 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
           return IntBound{simplify(floordiv(a->min, b->min)), extent};
         }
         case BinaryOp::kFloorMod: {
-          if (!b_const || *cb <= 0) return a->extent == 1 && b->extent == 1 ? std::optional(point(e)) : std::nullopt;
+          if (!b_const || *cb <= 0)
+            return a->extent == 1 && b->extent == 1 ? std::optional(point(e)) : std::nullopt;
           int64_t c = *cb;
           if (a->extent == 1) return point(simplify(floormod(a->min, b->min)));
           if (auto lo = as_const_int(a->min)) {
@@ -177,8 +179,7 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
       int64_t lo_off = std::min<int64_t>(0, *d);
       return IntBound{lo, hi - lo_off};
     }
-    default:
-      break;
+    default: break;
   }
   // Anything else is a point if it uses no varying variable.
   for (const auto& [v, extent] : ranges) {

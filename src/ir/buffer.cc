@@ -9,8 +9,8 @@ void BufferNode::declare(FieldList<BufferNode>& f) {
       .def("strides", &BufferNode::strides)
       .def("scope", &BufferNode::scope)
       .validate([](const BufferNode& n) {
-        TT_CHECK(n.strides.size() == n.shape.size(), kInvalidArgument, "buffer '", n.name,
-                 "' has ", n.shape.size(), " dimensions but ", n.strides.size(), " strides");
+        TT_CHECK(n.strides.size() == n.shape.size(), kInvalidArgument, "buffer '", n.name, "' has ",
+                 n.shape.size(), " dimensions but ", n.strides.size(), " strides");
         for (size_t d = 0; d < n.shape.size(); ++d) {
           TT_CHECK(n.shape[d] >= 0 && n.strides[d] >= 0, kInvalidArgument, "buffer '", n.name,
                    "': negative extent or stride in dimension ", d);

@@ -28,8 +28,8 @@ DataType DataType::parse(std::string_view name) {
   long long lanes = 1;
   if (auto x = name.rfind('x'); x != std::string_view::npos && x > 0) {
     if (!parse_int(name.substr(x + 1), &lanes) || lanes < 1 || lanes > 1024) {
-      fail(ErrorKind::kInvalidArgument, "invalid data type '", name, "': bad lane count; valid: ",
-           kValidNames);
+      fail(ErrorKind::kInvalidArgument, "invalid data type '", name,
+           "': bad lane count; valid: ", kValidNames);
     }
     base = name.substr(0, x);
   }

@@ -25,9 +25,9 @@ void expect_rebuilt(const ExprNode& loaded, const Expr& rebuilt) {
 // ---- field declarations: the only place each node's fields are listed ----
 
 void IntImmNode::declare(FieldList<IntImmNode>& f) {
-  f.def("dtype", &IntImmNode::dtype).def("value", &IntImmNode::value).validate([](const IntImmNode& n) {
-    expect_rebuilt(n, int_imm(n.value, n.dtype));
-  });
+  f.def("dtype", &IntImmNode::dtype)
+      .def("value", &IntImmNode::value)
+      .validate([](const IntImmNode& n) { expect_rebuilt(n, int_imm(n.value, n.dtype)); });
 }
 void FloatImmNode::declare(FieldList<FloatImmNode>& f) {
   f.def("dtype", &FloatImmNode::dtype)
@@ -68,7 +68,9 @@ void SelectNode::declare(FieldList<SelectNode>& f) {
       .def("condition", &SelectNode::condition)
       .def("true_value", &SelectNode::true_value)
       .def("false_value", &SelectNode::false_value)
-      .validate([](const SelectNode& n) { expect_rebuilt(n, select(n.condition, n.true_value, n.false_value)); });
+      .validate([](const SelectNode& n) {
+        expect_rebuilt(n, select(n.condition, n.true_value, n.false_value));
+      });
 }
 void CastNode::declare(FieldList<CastNode>& f) {
   f.def("dtype", &CastNode::dtype).def("value", &CastNode::value).validate([](const CastNode& n) {
@@ -97,13 +99,17 @@ void ReduceNode::declare(FieldList<ReduceNode>& f) {
       .def("source", &ReduceNode::source)
       .def("condition", &ReduceNode::condition)
       .def("init", &ReduceNode::init)
-      .validate([](const ReduceNode& n) { expect_rebuilt(n, reduce(n.op, n.source, n.axis, n.condition, n.init)); });
+      .validate([](const ReduceNode& n) {
+        expect_rebuilt(n, reduce(n.op, n.source, n.axis, n.condition, n.init));
+      });
 }
 void ProducerLoadNode::declare(FieldList<ProducerLoadNode>& f) {
   f.def("dtype", &ProducerLoadNode::dtype)
       .def("producer", &ProducerLoadNode::producer)
       .def("indices", &ProducerLoadNode::indices)
-      .validate([](const ProducerLoadNode& n) { expect_rebuilt(n, producer_load(n.producer, n.indices)); });
+      .validate([](const ProducerLoadNode& n) {
+        expect_rebuilt(n, producer_load(n.producer, n.indices));
+      });
 }
 
 TT_REGISTER_NODE(IntImmNode);
@@ -170,8 +176,12 @@ std::string_view op_name(CompareOp op) {
   }
   return "?";
 }
-std::string_view op_name(Intrinsic op) { return EnumNames<Intrinsic>::names[static_cast<size_t>(op)]; }
-std::string_view op_name(ReduceOp op) { return EnumNames<ReduceOp>::names[static_cast<size_t>(op)]; }
+std::string_view op_name(Intrinsic op) {
+  return EnumNames<Intrinsic>::names[static_cast<size_t>(op)];
+}
+std::string_view op_name(ReduceOp op) {
+  return EnumNames<ReduceOp>::names[static_cast<size_t>(op)];
+}
 
 // ---- construction ----
 
@@ -238,17 +248,17 @@ IterVar IterVar::make(std::string name, int64_t extent, IterKind kind) {
   TT_CHECK(extent >= 0, kInvalidArgument, "iteration extent ", extent, " of '", name,
            "' is negative");
   auto n = make_node<IterVarNode>();
-  n->var = Var::make(std::move(name), extent > std::numeric_limits<int32_t>::max()
-                                          ? DataType::int64()
-                                          : DataType::int32());
+  n->var =
+      Var::make(std::move(name), extent > std::numeric_limits<int32_t>::max() ? DataType::int64()
+                                                                              : DataType::int32());
   n->extent = extent;
   n->kind = kind;
   return IterVar(n);
 }
 
 Expr int_imm(int64_t value, DataType dtype) {
-  TT_CHECK(dtype.is_integer() || dtype.is_bool(), kTypeMismatch, "an integer constant cannot have type ",
-           dtype.str());
+  TT_CHECK(dtype.is_integer() || dtype.is_bool(), kTypeMismatch,
+           "an integer constant cannot have type ", dtype.str());
   auto n = with_type<IntImmNode>(dtype);
   n->value = value;
   return Expr(n);
@@ -315,8 +325,8 @@ Expr logical_not(Expr a) {
 }
 
 Expr select(Expr condition, Expr true_value, Expr false_value) {
-  TT_CHECK(condition && condition.dtype().is_bool(), kTypeMismatch,
-           "select needs a bool condition", condition ? ", got " + condition.dtype().str() : "");
+  TT_CHECK(condition && condition.dtype().is_bool(), kTypeMismatch, "select needs a bool condition",
+           condition ? ", got " + condition.dtype().str() : "");
   unify("select", true_value, false_value);
   if (condition.dtype().lanes() != true_value.dtype().lanes()) {
     TT_CHECK(condition.dtype().lanes() == 1, kTypeMismatch, "select condition has ",
@@ -332,8 +342,8 @@ Expr select(Expr condition, Expr true_value, Expr false_value) {
 
 Expr cast(DataType dtype, Expr value) {
   TT_CHECK(value, kInvalidArgument, "cast of a null expression");
-  TT_CHECK(value.dtype().lanes() == dtype.lanes(), kTypeMismatch, "cast from ",
-           value.dtype().str(), " to ", dtype.str(), " changes the lane count");
+  TT_CHECK(value.dtype().lanes() == dtype.lanes(), kTypeMismatch, "cast from ", value.dtype().str(),
+           " to ", dtype.str(), " changes the lane count");
   auto n = with_type<CastNode>(dtype);
   n->value = std::move(value);
   return Expr(n);
@@ -417,7 +427,8 @@ Expr ramp(Expr base, Expr stride, int lanes) {
 Expr broadcast(Expr value, int lanes) {
   TT_CHECK(value, kInvalidArgument, "broadcast of a null expression");
   TT_CHECK(value.dtype().is_scalar(), kTypeMismatch, "broadcast of a vector ", value.dtype().str());
-  TT_CHECK(lanes > 1 && lanes <= 1024, kInvalidArgument, "a broadcast needs 2..1024 lanes, got ", lanes);
+  TT_CHECK(lanes > 1 && lanes <= 1024, kInvalidArgument, "a broadcast needs 2..1024 lanes, got ",
+           lanes);
   auto n = with_type<BroadcastNode>(value.dtype().with_lanes(lanes));
   n->value = std::move(value);
   n->lanes = lanes;
@@ -470,9 +481,9 @@ Expr max_value(DataType dtype) {
   if (dtype.is_bool()) return int_imm(1, dtype);
   if (dtype.is_uint() && dtype.bits() == 64) return int_imm(-1, dtype);  // all ones
   int value_bits = dtype.is_uint() ? dtype.bits() : dtype.bits() - 1;
-  return int_imm(value_bits == 63 ? std::numeric_limits<int64_t>::max()
-                                  : (int64_t{1} << value_bits) - 1,
-                 dtype);
+  return int_imm(
+      value_bits == 63 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << value_bits) - 1,
+      dtype);
 }
 
 Expr reduce_identity(ReduceOp op, DataType dtype) {

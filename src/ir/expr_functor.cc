@@ -6,8 +6,7 @@ Expr ExprMutator::mutate(const Expr& e) {
   if (!e) return e;
   switch (e->kind()) {
 #define TT_MUTATE_CASE(name) \
-  case ExprKind::k##name:    \
-    return rewrite(static_cast<const name##Node&>(*e), e);
+  case ExprKind::k##name: return rewrite(static_cast<const name##Node&>(*e), e);
     TT_EXPR_NODES(TT_MUTATE_CASE)
 #undef TT_MUTATE_CASE
   }

@@ -100,8 +100,12 @@ std::optional<int64_t> apply_int(BinaryOp op, DataType dtype, int64_t a, int64_t
       }
       break;
     }
-    case BinaryOp::kMin: r = is_unsigned ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); break;
-    case BinaryOp::kMax: r = is_unsigned ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); break;
+    case BinaryOp::kMin:
+      r = is_unsigned ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b);
+      break;
+    case BinaryOp::kMax:
+      r = is_unsigned ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b);
+      break;
   }
   return wrap_to_int(dtype, r);
 }

@@ -123,30 +123,38 @@ const BinaryRule kBinaryRules[] = {
      [](BinaryOp op, const Expr& a, const Expr& b) {
        return commutative(op) && is_const(a) && !is_const(b) ? binary(op, b, a) : Expr();
      }},
-    {"x+0", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"x+0",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        return (op == BinaryOp::kAdd || op == BinaryOp::kSub) && is_value(b, 0) ? a : Expr();
      }},
-    {"x*1", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"x*1",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        bool div = op == BinaryOp::kDiv || op == BinaryOp::kFloorDiv;
        return (op == BinaryOp::kMul || (div && a.dtype().is_integer())) && is_value(b, 1) ? a
-                                                                                        : Expr();
+                                                                                          : Expr();
      }},
-    {"x*0", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"x*0",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        // Integers only: for floats, inf*0 and nan*0 are nan.
        return op == BinaryOp::kMul && a.dtype().is_integer() && is_int_const(b, 0) ? b : Expr();
      }},
-    {"x%1", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"x%1",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        bool mod = op == BinaryOp::kMod || op == BinaryOp::kFloorMod;
        return mod && is_int_const(b, 1) ? make_const(a.dtype(), 0) : Expr();
      }},
-    {"x-x", [](BinaryOp op, const Expr& a, const Expr& b) {
-       return op == BinaryOp::kSub && a.dtype().is_integer() && same(a, b) ? make_const(a.dtype(), 0)
-                                                                           : Expr();
+    {"x-x",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
+       return op == BinaryOp::kSub && a.dtype().is_integer() && same(a, b)
+                  ? make_const(a.dtype(), 0)
+                  : Expr();
      }},
-    {"min(x,x)", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"min(x,x)",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        return (op == BinaryOp::kMin || op == BinaryOp::kMax) && same(a, b) ? a : Expr();
      }},
-    {"(x+c1)+c2", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"(x+c1)+c2",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        auto* inner = as_binary(a, BinaryOp::kAdd);
        if (op != BinaryOp::kAdd || !a.dtype().is_integer() || !inner || !is_const(inner->b) ||
            !is_const(b)) {
@@ -154,7 +162,8 @@ const BinaryRule kBinaryRules[] = {
        }
        return binary(BinaryOp::kAdd, inner->a, fold_binary(BinaryOp::kAdd, inner->b, b));
      }},
-    {"(x*c1)*c2", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"(x*c1)*c2",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        auto* inner = as_binary(a, BinaryOp::kMul);
        if (op != BinaryOp::kMul || !a.dtype().is_integer() || !inner || !is_const(inner->b) ||
            !is_const(b)) {
@@ -162,29 +171,34 @@ const BinaryRule kBinaryRules[] = {
        }
        return binary(BinaryOp::kMul, inner->a, fold_binary(BinaryOp::kMul, inner->b, b));
      }},
-    {"floordiv(x*c1,c2)", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"floordiv(x*c1,c2)",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        auto* inner = as_binary(a, BinaryOp::kMul);
        auto c2 = as_const_int(b);
        if (op != BinaryOp::kFloorDiv || !inner || !c2 || *c2 <= 0) return Expr();
        auto c1 = as_const_int(inner->b);
        if (!c1 || *c1 % *c2 != 0) return Expr();
-       return binary(BinaryOp::kMul, inner->a, make_const(a.dtype(), static_cast<double>(*c1 / *c2)));
+       return binary(BinaryOp::kMul, inner->a,
+                     make_const(a.dtype(), static_cast<double>(*c1 / *c2)));
      }},
-    {"floormod(x*c1,c2)", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"floormod(x*c1,c2)",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        auto* inner = as_binary(a, BinaryOp::kMul);
        auto c2 = as_const_int(b);
        if (op != BinaryOp::kFloorMod || !inner || !c2 || *c2 <= 0) return Expr();
        auto c1 = as_const_int(inner->b);
        return c1 && *c1 % *c2 == 0 ? make_const(a.dtype(), 0) : Expr();
      }},
-    {"floormod(floormod(x,c),c)", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"floormod(floormod(x,c),c)",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        auto* inner = as_binary(a, BinaryOp::kFloorMod);
        auto c = as_const_int(b);
        return op == BinaryOp::kFloorMod && inner && c && *c > 0 && is_int_const(inner->b, *c)
                   ? a
                   : Expr();
      }},
-    {"affine-sum", [](BinaryOp op, const Expr& a, const Expr& b) {
+    {"affine-sum",
+     [](BinaryOp op, const Expr& a, const Expr& b) {
        // Brings a scalar integer sum to canonical form (build_sum): like terms
        // and constants merge, so that (x*8 + 3) - x*8 folds to 3, and equal
        // sums written differently, such as (i*4 + 1)*512 + j and i*2048 + j +
@@ -235,7 +249,8 @@ class Simplifier final : public ExprMutator {
   Expr rewrite(const CompareNode& n, const Expr& self) override {
     Expr a = mutate(n.a), b = mutate(n.b);
     if (is_const(a) && is_const(b)) {
-      return make_const(n.dtype, apply_compare(n.op, a.dtype(), *as_const_float(a), *as_const_float(b)));
+      return make_const(n.dtype,
+                        apply_compare(n.op, a.dtype(), *as_const_float(a), *as_const_float(b)));
     }
     if (a.dtype().is_integer() && same(a, b)) {
       bool reflexive = n.op == CompareOp::kEQ || n.op == CompareOp::kLE || n.op == CompareOp::kGE;
@@ -276,7 +291,8 @@ class Simplifier final : public ExprMutator {
   Expr rewrite(const CastNode& n, const Expr& self) override {
     Expr v = mutate(n.value);
     if (v.dtype() == n.dtype) return v;
-    if (auto c = as_const_float(v)) return make_const(n.dtype, convert_scalar(v.dtype(), n.dtype, *c));
+    if (auto c = as_const_float(v))
+      return make_const(n.dtype, convert_scalar(v.dtype(), n.dtype, *c));
     if (v.same_as(n.value)) return self;
     return cast(n.dtype, v);
   }

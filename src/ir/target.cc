@@ -144,8 +144,7 @@ json value_from_text(const TargetKindInfo& kind, const TargetAttrInfo& attr,
       if (*text == "false") return false;
       fail(ErrorKind::kTypeMismatch, where(kind, attr), " expects bool (true or false), got '",
            *text, "'");
-    case TargetAttrType::kString:
-      return *text;
+    case TargetAttrType::kString: return *text;
     case TargetAttrType::kStringList:
       return text->empty() ? json::array() : json(split(*text, ','));
   }
@@ -343,17 +342,10 @@ int64_t parse_cache_size(std::string_view text) {
   if (text.empty()) return 0;
   int64_t scale = 1;
   switch (text.back()) {
-    case 'K':
-      scale = int64_t{1} << 10;
-      break;
-    case 'M':
-      scale = int64_t{1} << 20;
-      break;
-    case 'G':
-      scale = int64_t{1} << 30;
-      break;
-    default:
-      break;
+    case 'K': scale = int64_t{1} << 10; break;
+    case 'M': scale = int64_t{1} << 20; break;
+    case 'G': scale = int64_t{1} << 30; break;
+    default: break;
   }
   if (scale != 1) text.remove_suffix(1);
   long long v = 0;
@@ -746,14 +738,10 @@ constexpr TargetAttrType attr_type_of() {
 
 std::string_view target_attr_type_name(TargetAttrType type) {
   switch (type) {
-    case TargetAttrType::kInt:
-      return "int";
-    case TargetAttrType::kBool:
-      return "bool";
-    case TargetAttrType::kString:
-      return "string";
-    case TargetAttrType::kStringList:
-      return "list of strings";
+    case TargetAttrType::kInt: return "int";
+    case TargetAttrType::kBool: return "bool";
+    case TargetAttrType::kString: return "string";
+    case TargetAttrType::kStringList: return "list of strings";
   }
   return "?";
 }

@@ -36,7 +36,8 @@ class Interpreter {
         locals_.erase(n.buffer.get());
       } else if constexpr (std::is_same_v<N, BufferStoreNode>) {
         Lanes index = eval(n.index), value = eval(n.value);
-        for (size_t l = 0; l < index.size(); ++l) store(n.buffer, static_cast<int64_t>(index[l]), value[l]);
+        for (size_t l = 0; l < index.size(); ++l)
+          store(n.buffer, static_cast<int64_t>(index[l]), value[l]);
       } else if constexpr (std::is_same_v<N, SeqNode>) {
         for (const auto& x : n.stmts) run(x);
       } else if constexpr (std::is_same_v<N, LetStmtNode>) {

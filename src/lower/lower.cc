@@ -123,8 +123,7 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
       return t;
     }
     case StmtKind::kBufferStore:
-    case StmtKind::kEvaluate:
-      return 1;
+    case StmtKind::kEvaluate: return 1;
   }
   return -1;
 }
@@ -166,10 +165,12 @@ class Lowerer {
     std::vector<Stmt> nests;
     for (int s = 0; s < state_.num_stages(); ++s) {
       const Stage& st = state_.stage(s);
-      if (!st.is_placeholder() && st.location == ComputeLocation::kRoot) nests.push_back(emit_stage(s));
+      if (!st.is_placeholder() && st.location == ComputeLocation::kRoot)
+        nests.push_back(emit_stage(s));
     }
     Stmt body = seq(std::move(nests));
-    for (auto it = root_buffers.rbegin(); it != root_buffers.rend(); ++it) body = allocate(*it, body);
+    for (auto it = root_buffers.rbegin(); it != root_buffers.rend(); ++it)
+      body = allocate(*it, body);
     return PrimFunc::make(c_identifier(name), std::move(params), num_inputs, body);
   }
 
@@ -266,9 +267,9 @@ class Lowerer {
     const Stage* st = nullptr;
     Ref<te::ComputeOpNode> op;
     const ir::ReduceNode* red = nullptr;
-    std::vector<int64_t> extent;   // per iterator id
-    std::vector<Var> loop_vars;    // per leaf position
-    ir::VarRanges ranges;          // the stage's loop variables
+    std::vector<int64_t> extent;                     // per iterator id
+    std::vector<Var> loop_vars;                      // per leaf position
+    ir::VarRanges ranges;                            // the stage's loop variables
     std::map<const ir::VarNode*, Expr> axis_values;  // op axes and reduce axes -> coordinates
     std::vector<Expr> predicates;
     std::set<const ir::VarNode*> reduce_vars;
@@ -349,9 +350,12 @@ class Lowerer {
         int64_t inner = 1;
         for (int k = static_cast<int>(rel.inputs.size()) - 1; k >= 0; --k) {
           int in = rel.inputs[k];
-          Expr v = inner == 1 ? fused
-                              : ir::floordiv(fused, ir::make_const(fused.dtype(), static_cast<double>(inner)));
-          if (k > 0) v = ir::floormod(v, ir::make_const(fused.dtype(), static_cast<double>(c.extent[in])));
+          Expr v =
+              inner == 1
+                  ? fused
+                  : ir::floordiv(fused, ir::make_const(fused.dtype(), static_cast<double>(inner)));
+          if (k > 0)
+            v = ir::floormod(v, ir::make_const(fused.dtype(), static_cast<double>(c.extent[in])));
           value[in] = ir::simplify(v);
           inner *= c.extent[in];
         }
@@ -408,11 +412,13 @@ class Lowerer {
         return guard(c, buffer_store(buffer, c.store_index, rewriter.mutate(c.op->body)), false);
       }
       if (init_only) {
-        Expr init = c.red->init ? rewriter.mutate(c.red->init) : ir::reduce_identity(c.red->op, c.red->dtype);
+        Expr init = c.red->init ? rewriter.mutate(c.red->init)
+                                : ir::reduce_identity(c.red->op, c.red->dtype);
         return guard(c, buffer_store(buffer, c.store_index, init), true);
       }
       Expr acc = ir::buffer_load(buffer, c.store_index);
-      Stmt update = buffer_store(buffer, c.store_index, combine(c.red->op, acc, rewriter.mutate(c.red->source)));
+      Stmt update = buffer_store(buffer, c.store_index,
+                                 combine(c.red->op, acc, rewriter.mutate(c.red->source)));
       if (c.red->condition) update = if_then_else(rewriter.mutate(c.red->condition), update);
       return guard(c, update, false);
     }
@@ -507,7 +513,7 @@ class Lowerer {
   std::vector<Placement> placements_;
   std::set<std::string> used_names_;      // buffers
   std::set<std::string> used_var_names_;  // loop variables
-  ir::VarRanges enclosing_;  // loops around the point being emitted
+  ir::VarRanges enclosing_;               // loops around the point being emitted
 };
 
 }  // namespace

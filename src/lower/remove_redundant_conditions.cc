@@ -63,10 +63,8 @@ class ConditionProver {
         if (a) return !*a;
         return std::nullopt;
       }
-      case ExprKind::kCompare:
-        return prove_compare(static_cast<const ir::CompareNode&>(*cond));
-      default:
-        return std::nullopt;
+      case ExprKind::kCompare: return prove_compare(static_cast<const ir::CompareNode&>(*cond));
+      default: return std::nullopt;
     }
   }
 
@@ -124,18 +122,12 @@ class ConditionProver {
       return std::nullopt;
     };
     switch (n.op) {
-      case CompareOp::kLT:
-        return decide(hi < 0, lo >= 0);
-      case CompareOp::kLE:
-        return decide(hi <= 0, lo > 0);
-      case CompareOp::kGT:
-        return decide(lo > 0, hi <= 0);
-      case CompareOp::kGE:
-        return decide(lo >= 0, hi < 0);
-      case CompareOp::kEQ:
-        return decide(lo == 0 && hi == 0, lo > 0 || hi < 0);
-      case CompareOp::kNE:
-        return decide(lo > 0 || hi < 0, lo == 0 && hi == 0);
+      case CompareOp::kLT: return decide(hi < 0, lo >= 0);
+      case CompareOp::kLE: return decide(hi <= 0, lo > 0);
+      case CompareOp::kGT: return decide(lo > 0, hi <= 0);
+      case CompareOp::kGE: return decide(lo >= 0, hi < 0);
+      case CompareOp::kEQ: return decide(lo == 0 && hi == 0, lo > 0 || hi < 0);
+      case CompareOp::kNE: return decide(lo > 0 || hi < 0, lo == 0 && hi == 0);
     }
     return std::nullopt;
   }

@@ -10,13 +10,15 @@ void ForNode::declare(FieldList<ForNode>& f) {
       .def("extent", &ForNode::extent)
       .def("for_kind", &ForNode::for_kind)
       .def("body", &ForNode::body)
-      .validate([](const ForNode& n) { for_loop(n.loop_var, n.min, n.extent, n.for_kind, n.body); });
+      .validate(
+          [](const ForNode& n) { for_loop(n.loop_var, n.min, n.extent, n.for_kind, n.body); });
 }
 void IfThenElseNode::declare(FieldList<IfThenElseNode>& f) {
   f.def("condition", &IfThenElseNode::condition)
       .def("then_case", &IfThenElseNode::then_case)
       .def("else_case", &IfThenElseNode::else_case)
-      .validate([](const IfThenElseNode& n) { if_then_else(n.condition, n.then_case, n.else_case); });
+      .validate(
+          [](const IfThenElseNode& n) { if_then_else(n.condition, n.then_case, n.else_case); });
 }
 void AllocateNode::declare(FieldList<AllocateNode>& f) {
   f.def("buffer", &AllocateNode::buffer)
@@ -48,7 +50,8 @@ void PrimFuncNode::declare(FieldList<PrimFuncNode>& f) {
       .def("params", &PrimFuncNode::params)
       .def("num_inputs", &PrimFuncNode::num_inputs)
       .def("body", &PrimFuncNode::body)
-      .validate([](const PrimFuncNode& n) { PrimFunc::make(n.name, n.params, n.num_inputs, n.body); });
+      .validate(
+          [](const PrimFuncNode& n) { PrimFunc::make(n.name, n.params, n.num_inputs, n.body); });
 }
 
 TT_REGISTER_NODE(ForNode);
@@ -61,7 +64,8 @@ TT_REGISTER_NODE(EvaluateNode);
 TT_REGISTER_NODE(PrimFuncNode);
 
 Stmt for_loop(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body) {
-  TT_CHECK(loop_var && min && extent && body, kInvalidArgument, "a loop needs a variable, bounds and a body");
+  TT_CHECK(loop_var && min && extent && body, kInvalidArgument,
+           "a loop needs a variable, bounds and a body");
   TT_CHECK(min.dtype().is_integer() && extent.dtype().is_integer() && loop_var->dtype.is_integer(),
            kTypeMismatch, "loop '", loop_var->name, "' must have integer bounds");
   auto n = make_node<ForNode>();
@@ -93,7 +97,8 @@ Stmt allocate(Buffer buffer, Stmt body) {
 }
 
 Stmt buffer_store(Buffer buffer, Expr index, Expr value) {
-  TT_CHECK(buffer && index && value, kInvalidArgument, "a store needs a buffer, an index and a value");
+  TT_CHECK(buffer && index && value, kInvalidArgument,
+           "a store needs a buffer, an index and a value");
   TT_CHECK(index.dtype().is_integer(), kTypeMismatch, "store index into '", buffer->name,
            "' must be an integer");
   TT_CHECK(value.dtype().element_of() == buffer->dtype, kTypeMismatch, "storing ",
@@ -165,8 +170,7 @@ Stmt StmtMutator::mutate(const Stmt& s) {
   if (!s) return s;
   switch (s->kind()) {
 #define TT_STMT_MUTATE_CASE(name) \
-  case StmtKind::k##name:         \
-    return rewrite(static_cast<const name##Node&>(*s), s);
+  case StmtKind::k##name: return rewrite(static_cast<const name##Node&>(*s), s);
     TT_STMT_NODES(TT_STMT_MUTATE_CASE)
 #undef TT_STMT_MUTATE_CASE
   }
@@ -183,7 +187,8 @@ Stmt StmtMutator::rewrite(const ForNode& n, const Stmt& self) {
 Stmt StmtMutator::rewrite(const IfThenElseNode& n, const Stmt& self) {
   Expr cond = mutate_expr(n.condition);
   Stmt then_case = mutate(n.then_case), else_case = mutate(n.else_case);
-  if (cond.same_as(n.condition) && then_case.same_as(n.then_case) && else_case.same_as(n.else_case)) {
+  if (cond.same_as(n.condition) && then_case.same_as(n.then_case) &&
+      else_case.same_as(n.else_case)) {
     return self;
   }
   return if_then_else(cond, then_case, else_case);
@@ -283,8 +288,8 @@ void print(std::ostream& os, const Stmt& s, int indent) {
          << "] " << n.buffer->dtype.str() << " " << n.buffer->scope << "\n";
       print(os, n.body, indent);
     } else if constexpr (std::is_same_v<N, BufferStoreNode>) {
-      os << pad << n.buffer->name << "[" << ir::to_string(n.index) << "] = " << ir::to_string(n.value)
-         << "\n";
+      os << pad << n.buffer->name << "[" << ir::to_string(n.index)
+         << "] = " << ir::to_string(n.value) << "\n";
     } else if constexpr (std::is_same_v<N, SeqNode>) {
       for (const auto& x : n.stmts) print(os, x, indent);
     } else if constexpr (std::is_same_v<N, LetStmtNode>) {

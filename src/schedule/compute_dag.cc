@@ -60,7 +60,8 @@ ComputeDAG::ComputeDAG(te::WorkloadTensors tensors) : tensors_(std::move(tensors
     if (a.is_placeholder) continue;
     const ir::Expr& body = t.compute_op()->body;
     a.has_reduction = body->kind() == ir::ExprKind::kReduce;
-    const ir::Expr& inner = a.has_reduction ? static_cast<const ir::ReduceNode&>(*body).source : body;
+    const ir::Expr& inner =
+        a.has_reduction ? static_cast<const ir::ReduceNode&>(*body).source : body;
     bool nested = contains_reduce(inner);
     if (a.has_reduction) {
       const auto& r = static_cast<const ir::ReduceNode&>(*body);

@@ -14,7 +14,8 @@ namespace {
 // Rewrites reads of replaced tensors to their replacements.
 class ReadRewriter final : public ir::ExprMutator {
  public:
-  explicit ReadRewriter(const std::map<const Object*, te::Tensor>& replaced) : replaced_(replaced) {}
+  explicit ReadRewriter(const std::map<const Object*, te::Tensor>& replaced)
+      : replaced_(replaced) {}
 
  protected:
   using ExprMutator::rewrite;

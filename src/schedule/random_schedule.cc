@@ -14,7 +14,8 @@ class Generator {
   State run() {
     // A few passes over the stages, consumers first (as a schedule is
     // usually written), each trying a handful of random primitives.
-    for (int round = 0; round < 3 && static_cast<int>(steps_.size()) < options_.max_steps; ++round) {
+    for (int round = 0; round < 3 && static_cast<int>(steps_.size()) < options_.max_steps;
+         ++round) {
       for (int s = state_.num_stages() - 1; s >= 0; --s) {
         if (s >= state_.num_stages() || state_.stage(s).is_placeholder()) continue;
         int tries = pick(4);
@@ -63,7 +64,8 @@ class Generator {
         int pos = pick(n);
         int64_t extent = st.iters[st.leaves[pos]].extent;
         std::vector<int64_t> lengths = {random_length(extent)};
-        if (chance(0.4)) lengths.push_back(random_length(std::max<int64_t>(extent / lengths[0], 1)));
+        if (chance(0.4))
+          lengths.push_back(random_length(std::max<int64_t>(extent / lengths[0], 1)));
         apply(split(s, pos, lengths, chance(0.8)));
         return;
       }
@@ -108,7 +110,10 @@ class Generator {
         if (chance(0.3)) apply(compute_root(s));
         return;
       case 8:
-        if (n > 0) apply(pragma(s, pick(n), "auto_unroll_max_step=" + std::to_string(std::array{0, 4, 16, 64}[pick(4)])));
+        if (n > 0)
+          apply(
+              pragma(s, pick(n),
+                     "auto_unroll_max_step=" + std::to_string(std::array{0, 4, 16, 64}[pick(4)])));
         return;
       case 9: {  // cache_write or rfactor
         if (!options_.allow_dag_changes) return;
@@ -118,7 +123,8 @@ class Generator {
         }
         // rfactor: split a reduction loop in two, then factor one part out.
         for (int pos = 0; pos < n; ++pos) {
-          if (st.iters[st.leaves[pos]].kind != ir::IterKind::kReduce || st.is_transformed()) continue;
+          if (st.iters[st.leaves[pos]].kind != ir::IterKind::kReduce || st.is_transformed())
+            continue;
           int64_t extent = st.iters[st.leaves[pos]].extent;
           if (!apply(split(s, pos, {random_length(extent)}))) return;
           apply(rfactor(s, pos + pick(2), pick(2)));
@@ -149,7 +155,8 @@ class Generator {
 
 }  // namespace
 
-State random_state(const ComputeDAG& dag, std::mt19937_64& rng, const RandomScheduleOptions& options) {
+State random_state(const ComputeDAG& dag, std::mt19937_64& rng,
+                   const RandomScheduleOptions& options) {
   Generator g(dag, rng, options);
   return g.run();
 }

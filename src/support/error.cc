@@ -17,10 +17,9 @@ std::string_view error_kind_name(ErrorKind kind) {
 
 namespace detail {
 void throw_internal(const char* file, int line, const char* cond, const std::string& message) {
-  throw Error(ErrorKind::kInternal,
-              concat("internal error at ", file, ":", line, ": check '", cond, "' failed",
-                     message.empty() ? "" : ": ", message,
-                     " (this is a bug in tensortune; please report it)"));
+  throw Error(ErrorKind::kInternal, concat("internal error at ", file, ":", line, ": check '", cond,
+                                           "' failed", message.empty() ? "" : ": ", message,
+                                           " (this is a bug in tensortune; please report it)"));
 }
 }  // namespace detail
 

@@ -132,8 +132,8 @@ std::optional<std::string> read_frame_with(ReadUpto&& read_upto, uint64_t max_si
     size_t n = read_upto(payload.data() + done, chunk);
     done += n;
     if (n < chunk) {
-      fail(ErrorKind::kIO, what, ": end of stream inside a frame of ", size, " bytes: ",
-           size - done, " bytes missing");
+      fail(ErrorKind::kIO, what, ": end of stream inside a frame of ", size,
+           " bytes: ", size - done, " bytes missing");
     }
   }
   return payload;
@@ -152,8 +152,8 @@ bool poll_one(int fd, short events, const detail::Deadline& deadline, std::strin
 
 [[noreturn]] void fail_timeout(std::string_view what, std::string_view doing,
                                const detail::Deadline& deadline) {
-  throw TimeoutError(detail::concat(what, ": timed out after ", deadline.timeout.count(),
-                                    " ms ", doing));
+  throw TimeoutError(
+      detail::concat(what, ": timed out after ", deadline.timeout.count(), " ms ", doing));
 }
 
 size_t read_upto_fd(int fd, char* out, size_t size, const detail::Deadline& deadline,
@@ -350,9 +350,9 @@ Subprocess Subprocess::spawn(const std::vector<std::string>& argv, const SpawnOp
         }
         set_nonblocking(parent_end.get());
         move_above_stdio(&child_ends[stream]);
-        check_spawn_call(posix_spawn_file_actions_adddup2(&actions.actions,
-                                                          child_ends[stream].get(), stream),
-                         "posix_spawn_file_actions_adddup2");
+        check_spawn_call(
+            posix_spawn_file_actions_adddup2(&actions.actions, child_ends[stream].get(), stream),
+            "posix_spawn_file_actions_adddup2");
         if (stream == 0) {
           p.stdin_ = std::move(parent_end);
         } else if (modes[stream] == StreamMode::kPipe) {
@@ -367,8 +367,7 @@ Subprocess Subprocess::spawn(const std::vector<std::string>& argv, const SpawnOp
                                                           stream == 0 ? O_RDONLY : O_WRONLY, 0),
                          "posix_spawn_file_actions_addopen");
         break;
-      case StreamMode::kInherit:
-        break;
+      case StreamMode::kInherit: break;
     }
   }
   if (!options.working_dir.empty()) {
@@ -409,12 +408,13 @@ Subprocess Subprocess::spawn(const std::vector<std::string>& argv, const SpawnOp
   const bool search_path = argv[0].find('/') == std::string::npos;
   // glibc's posix_spawn reports a failed exec (no such file, not executable)
   // as its return value, so a missing program is an error here, not an exit code.
-  int rc = search_path ? posix_spawnp(&pid, argvp[0], &actions.actions, &attr.attr, argvp.data(),
-                                      envp.data())
-                       : posix_spawn(&pid, argvp[0], &actions.actions, &attr.attr, argvp.data(),
-                                     envp.data());
+  int rc =
+      search_path
+          ? posix_spawnp(&pid, argvp[0], &actions.actions, &attr.attr, argvp.data(), envp.data())
+          : posix_spawn(&pid, argvp[0], &actions.actions, &attr.attr, argvp.data(), envp.data());
   if (rc != 0) {
-    fail(ErrorKind::kIO, "cannot start '", argv[0], "': ", search_path ? "posix_spawnp" : "posix_spawn",
+    fail(ErrorKind::kIO, "cannot start '", argv[0],
+         "': ", search_path ? "posix_spawnp" : "posix_spawn",
          " failed: ", std::system_category().message(rc));
   }
   p.pid_ = pid;
@@ -515,8 +515,9 @@ void Subprocess::write_stdin(std::string_view data, const detail::Deadline& dead
       }
     } else if (errno == EPIPE) {
       guard.saw_epipe();
-      fail(ErrorKind::kIO, describe(), " stdin: write failed: ",
-           std::system_category().message(EPIPE), " (the child exited or closed its stdin)");
+      fail(ErrorKind::kIO, describe(),
+           " stdin: write failed: ", std::system_category().message(EPIPE),
+           " (the child exited or closed its stdin)");
     } else if (errno != EINTR) {
       fail_errno(describe() + " stdin", "write", errno);
     }
@@ -551,8 +552,8 @@ bool Subprocess::read_exact(char* out, size_t size, Timeout timeout) {
   size_t got = read_stdout(out, size, detail::Deadline::after(timeout));
   if (got == 0 && size > 0) return false;
   if (got < size) {
-    fail(ErrorKind::kIO, describe(), " stdout: end of stream after ", got, " of ", size,
-         " bytes (", size - got, " bytes missing)");
+    fail(ErrorKind::kIO, describe(), " stdout: end of stream after ", got, " of ", size, " bytes (",
+         size - got, " bytes missing)");
   }
   return true;
 }
@@ -574,9 +575,8 @@ void Subprocess::write_frame(std::string_view payload, Timeout timeout) {
 
 std::optional<std::string> Subprocess::read_frame(Timeout timeout, uint64_t max_size) {
   detail::Deadline deadline = detail::Deadline::after(timeout);
-  return read_frame_with(
-      [&](char* out, size_t size) { return read_stdout(out, size, deadline); }, max_size,
-      describe() + " stdout");
+  return read_frame_with([&](char* out, size_t size) { return read_stdout(out, size, deadline); },
+                         max_size, describe() + " stdout");
 }
 
 bool Subprocess::reap_if_exited() {
@@ -705,8 +705,8 @@ bool read_exact(int fd, char* out, size_t size, Timeout timeout, std::string_vie
   size_t got = read_upto_fd(fd, out, size, detail::Deadline::after(timeout), what);
   if (got == 0 && size > 0) return false;
   if (got < size) {
-    fail(ErrorKind::kIO, what, ": end of stream after ", got, " of ", size, " bytes (",
-         size - got, " bytes missing)");
+    fail(ErrorKind::kIO, what, ": end of stream after ", got, " of ", size, " bytes (", size - got,
+         " bytes missing)");
   }
   return true;
 }
@@ -726,8 +726,8 @@ std::optional<std::string> read_frame(int fd, Timeout timeout, uint64_t max_size
                                       std::string_view what) {
   detail::Deadline deadline = detail::Deadline::after(timeout);
   return read_frame_with(
-      [&](char* out, size_t size) { return read_upto_fd(fd, out, size, deadline, what); },
-      max_size, what);
+      [&](char* out, size_t size) { return read_upto_fd(fd, out, size, deadline, what); }, max_size,
+      what);
 }
 
 }  // namespace tensortune

@@ -129,7 +129,8 @@ Loader loader_of(DataType t) {
     case DataType::Code::kFloat:
       if (t.bits() == 64) return [](const std::byte* p) { return float_value(read_as<double>(p)); };
       if (t.bits() == 32) return [](const std::byte* p) { return float_value(read_as<float>(p)); };
-      return [](const std::byte* p) { return float_value(half_bits_to_double(read_as<uint16_t>(p))); };
+      return
+          [](const std::byte* p) { return float_value(half_bits_to_double(read_as<uint16_t>(p))); };
     case DataType::Code::kBFloat:
       return [](const std::byte* p) {
         return float_value(bfloat16_bits_to_double(read_as<uint16_t>(p)));
@@ -146,7 +147,10 @@ Loader loader_of(DataType t) {
         case 8: return [](const std::byte* p) { return int_value(read_as<uint8_t>(p)); };
         case 16: return [](const std::byte* p) { return int_value(read_as<uint16_t>(p)); };
         case 32: return [](const std::byte* p) { return int_value(read_as<uint32_t>(p)); };
-        default: return [](const std::byte* p) { return int_value(static_cast<int64_t>(read_as<uint64_t>(p))); };
+        default:
+          return [](const std::byte* p) {
+            return int_value(static_cast<int64_t>(read_as<uint64_t>(p)));
+          };
       }
     case DataType::Code::kBool:
       return [](const std::byte* p) { return int_value(read_as<uint8_t>(p) != 0 ? 1 : 0); };
@@ -169,10 +173,14 @@ Storer storer_of(DataType t) {
     case DataType::Code::kUInt:
     case DataType::Code::kBool:
       switch (t.bytes()) {
-        case 1: return [](std::byte* p, Value v) { write_as<uint8_t>(p, static_cast<uint8_t>(v.i)); };
-        case 2: return [](std::byte* p, Value v) { write_as<uint16_t>(p, static_cast<uint16_t>(v.i)); };
-        case 4: return [](std::byte* p, Value v) { write_as<uint32_t>(p, static_cast<uint32_t>(v.i)); };
-        default: return [](std::byte* p, Value v) { write_as<uint64_t>(p, static_cast<uint64_t>(v.i)); };
+        case 1:
+          return [](std::byte* p, Value v) { write_as<uint8_t>(p, static_cast<uint8_t>(v.i)); };
+        case 2:
+          return [](std::byte* p, Value v) { write_as<uint16_t>(p, static_cast<uint16_t>(v.i)); };
+        case 4:
+          return [](std::byte* p, Value v) { write_as<uint32_t>(p, static_cast<uint32_t>(v.i)); };
+        default:
+          return [](std::byte* p, Value v) { write_as<uint64_t>(p, static_cast<uint64_t>(v.i)); };
       }
   }
   TT_ICHECK(false, "bad dtype");
@@ -475,8 +483,7 @@ NDArray run_stage(const Tensor& t,
 
 }  // namespace
 
-std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs,
-                              const std::vector<Tensor>& inputs,
+std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                               const std::vector<NDArray>& values) {
   if (inputs.size() != values.size()) {
     fail(ErrorKind::kInvalidArgument, "evaluate: ", inputs.size(), " input tensors but ",
@@ -492,8 +499,8 @@ std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs,
     }
     const NDArray& v = values[i];
     if (!v.defined() || v.dtype() != in.dtype() || v.shape() != in.shape()) {
-      fail(ErrorKind::kInvalidArgument, "evaluate: input '", in.name(), "' is ",
-           in.dtype().str(), index_str(in.shape()), " but its value is ", v.describe());
+      fail(ErrorKind::kInvalidArgument, "evaluate: input '", in.name(), "' is ", in.dtype().str(),
+           index_str(in.shape()), " but its value is ", v.describe());
     }
     if (!arrays.emplace(in.get(), &v).second) {
       fail(ErrorKind::kInvalidArgument, "evaluate: input '", in.name(), "' is given twice");

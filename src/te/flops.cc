@@ -55,7 +55,8 @@ Count count_ops(const Expr& e) {
     } else if constexpr (std::is_same_v<Node, ir::BufferLoadNode> ||
                          std::is_same_v<Node, ir::RampNode> ||
                          std::is_same_v<Node, ir::BroadcastNode>) {
-      fail(ErrorKind::kTypeMismatch, node.type_key(), " belongs to lowered code, not to a tensor expression");
+      fail(ErrorKind::kTypeMismatch, node.type_key(),
+           " belongs to lowered code, not to a tensor expression");
       return {};
     } else {
       static_assert(std::is_same_v<Node, ir::ReduceNode>, "unhandled expression kind");

@@ -102,12 +102,10 @@ Tolerance default_tolerance(DataType dtype) {
       if (dtype.bits() == 64) return {1e-9, 1e-9};
       if (dtype.bits() == 32) return {1e-5, 1e-4};
       return {1e-2, 1e-2};
-    case DataType::Code::kBFloat:
-      return {1e-2, 4e-2};
+    case DataType::Code::kBFloat: return {1e-2, 4e-2};
     case DataType::Code::kInt:
     case DataType::Code::kUInt:
-    case DataType::Code::kBool:
-      return {0, 0};
+    case DataType::Code::kBool: return {0, 0};
   }
   return {0, 0};
 }
@@ -265,12 +263,12 @@ void NDArray::set_int(int64_t flat, int64_t value) {
 }
 
 int64_t NDArray::flat_index(const std::vector<int64_t>& index) const {
-  TT_CHECK(index.size() == shape_.size(), kInvalidArgument, "index ", shape_str(index),
-           " has ", index.size(), " dimensions, NDArray ", describe(), " has ", shape_.size());
+  TT_CHECK(index.size() == shape_.size(), kInvalidArgument, "index ", shape_str(index), " has ",
+           index.size(), " dimensions, NDArray ", describe(), " has ", shape_.size());
   int64_t flat = 0;
   for (size_t d = 0; d < index.size(); ++d) {
-    TT_CHECK(index[d] >= 0 && index[d] < shape_[d], kInvalidArgument, "index ",
-             shape_str(index), " is out of bounds for NDArray ", describe());
+    TT_CHECK(index[d] >= 0 && index[d] < shape_[d], kInvalidArgument, "index ", shape_str(index),
+             " is out of bounds for NDArray ", describe());
     flat = flat * shape_[d] + index[d];
   }
   return flat;

@@ -8,9 +8,9 @@
 namespace tensortune::te::detail {
 
 Expr index_const(int64_t value) {
-  TT_ICHECK(value >= std::numeric_limits<int32_t>::min() &&
-                value <= std::numeric_limits<int32_t>::max(),
-            "index constant ", value, " does not fit in int32");
+  TT_ICHECK(
+      value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max(),
+      "index constant ", value, " does not fit in int32");
   return ir::int_imm(value, DataType::int32());
 }
 
@@ -69,8 +69,8 @@ void check_rank(const Tensor& t, int rank, std::string_view op, std::string_view
 
 void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
   if (a.dtype() != b.dtype()) {
-    fail(ErrorKind::kTypeMismatch, op, ": operands '", a.name(), "' (", a.dtype().str(),
-         ") and '", b.name(), "' (", b.dtype().str(), ") have different types");
+    fail(ErrorKind::kTypeMismatch, op, ": operands '", a.name(), "' (", a.dtype().str(), ") and '",
+         b.name(), "' (", b.dtype().str(), ") have different types");
   }
 }
 
@@ -104,8 +104,8 @@ Tensor pad_stage(const Tensor& x, const std::vector<int64_t>& before,
         for (size_t d = 0; d < in.size(); ++d) {
           if (before[d] > 0) both(v[d] >= index_const(before[d]));
           if (after[d] > 0) both(v[d] < index_const(before[d] + in[d]));
-          index.push_back(clamp_index(add_index(v[d], -before[d]), 0, in[d] - 1, before[d] > 0,
-                                      after[d] > 0));
+          index.push_back(
+              clamp_index(add_index(v[d], -before[d]), 0, in[d] - 1, before[d] > 0, after[d] > 0));
         }
         return ir::select(inside, x(index), pad_value);
       },

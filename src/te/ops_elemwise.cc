@@ -33,7 +33,8 @@ namespace {
 Tensor float_unary(const Tensor& x, const char* name, Expr (*f)(Expr)) {
   check_defined(x, name, "the operand");
   check_float(x, name);
-  return elemwise(x, [f](const Expr& e) { return f(e); }, name);
+  return elemwise(
+      x, [f](const Expr& e) { return f(e); }, name);
 }
 
 }  // namespace
@@ -70,25 +71,26 @@ Tensor abs(const Tensor& x) {
 Tensor negative(const Tensor& x) {
   check_defined(x, "negative", "the operand");
   DataType t = x.dtype();
-  return elemwise(x, [t](const Expr& e) { return value_const(t, 0) - e; }, "negative");
+  return elemwise(
+      x, [t](const Expr& e) { return value_const(t, 0) - e; }, "negative");
 }
 
 Tensor relu(const Tensor& x) {
   check_defined(x, "relu", "the operand");
   DataType t = x.dtype();
-  return elemwise(x, [t](const Expr& e) { return ir::max(e, value_const(t, 0)); }, "relu");
+  return elemwise(
+      x, [t](const Expr& e) { return ir::max(e, value_const(t, 0)); }, "relu");
 }
 
 Tensor leaky_relu(const Tensor& x, double alpha) {
   check_defined(x, "leaky_relu", "the operand");
   check_float(x, "leaky_relu");
   DataType t = x.dtype();
-  return elemwise(
-      x,
-      [t, alpha](const Expr& e) {
-        return ir::select(e > value_const(t, 0), e, e * value_const(t, alpha));
-      },
-      "leaky_relu", {{"alpha", json_number(alpha)}});
+  return elemwise(x,
+                  [t, alpha](const Expr& e) {
+                    return ir::select(e > value_const(t, 0), e, e * value_const(t, alpha));
+                  },
+                  "leaky_relu", {{"alpha", json_number(alpha)}});
 }
 
 Tensor clip(const Tensor& x, double low, double high) {
@@ -97,38 +99,36 @@ Tensor clip(const Tensor& x, double low, double high) {
     fail(ErrorKind::kInvalidArgument, "clip: low (", low, ") must not exceed high (", high, ")");
   }
   DataType t = x.dtype();
-  return elemwise(
-      x,
-      [t, low, high](const Expr& e) {
-        return ir::min(ir::max(e, value_const(t, low)), value_const(t, high));
-      },
-      "clip", {{"low", json_number(low)}, {"high", json_number(high)}});
+  return elemwise(x,
+                  [t, low, high](const Expr& e) {
+                    return ir::min(ir::max(e, value_const(t, low)), value_const(t, high));
+                  },
+                  "clip", {{"low", json_number(low)}, {"high", json_number(high)}});
 }
 
 Tensor gelu(const Tensor& x) {
   check_defined(x, "gelu", "the operand");
   check_float(x, "gelu");
   DataType t = x.dtype();
-  return elemwise(
-      x,
-      [t](const Expr& e) {
-        Expr cdf = value_const(t, 1) + ir::erf(e * value_const(t, 1.0 / std::numbers::sqrt2));
-        return value_const(t, 0.5) * e * cdf;
-      },
-      "gelu", {{"approximation", "erf"}});
+  return elemwise(x,
+                  [t](const Expr& e) {
+                    Expr cdf =
+                        value_const(t, 1) + ir::erf(e * value_const(t, 1.0 / std::numbers::sqrt2));
+                    return value_const(t, 0.5) * e * cdf;
+                  },
+                  "gelu", {{"approximation", "erf"}});
 }
 
 Tensor cast(const Tensor& x, DataType dtype) {
   check_defined(x, "cast", "the operand");
-  return compute(
-      x.shape(), [&](const std::vector<Var>& v) { return ir::cast(dtype, x(as_exprs(v))); },
-      "cast", "injective", {{"dtype", dtype.str()}});
+  return compute(x.shape(),
+                 [&](const std::vector<Var>& v) { return ir::cast(dtype, x(as_exprs(v))); }, "cast",
+                 "injective", {{"dtype", dtype.str()}});
 }
 
 // ---- broadcasting binary --------------------------------------------------------
 
-std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a,
-                                     const std::vector<int64_t>& b) {
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
   for (size_t d = 0; d < rank; ++d) {
@@ -172,35 +172,41 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b,
   }
   return compute(
       shape,
-      [&](const std::vector<Var>& v) { return f(a(broadcast_index(a, v)), b(broadcast_index(b, v))); },
+      [&](const std::vector<Var>& v) {
+        return f(a(broadcast_index(a, v)), b(broadcast_index(b, v)));
+      },
       std::move(name), "broadcast", std::move(attrs));
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x + y; }, "add");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x + y; }, "add");
 }
 Tensor subtract(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x - y; }, "subtract");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x - y; }, "subtract");
 }
 Tensor multiply(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x * y; }, "multiply");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x * y; }, "multiply");
 }
 Tensor divide(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return x / y; }, "divide");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x / y; }, "divide");
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::max(x, y); },
-                          "maximum");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return ir::max(x, y); }, "maximum");
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::min(x, y); },
-                          "minimum");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return ir::min(x, y); }, "minimum");
 }
 Tensor power(const Tensor& a, const Tensor& b) {
   check_defined(a, "power", "the first operand");
   check_float(a, "power");
-  return broadcast_binary(a, b, [](const Expr& x, const Expr& y) { return ir::pow(x, y); },
-                          "power");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return ir::pow(x, y); }, "power");
 }
 
 Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
@@ -212,10 +218,9 @@ Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
     fail(ErrorKind::kInvalidArgument, "bias_add: bias ", shape_str(bias.shape()),
          " does not match dimension ", ax, " of data ", shape_str(data.shape()));
   }
-  return compute(
-      data.shape(),
-      [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); }, "bias_add",
-      "broadcast", {{"op", "bias_add"}, {"axis", ax}});
+  return compute(data.shape(),
+                 [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); },
+                 "bias_add", "broadcast", {{"op", "bias_add"}, {"axis", ax}});
 }
 
 // ---- normalisation --------------------------------------------------------------
@@ -254,7 +259,8 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
   auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
   IterVar k1 = reduce_axis(x.shape()[ax], "k");
   Tensor mx = compute(
-      reduced, [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
+      reduced,
+      [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
       name + "_max", "softmax", attrs("max"));
   Tensor e = compute(
       x.shape(),
@@ -262,7 +268,8 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
       name + "_exp", "softmax", attrs("exp"));
   IterVar k2 = reduce_axis(x.shape()[ax], "k");
   Tensor total = compute(
-      reduced, [&](const std::vector<Var>& v) { return sum(e(insert_axis(v, ax, k2.expr())), {k2}); },
+      reduced,
+      [&](const std::vector<Var>& v) { return sum(e(insert_axis(v, ax, k2.expr())), {k2}); },
       name + "_sum", "softmax", attrs("sum"));
   return compute(
       x.shape(),
@@ -278,7 +285,8 @@ Tensor log_softmax(const Tensor& x, int axis, std::string name) {
   auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
   IterVar k1 = reduce_axis(x.shape()[ax], "k");
   Tensor mx = compute(
-      reduced, [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
+      reduced,
+      [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
       name + "_max", "log_softmax", attrs("max"));
   IterVar k2 = reduce_axis(x.shape()[ax], "k");
   Tensor total = compute(
@@ -321,7 +329,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   Expr inv_d = value_const(t, 1.0 / static_cast<double>(d));
   IterVar k1 = reduce_axis(d, "k");
   Tensor total = compute(
-      outer, [&](const std::vector<Var>& v) { return sum(x(insert_axis(v, last, k1.expr())), {k1}); },
+      outer,
+      [&](const std::vector<Var>& v) { return sum(x(insert_axis(v, last, k1.expr())), {k1}); },
       name + "_sum", op, attrs("sum"));
   IterVar k2 = reduce_axis(d, "k");
   Tensor squares = compute(
@@ -353,9 +362,9 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
   check_float(x, op);
   int ax = detail::normalize_axis(axis, x.ndim(), op);
   int64_t c = x.shape()[ax];
-  for (const auto& [t, what] : {std::pair{gamma, "gamma"}, std::pair{beta, "beta"},
-                                std::pair{moving_mean, "moving_mean"},
-                                std::pair{moving_var, "moving_var"}}) {
+  for (const auto& [t, what] :
+       {std::pair{gamma, "gamma"}, std::pair{beta, "beta"}, std::pair{moving_mean, "moving_mean"},
+        std::pair{moving_var, "moving_var"}}) {
     check_rank(t, 1, op, what);
     check_same_dtype(x, t, op);
     if (t.shape()[0] != c) {
@@ -364,14 +373,13 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
     }
   }
   DataType t = x.dtype();
-  return compute(
-      x.shape(),
-      [&](const std::vector<Var>& v) {
-        Expr ch = v[ax];
-        Expr inv_std = ir::rsqrt(moving_var(ch) + value_const(t, epsilon));
-        return (x(as_exprs(v)) - moving_mean(ch)) * inv_std * gamma(ch) + beta(ch);
-      },
-      std::move(name), "batch_norm", {{"axis", ax}, {"epsilon", json_number(epsilon)}});
+  return compute(x.shape(),
+                 [&](const std::vector<Var>& v) {
+                   Expr ch = v[ax];
+                   Expr inv_std = ir::rsqrt(moving_var(ch) + value_const(t, epsilon));
+                   return (x(as_exprs(v)) - moving_mean(ch)) * inv_std * gamma(ch) + beta(ch);
+                 },
+                 std::move(name), "batch_norm", {{"axis", ax}, {"epsilon", json_number(epsilon)}});
 }
 
 }  // namespace tensortune::te

@@ -1,6 +1,6 @@
 // Linear algebra, convolutions and pooling.
-#include "tensortune/te/ops.h"
 #include "te/op_util.h"
+#include "tensortune/te/ops.h"
 
 namespace tensortune::te {
 
@@ -43,11 +43,12 @@ int64_t out_extent(std::string_view op, std::string_view dim, int64_t in, int64_
 // channels c and the output channels k, and the kernel has c / groups input
 // channels (`cg`). `kernel_layout` is noted after the kernel's shape.
 void check_groups(std::string_view op, const Tensor& data, const Tensor& kernel,
-                  std::string_view kernel_layout, int64_t c, int64_t k, int64_t cg, int64_t groups) {
+                  std::string_view kernel_layout, int64_t c, int64_t k, int64_t cg,
+                  int64_t groups) {
   if (groups < 1 || c % groups != 0 || k % groups != 0) {
     fail(ErrorKind::kInvalidArgument, op, ": groups = ", groups,
-         " must be >= 1 and divide both the input channels (", c, ") and the output channels (",
-         k, ")");
+         " must be >= 1 and divide both the input channels (", c, ") and the output channels (", k,
+         ")");
   }
   if (cg != c / groups) {
     fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()), kernel_layout,
@@ -100,14 +101,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
          (transpose_b ? " (transposed)" : ""), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
-  return compute(
-      {m, n},
-      [&](const std::vector<Var>& v) {
-        Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
-        Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
-        return sum(lhs * rhs, {k});
-      },
-      std::move(name), "matmul", {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  return compute({m, n},
+                 [&](const std::vector<Var>& v) {
+                   Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
+                   Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
+                   return sum(lhs * rhs, {k});
+                 },
+                 std::move(name), "matmul",
+                 {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
 }
 
 Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::string name) {
@@ -121,7 +122,9 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
   IterVar k = reduce_axis(data.shape()[1], "k");
   Tensor out = compute(
       {data.shape()[0], weight.shape()[0]},
-      [&](const std::vector<Var>& v) { return sum(data(v[0], k.expr()) * weight(v[1], k.expr()), {k}); },
+      [&](const std::vector<Var>& v) {
+        return sum(data(v[0], k.expr()) * weight(v[1], k.expr()), {k});
+      },
       bias ? name + "_matmul" : name, "dense");
   if (!bias) return out;
   check_rank(bias, 1, "dense", "bias");
@@ -130,9 +133,9 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
     fail(ErrorKind::kInvalidArgument, "dense: bias ", shape_str(bias.shape()),
          " does not match the ", weight.shape()[0], " output features");
   }
-  return compute(
-      out.shape(), [&](const std::vector<Var>& v) { return out(v[0], v[1]) + bias(v[1]); },
-      std::move(name), "broadcast", {{"op", "bias_add"}, {"axis", 1}});
+  return compute(out.shape(),
+                 [&](const std::vector<Var>& v) { return out(v[0], v[1]) + bias(v[1]); },
+                 std::move(name), "broadcast", {{"op", "bias_add"}, {"axis", 1}});
 }
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
@@ -154,17 +157,16 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool tra
          shape_str(a.shape()), " has K = ", ka, ", B ", shape_str(b.shape()), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
-  return compute(
-      {std::max(ba, bb), m, n},
-      [&](const std::vector<Var>& v) {
-        Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
-        Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
-        Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
-        Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
-        return sum(lhs * rhs, {k});
-      },
-      std::move(name), "batch_matmul",
-      {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  return compute({std::max(ba, bb), m, n},
+                 [&](const std::vector<Var>& v) {
+                   Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
+                   Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
+                   Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
+                   Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
+                   return sum(lhs * rhs, {k});
+                 },
+                 std::move(name), "batch_matmul",
+                 {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
 }
 
 // ---- convolutions -------------------------------------------------------------
@@ -193,8 +195,8 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
   return compute(
       {n, k, oh, ow},
       [&](const std::vector<Var>& v) {
-        Expr channel =
-            groups == 1 ? rc.expr() : mul_index(ir::floordiv(v[1], index_const(kg)), cg) + rc.expr();
+        Expr channel = groups == 1 ? rc.expr()
+                                   : mul_index(ir::floordiv(v[1], index_const(kg)), cg) + rc.expr();
         Expr y = mul_index(v[2], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[3], sw) + mul_index(rx.expr(), dw);
         return sum(padded(v[0], channel, y, x) * kernel(v[1], rc.expr(), ry.expr(), rx.expr()),
@@ -227,8 +229,8 @@ Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
   return compute(
       {n, oh, ow, k},
       [&](const std::vector<Var>& v) {
-        Expr channel =
-            groups == 1 ? rc.expr() : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
+        Expr channel = groups == 1 ? rc.expr()
+                                   : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
         Expr y = mul_index(v[1], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[2], sw) + mul_index(rx.expr(), dw);
         return sum(padded(v[0], y, x, channel) * kernel(ry.expr(), rx.expr(), rc.expr(), v[3]),
@@ -292,8 +294,8 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
           s = kernel.shape()[3];
   if (kc != c) {
     fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
-         " must be [C, K, R, S] with C = ", c, " (the channels of data ",
-         shape_str(data.shape()), ")");
+         " must be [C, K, R, S] with C = ", c, " (the channels of data ", shape_str(data.shape()),
+         ")");
   }
   auto [sh, sw] = attrs.stride;
   auto [pt, pl, pb, pr] = attrs.padding;
@@ -316,9 +318,9 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
       {n, c, ph, pw},
       [&](const std::vector<Var>& v) {
         Expr y = add_index(v[2], -bt), x = add_index(v[3], -bl);
-        Expr inside = ir::logical_and(
-            ir::logical_and(v[2] >= index_const(bt), y < index_const(dil_h)),
-            ir::logical_and(v[3] >= index_const(bl), x < index_const(dil_w)));
+        Expr inside =
+            ir::logical_and(ir::logical_and(v[2] >= index_const(bt), y < index_const(dil_h)),
+                            ir::logical_and(v[3] >= index_const(bl), x < index_const(dil_w)));
         if (sh > 1) {
           inside = ir::logical_and(inside, ir::floormod(y, index_const(sh)) == index_const(0));
         }
@@ -330,20 +332,23 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
         return ir::select(inside, data(v[0], v[1], iy, ix), value_const(data.dtype(), 0));
       },
       "data_dilate_pad", "pad",
-      {{"stride", attrs.stride}, {"before", {bt, bl}}, {"after", {r - 1 - pb + oph, s - 1 - pr + opw}}});
+      {{"stride", attrs.stride},
+       {"before", {bt, bl}},
+       {"after", {r - 1 - pb + oph, s - 1 - pr + opw}}});
   int64_t oh = ph - r + 1, ow = pw - s + 1;
   IterVar rc = reduce_axis(c, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
-  return compute(
-      {n, k, oh, ow},
-      [&](const std::vector<Var>& v) {
-        Expr flipped_y = index_const(r - 1) - ry.expr();
-        Expr flipped_x = index_const(s - 1) - rx.expr();
-        return sum(spread(v[0], rc.expr(), v[2] + ry.expr(), v[3] + rx.expr()) *
-                       kernel(rc.expr(), v[1], flipped_y, flipped_x),
-                   {rc, ry, rx});
-      },
-      std::move(name), op,
-      {{"stride", attrs.stride}, {"padding", attrs.padding}, {"output_padding", attrs.output_padding}});
+  return compute({n, k, oh, ow},
+                 [&](const std::vector<Var>& v) {
+                   Expr flipped_y = index_const(r - 1) - ry.expr();
+                   Expr flipped_x = index_const(s - 1) - rx.expr();
+                   return sum(spread(v[0], rc.expr(), v[2] + ry.expr(), v[3] + rx.expr()) *
+                                  kernel(rc.expr(), v[1], flipped_y, flipped_x),
+                              {rc, ry, rx});
+                 },
+                 std::move(name), op,
+                 {{"stride", attrs.stride},
+                  {"padding", attrs.padding},
+                  {"output_padding", attrs.output_padding}});
 }
 
 // ---- pooling ------------------------------------------------------------------
@@ -370,8 +375,8 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2d
          ") must be at most half the window (", r, ", ", s, ")");
   }
   int64_t h = data.shape()[2], w = data.shape()[3];
-  auto extent = [&](std::string_view dim, int64_t in, int64_t before, int64_t after,
-                    int64_t window, int64_t stride) {
+  auto extent = [&](std::string_view dim, int64_t in, int64_t before, int64_t after, int64_t window,
+                    int64_t stride) {
     int64_t span = in + before + after - window;
     if (span < 0) {
       fail(ErrorKind::kInvalidArgument, op, ": the window (", window,
@@ -406,10 +411,9 @@ Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string
   const char* op = "max_pool2d_nchw";
   PoolGeometry g = pool_geometry(op, data, attrs);
   auto [pt, pl, pb, pr] = attrs.padding;
-  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w},
-                                    ir::min_value(data.dtype()), "pad_data",
-                                    data.dtype().is_float() ? nlohmann::json("-inf")
-                                                            : nlohmann::json("min"));
+  Tensor padded = detail::pad_stage(
+      data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w}, ir::min_value(data.dtype()),
+      "pad_data", data.dtype().is_float() ? nlohmann::json("-inf") : nlohmann::json("min"));
   IterVar ry = reduce_axis(attrs.kernel[0], "ry"), rx = reduce_axis(attrs.kernel[1], "rx");
   nlohmann::json json_attrs = pool_attrs_json(attrs);
   json_attrs.erase("count_include_pad");
@@ -465,25 +469,27 @@ Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name) {
   int64_t h = data.shape()[2], w = data.shape()[3];
   IterVar ry = reduce_axis(h, "ry"), rx = reduce_axis(w, "rx");
   std::vector<int64_t> shape{data.shape()[0], data.shape()[1], 1, 1};
-  Tensor total = compute(
-      shape,
-      [&](const std::vector<Var>& v) { return sum(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx}); },
-      name + "_sum", "pool_sum", {{"global", true}, {"layout", "NCHW"}});
-  return compute(
-      shape,
-      [&](const std::vector<Var>& v) {
-        return total(v[0], v[1], v[2], v[3]) / value_const(data.dtype(), static_cast<double>(h * w));
-      },
-      std::move(name), "pool_avg", {{"global", true}, {"layout", "NCHW"}});
+  Tensor total = compute(shape,
+                         [&](const std::vector<Var>& v) {
+                           return sum(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx});
+                         },
+                         name + "_sum", "pool_sum", {{"global", true}, {"layout", "NCHW"}});
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   return total(v[0], v[1], v[2], v[3]) /
+                          value_const(data.dtype(), static_cast<double>(h * w));
+                 },
+                 std::move(name), "pool_avg", {{"global", true}, {"layout", "NCHW"}});
 }
 
 Tensor global_max_pool2d_nchw(const Tensor& data, std::string name) {
   check_rank(data, 4, "global_max_pool2d_nchw", "data");
   IterVar ry = reduce_axis(data.shape()[2], "ry"), rx = reduce_axis(data.shape()[3], "rx");
-  return compute(
-      {data.shape()[0], data.shape()[1], 1, 1},
-      [&](const std::vector<Var>& v) { return max(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx}); },
-      std::move(name), "pool_max", {{"global", true}, {"layout", "NCHW"}});
+  return compute({data.shape()[0], data.shape()[1], 1, 1},
+                 [&](const std::vector<Var>& v) {
+                   return max(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx});
+                 },
+                 std::move(name), "pool_max", {{"global", true}, {"layout", "NCHW"}});
 }
 
 }  // namespace tensortune::te

@@ -32,17 +32,17 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vecto
     if (d < before.size()) b[d] = before[d];
     if (d < after.size()) a[d] = after[d];
     if (b[d] < 0 || a[d] < 0) {
-      fail(ErrorKind::kInvalidArgument, "pad: padding of dimension ", d, " is (", b[d], ", ",
-           a[d], "); it must be >= 0");
+      fail(ErrorKind::kInvalidArgument, "pad: padding of dimension ", d, " is (", b[d], ", ", a[d],
+           "); it must be >= 0");
     }
   }
-  Tensor out = detail::pad_stage(x, b, a, value_const(x.dtype(), pad_value), name,
-                                 json_number(pad_value));
+  Tensor out =
+      detail::pad_stage(x, b, a, value_const(x.dtype(), pad_value), name, json_number(pad_value));
   if (!out.same_as(x)) return out;
   // Nothing to pad: still a stage of its own, so the caller gets a new tensor.
-  return compute(
-      x.shape(), [&](const std::vector<Var>& v) { return x(as_exprs(v)); }, std::move(name), "pad",
-      {{"before", b}, {"after", a}, {"value", json_number(pad_value)}});
+  return compute(x.shape(), [&](const std::vector<Var>& v) { return x(as_exprs(v)); },
+                 std::move(name), "pad",
+                 {{"before", b}, {"after", a}, {"value", json_number(pad_value)}});
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name) {
@@ -54,8 +54,8 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string n
     if (out[d] == -1 && inferred < 0) {
       inferred = static_cast<int>(d);
     } else if (out[d] < 1) {
-      fail(ErrorKind::kInvalidArgument, "reshape: target shape ", shape_str(shape),
-           " has extent ", out[d], " (extents are >= 1, and one may be -1)");
+      fail(ErrorKind::kInvalidArgument, "reshape: target shape ", shape_str(shape), " has extent ",
+           out[d], " (extents are >= 1, and one may be -1)");
     } else {
       known *= out[d];
     }
@@ -76,25 +76,24 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string n
   bool wide = x.size() > std::numeric_limits<int32_t>::max();
   auto konst = [&](int64_t v) { return wide ? ir::int_imm(v, DataType::int64()) : index_const(v); };
   const std::vector<int64_t>& in = x.shape();
-  return compute(
-      out,
-      [&](const std::vector<Var>& v) {
-        Expr flat = konst(0);
-        for (size_t d = 0; d < out.size(); ++d) {
-          Expr vd = wide ? ir::cast(DataType::int64(), v[d]) : Expr(v[d]);
-          flat = d == 0 ? vd : (out[d] == 1 ? flat : flat * konst(out[d])) + vd;
-        }
-        std::vector<Expr> index(in.size());
-        int64_t stride = 1;
-        for (size_t d = in.size(); d-- > 0;) {
-          Expr i = stride == 1 ? flat : ir::floordiv(flat, konst(stride));
-          if (d > 0) i = ir::floormod(i, konst(in[d]));
-          index[d] = in[d] == 1 ? index_const(0) : i;
-          stride *= in[d];
-        }
-        return x(index);
-      },
-      std::move(name), "injective", {{"op", "reshape"}, {"newshape", out}});
+  return compute(out,
+                 [&](const std::vector<Var>& v) {
+                   Expr flat = konst(0);
+                   for (size_t d = 0; d < out.size(); ++d) {
+                     Expr vd = wide ? ir::cast(DataType::int64(), v[d]) : Expr(v[d]);
+                     flat = d == 0 ? vd : (out[d] == 1 ? flat : flat * konst(out[d])) + vd;
+                   }
+                   std::vector<Expr> index(in.size());
+                   int64_t stride = 1;
+                   for (size_t d = in.size(); d-- > 0;) {
+                     Expr i = stride == 1 ? flat : ir::floordiv(flat, konst(stride));
+                     if (d > 0) i = ir::floormod(i, konst(in[d]));
+                     index[d] = in[d] == 1 ? index_const(0) : i;
+                     stride *= in[d];
+                   }
+                   return x(index);
+                 },
+                 std::move(name), "injective", {{"op", "reshape"}, {"newshape", out}});
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int>& perm, std::string name) {
@@ -120,14 +119,13 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm, std::string name
   }
   std::vector<int64_t> shape(rank);
   for (int d = 0; d < rank; ++d) shape[d] = x.shape()[p[d]];
-  return compute(
-      shape,
-      [&](const std::vector<Var>& v) {
-        std::vector<Expr> index(rank);
-        for (int d = 0; d < rank; ++d) index[p[d]] = v[d];
-        return x(index);
-      },
-      std::move(name), "injective", {{"op", "transpose"}, {"perm", p}});
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> index(rank);
+                   for (int d = 0; d < rank; ++d) index[p[d]] = v[d];
+                   return x(index);
+                 },
+                 std::move(name), "injective", {{"op", "transpose"}, {"perm", p}});
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
@@ -145,33 +143,31 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
     }
     if (!same) {
       fail(ErrorKind::kInvalidArgument, "concat: '", t.name(), "' ", shape_str(t.shape()),
-           " does not match '", first.name(), "' ", shape_str(first.shape()),
-           " outside axis ", ax);
+           " does not match '", first.name(), "' ", shape_str(first.shape()), " outside axis ", ax);
     }
     offsets.push_back(total);
     total += t.shape()[ax];
   }
   std::vector<int64_t> shape = first.shape();
   shape[ax] = total;
-  return compute(
-      shape,
-      [&](const std::vector<Var>& v) {
-        // Read part j at the index clamped into it, so both arms of every
-        // select stay in bounds; the select picks the part that holds it.
-        auto read = [&](size_t j) {
-          std::vector<Expr> index = as_exprs(v);
-          int64_t extent = xs[j].shape()[ax];
-          index[ax] = clamp_index(add_index(v[ax], -offsets[j]), 0, extent - 1, offsets[j] > 0,
-                                  j + 1 < xs.size());
-          return xs[j](index);
-        };
-        Expr out = read(xs.size() - 1);
-        for (size_t j = xs.size() - 1; j-- > 0;) {
-          out = ir::select(v[ax] < index_const(offsets[j + 1]), read(j), out);
-        }
-        return out;
-      },
-      std::move(name), "injective", {{"op", "concat"}, {"axis", ax}});
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   // Read part j at the index clamped into it, so both arms of every
+                   // select stay in bounds; the select picks the part that holds it.
+                   auto read = [&](size_t j) {
+                     std::vector<Expr> index = as_exprs(v);
+                     int64_t extent = xs[j].shape()[ax];
+                     index[ax] = clamp_index(add_index(v[ax], -offsets[j]), 0, extent - 1,
+                                             offsets[j] > 0, j + 1 < xs.size());
+                     return xs[j](index);
+                   };
+                   Expr out = read(xs.size() - 1);
+                   for (size_t j = xs.size() - 1; j-- > 0;) {
+                     out = ir::select(v[ax] < index_const(offsets[j + 1]), read(j), out);
+                   }
+                   return out;
+                 },
+                 std::move(name), "injective", {{"op", "concat"}, {"axis", ax}});
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
@@ -204,14 +200,15 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
     steps[d] = s;
     shape[d] = len;
   }
-  return compute(
-      shape,
-      [&](const std::vector<Var>& v) {
-        std::vector<Expr> index;
-        for (size_t d = 0; d < rank; ++d) index.push_back(add_index(mul_index(v[d], steps[d]), starts[d]));
-        return x(index);
-      },
-      std::move(name), "injective", {{"op", "slice"}, {"begin", starts}, {"strides", steps}});
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> index;
+                   for (size_t d = 0; d < rank; ++d)
+                     index.push_back(add_index(mul_index(v[d], steps[d]), starts[d]));
+                   return x(index);
+                 },
+                 std::move(name), "injective",
+                 {{"op", "slice"}, {"begin", starts}, {"strides", steps}});
 }
 
 // ---- reductions ---------------------------------------------------------------
@@ -219,9 +216,9 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
 namespace {
 
 struct ReducePlan {
-  std::vector<bool> reduced;      ///< per input dimension
+  std::vector<bool> reduced;  ///< per input dimension
   std::vector<int64_t> out_shape;
-  std::vector<int> axes;          ///< sorted, non-negative
+  std::vector<int> axes;  ///< sorted, non-negative
 };
 
 ReducePlan plan_reduce(const Tensor& x, const std::vector<int>& axes, bool keepdims,
@@ -250,55 +247,49 @@ Tensor reduce_stage(const Tensor& x, const ReducePlan& plan, bool keepdims, ir::
                     std::string name, std::string_view op_name) {
   std::vector<IterVar> axis;
   for (int d : plan.axes) axis.push_back(reduce_axis(x.shape()[d], "k" + std::to_string(d)));
-  return compute(
-      plan.out_shape,
-      [&](const std::vector<Var>& v) {
-        std::vector<Expr> index;
-        size_t next_out = 0, next_red = 0;
-        for (size_t d = 0; d < plan.reduced.size(); ++d) {
-          if (plan.reduced[d]) {
-            index.push_back(axis[next_red++].expr());
-            if (keepdims) ++next_out;
-          } else {
-            index.push_back(v[next_out++]);
-          }
-        }
-        return ir::reduce(op, x(index), axis);
-      },
-      std::move(name), "reduce",
-      {{"op", op_name}, {"axes", plan.axes}, {"keepdims", keepdims}});
+  return compute(plan.out_shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> index;
+                   size_t next_out = 0, next_red = 0;
+                   for (size_t d = 0; d < plan.reduced.size(); ++d) {
+                     if (plan.reduced[d]) {
+                       index.push_back(axis[next_red++].expr());
+                       if (keepdims) ++next_out;
+                     } else {
+                       index.push_back(v[next_out++]);
+                     }
+                   }
+                   return ir::reduce(op, x(index), axis);
+                 },
+                 std::move(name), "reduce",
+                 {{"op", op_name}, {"axes", plan.axes}, {"keepdims", keepdims}});
 }
 
 }  // namespace
 
-Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims,
-                  std::string name) {
+Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_sum");
   return reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, std::move(name), "sum");
 }
 
-Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims,
-                   std::string name) {
+Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_mean");
   int64_t count = 1;
   for (int d : plan.axes) count *= x.shape()[d];
   Tensor total = reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, name + "_sum", "sum");
-  return compute(
-      total.shape(),
-      [&](const std::vector<Var>& v) {
-        return total(as_exprs(v)) / value_const(x.dtype(), static_cast<double>(count));
-      },
-      std::move(name), "elemwise", {{"op", "mean"}, {"count", count}});
+  return compute(total.shape(),
+                 [&](const std::vector<Var>& v) {
+                   return total(as_exprs(v)) / value_const(x.dtype(), static_cast<double>(count));
+                 },
+                 std::move(name), "elemwise", {{"op", "mean"}, {"count", count}});
 }
 
-Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims,
-                  std::string name) {
+Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_max");
   return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMax, std::move(name), "max");
 }
 
-Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims,
-                  std::string name) {
+Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_min");
   return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMin, std::move(name), "min");
 }

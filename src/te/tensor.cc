@@ -191,8 +191,7 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
   TT_CHECK(get(), kInvalidArgument, "indexing a null tensor");
   if (indices.size() != shape().size()) {
     fail(ErrorKind::kInvalidArgument, "tensor '", name(), "' of shape ", shape_str(shape()),
-         " has ", shape().size(), " dimensions but is indexed with ", indices.size(),
-         " indices");
+         " has ", shape().size(), " dimensions but is indexed with ", indices.size(), " indices");
   }
   for (size_t d = 0; d < indices.size(); ++d) {
     if (!indices[d]) {
@@ -263,8 +262,7 @@ Expr min(Expr source, std::vector<IterVar> axis, Expr condition) {
   return ir::reduce(ir::ReduceOp::kMin, std::move(source), std::move(axis), std::move(condition));
 }
 Expr prod(Expr source, std::vector<IterVar> axis, Expr condition) {
-  return ir::reduce(ir::ReduceOp::kProd, std::move(source), std::move(axis),
-                    std::move(condition));
+  return ir::reduce(ir::ReduceOp::kProd, std::move(source), std::move(axis), std::move(condition));
 }
 
 std::vector<Tensor> input_tensors(const Tensor& t) {

@@ -21,10 +21,9 @@ DataType dtype_at(const json& args, size_t i) {
 
 // conv2d's arguments: N,C,H,W,K,R,S,stride,pad[,dilation,groups][,dtype].
 std::vector<ArgSpec> conv2d_args() {
-  return {int_arg("N"),      int_arg("C"),   int_arg("H"),
-          int_arg("W"),      int_arg("K"),   int_arg("R"),
-          int_arg("S"),      int_arg("stride"), int_arg("pad"),
-          int_arg("dilation", 1), int_arg("groups", 1), dtype_arg()};
+  return {int_arg("N"),   int_arg("C"),           int_arg("H"),         int_arg("W"),
+          int_arg("K"),   int_arg("R"),           int_arg("S"),         int_arg("stride"),
+          int_arg("pad"), int_arg("dilation", 1), int_arg("groups", 1), dtype_arg()};
 }
 
 struct Conv2dArgs {
@@ -34,8 +33,10 @@ struct Conv2dArgs {
 };
 
 Conv2dArgs conv2d_from(const json& a) {
-  Conv2dArgs c{arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3), arg(a, 4), arg(a, 5), arg(a, 6),
-               Conv2dAttrs::uniform(arg(a, 7), arg(a, 8), arg(a, 9), arg(a, 10)),
+  Conv2dArgs c{arg(a, 0),      arg(a, 1),
+               arg(a, 2),      arg(a, 3),
+               arg(a, 4),      arg(a, 5),
+               arg(a, 6),      Conv2dAttrs::uniform(arg(a, 7), arg(a, 8), arg(a, 9), arg(a, 10)),
                dtype_at(a, 11)};
   if (c.attrs.groups < 1) {
     fail(ErrorKind::kInvalidArgument, "groups must be >= 1, got ", c.attrs.groups);
@@ -58,45 +59,41 @@ Pool2dAttrs pool_from(const json& a) {
 }
 
 bool register_all() {
-  register_workload(
-      {"matmul",
-       "C[M, N] = A[M, K] . B[K, N]",
-       {int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         DataType t = dtype_at(a, 3);
-         Tensor x = placeholder({arg(a, 0), arg(a, 2)}, t, "A");
-         Tensor y = placeholder({arg(a, 2), arg(a, 1)}, t, "B");
-         return {{x, y}, {matmul(x, y)}};
-       },
-       "7,5,9"});
+  register_workload({"matmul",
+                     "C[M, N] = A[M, K] . B[K, N]",
+                     {int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       DataType t = dtype_at(a, 3);
+                       Tensor x = placeholder({arg(a, 0), arg(a, 2)}, t, "A");
+                       Tensor y = placeholder({arg(a, 2), arg(a, 1)}, t, "B");
+                       return {{x, y}, {matmul(x, y)}};
+                     },
+                     "7,5,9"});
+
+  register_workload({"dense",
+                     "out[M, N] = data[M, K] . weight[N, K]^T",
+                     {int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       DataType t = dtype_at(a, 3);
+                       Tensor x = placeholder({arg(a, 0), arg(a, 2)}, t, "data");
+                       Tensor w = placeholder({arg(a, 1), arg(a, 2)}, t, "weight");
+                       return {{x, w}, {dense(x, w)}};
+                     },
+                     "6,7,5"});
+
+  register_workload({"batch_matmul",
+                     "C[B, M, N] = A[B, M, K] . B[B, K, N]",
+                     {int_arg("B"), int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       DataType t = dtype_at(a, 4);
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 3)}, t, "A");
+                       Tensor y = placeholder({arg(a, 0), arg(a, 3), arg(a, 2)}, t, "B");
+                       return {{x, y}, {batch_matmul(x, y)}};
+                     },
+                     "3,5,4,6"});
 
   register_workload(
-      {"dense",
-       "out[M, N] = data[M, K] . weight[N, K]^T",
-       {int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         DataType t = dtype_at(a, 3);
-         Tensor x = placeholder({arg(a, 0), arg(a, 2)}, t, "data");
-         Tensor w = placeholder({arg(a, 1), arg(a, 2)}, t, "weight");
-         return {{x, w}, {dense(x, w)}};
-       },
-       "6,7,5"});
-
-  register_workload(
-      {"batch_matmul",
-       "C[B, M, N] = A[B, M, K] . B[B, K, N]",
-       {int_arg("B"), int_arg("M"), int_arg("N"), int_arg("K"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         DataType t = dtype_at(a, 4);
-         Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 3)}, t, "A");
-         Tensor y = placeholder({arg(a, 0), arg(a, 3), arg(a, 2)}, t, "B");
-         return {{x, y}, {batch_matmul(x, y)}};
-       },
-       "3,5,4,6"});
-
-  register_workload(
-      {"conv2d_nchw",
-       "out[N, K, OH, OW] = conv(data[N, C, H, W], kernel[K, C/groups, R, S])",
+      {"conv2d_nchw", "out[N, K, OH, OW] = conv(data[N, C, H, W], kernel[K, C/groups, R, S])",
        conv2d_args(),
        [](const json& a) -> WorkloadTensors {
          Conv2dArgs c = conv2d_from(a);
@@ -107,8 +104,7 @@ bool register_all() {
        "1,4,9,9,6,3,3,2,1,1,2"});
 
   register_workload(
-      {"conv2d_nhwc",
-       "out[N, OH, OW, K] = conv(data[N, H, W, C], kernel[R, S, C/groups, K])",
+      {"conv2d_nhwc", "out[N, OH, OW, K] = conv(data[N, H, W, C], kernel[R, S, C/groups, K])",
        conv2d_args(),
        [](const json& a) -> WorkloadTensors {
          Conv2dArgs c = conv2d_from(a);
@@ -120,8 +116,7 @@ bool register_all() {
 
   register_workload(
       {"conv2d_bias_relu_nchw",
-       "relu(conv2d_nchw(data, kernel) + bias[K]), three stages as one task",
-       conv2d_args(),
+       "relu(conv2d_nchw(data, kernel) + bias[K]), three stages as one task", conv2d_args(),
        [](const json& a) -> WorkloadTensors {
          Conv2dArgs c = conv2d_from(a);
          Tensor x = placeholder({c.n, c.c, c.h, c.w}, c.dtype, "data");
@@ -161,45 +156,42 @@ bool register_all() {
        },
        "1,3,5,5,4,3,3,2,1,1"});
 
-  register_workload(
-      {"max_pool2d_nchw",
-       "max over R x S windows of data[N, C, H, W]",
-       pool_args(),
-       [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, dtype_at(a, 8), "data");
-         return {{x}, {max_pool2d_nchw(x, pool_from(a))}};
-       },
-       "1,3,9,9,3,3,2,1"});
+  register_workload({"max_pool2d_nchw", "max over R x S windows of data[N, C, H, W]", pool_args(),
+                     [](const json& a) -> WorkloadTensors {
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)},
+                                              dtype_at(a, 8), "data");
+                       return {{x}, {max_pool2d_nchw(x, pool_from(a))}};
+                     },
+                     "1,3,9,9,3,3,2,1"});
 
   register_workload(
-      {"avg_pool2d_nchw",
-       "mean over R x S windows of data[N, C, H, W], padding not counted",
+      {"avg_pool2d_nchw", "mean over R x S windows of data[N, C, H, W], padding not counted",
        pool_args(),
        [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, dtype_at(a, 8), "data");
+         Tensor x =
+             placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, dtype_at(a, 8), "data");
          return {{x}, {avg_pool2d_nchw(x, pool_from(a))}};
        },
        "1,3,9,9,3,3,2,1"});
 
-  register_workload(
-      {"global_avg_pool2d_nchw",
-       "mean over H and W of data[N, C, H, W]",
-       {int_arg("N"), int_arg("C"), int_arg("H"), int_arg("W"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, dtype_at(a, 4), "data");
-         return {{x}, {global_avg_pool2d_nchw(x)}};
-       },
-       "2,3,5,7"});
+  register_workload({"global_avg_pool2d_nchw",
+                     "mean over H and W of data[N, C, H, W]",
+                     {int_arg("N"), int_arg("C"), int_arg("H"), int_arg("W"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)},
+                                              dtype_at(a, 4), "data");
+                       return {{x}, {global_avg_pool2d_nchw(x)}};
+                     },
+                     "2,3,5,7"});
 
-  register_workload(
-      {"softmax",
-       "softmax over the last axis of x[M, N]",
-       {int_arg("M"), int_arg("N"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0), arg(a, 1)}, dtype_at(a, 2), "x");
-         return {{x}, {softmax(x, -1)}};
-       },
-       "5,11"});
+  register_workload({"softmax",
+                     "softmax over the last axis of x[M, N]",
+                     {int_arg("M"), int_arg("N"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1)}, dtype_at(a, 2), "x");
+                       return {{x}, {softmax(x, -1)}};
+                     },
+                     "5,11"});
 
   register_workload(
       {"layer_norm",
@@ -214,37 +206,34 @@ bool register_all() {
        },
        "5,11"});
 
-  register_workload(
-      {"relu",
-       "max(x[N], 0)",
-       {int_arg("N"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0)}, dtype_at(a, 1), "x");
-         return {{x}, {relu(x)}};
-       },
-       "17"});
+  register_workload({"relu",
+                     "max(x[N], 0)",
+                     {int_arg("N"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       Tensor x = placeholder({arg(a, 0)}, dtype_at(a, 1), "x");
+                       return {{x}, {relu(x)}};
+                     },
+                     "17"});
 
-  register_workload(
-      {"add",
-       "a[M, N] + b[M, N]",
-       {int_arg("M"), int_arg("N"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         DataType t = dtype_at(a, 2);
-         Tensor x = placeholder({arg(a, 0), arg(a, 1)}, t, "a");
-         Tensor y = placeholder({arg(a, 0), arg(a, 1)}, t, "b");
-         return {{x, y}, {add(x, y)}};
-       },
-       "4,7"});
+  register_workload({"add",
+                     "a[M, N] + b[M, N]",
+                     {int_arg("M"), int_arg("N"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       DataType t = dtype_at(a, 2);
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1)}, t, "a");
+                       Tensor y = placeholder({arg(a, 0), arg(a, 1)}, t, "b");
+                       return {{x, y}, {add(x, y)}};
+                     },
+                     "4,7"});
 
-  register_workload(
-      {"gelu",
-       "gelu(x[M, N]), the erf form",
-       {int_arg("M"), int_arg("N"), dtype_arg()},
-       [](const json& a) -> WorkloadTensors {
-         Tensor x = placeholder({arg(a, 0), arg(a, 1)}, dtype_at(a, 2), "x");
-         return {{x}, {gelu(x)}};
-       },
-       "4,7"});
+  register_workload({"gelu",
+                     "gelu(x[M, N]), the erf form",
+                     {int_arg("M"), int_arg("N"), dtype_arg()},
+                     [](const json& a) -> WorkloadTensors {
+                       Tensor x = placeholder({arg(a, 0), arg(a, 1)}, dtype_at(a, 2), "x");
+                       return {{x}, {gelu(x)}};
+                     },
+                     "4,7"});
   return true;
 }
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "codegen/codegen_test_util.h"
-#include "lower/pass_test_util.h"
 #include "common/test_util.h"
+#include "lower/pass_test_util.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/lower/pipeline.h"
 

@@ -21,8 +21,9 @@ Expr RandomExprGen::int_expr(int depth) {
     case 3: return int_expr(depth - 1) * int_expr(depth - 1);
     case 4: return floordiv(int_expr(depth - 1), int_imm(pick(7) + 1));
     case 5: return floormod(int_expr(depth - 1), int_imm(pick(7) + 1));
-    case 6: return pick(2) ? min(int_expr(depth - 1), int_expr(depth - 1))
-                           : max(int_expr(depth - 1), int_expr(depth - 1));
+    case 6:
+      return pick(2) ? min(int_expr(depth - 1), int_expr(depth - 1))
+                     : max(int_expr(depth - 1), int_expr(depth - 1));
     case 7: return select(bool_expr(depth - 1), int_expr(depth - 1), int_expr(depth - 1));
     default: {
       // A small reduction binding a fresh variable.

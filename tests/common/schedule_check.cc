@@ -31,13 +31,16 @@ namespace tensortune::testing {
   try {
     lower::interpret(f, args);
   } catch (const Error& e) {
-    return ::testing::AssertionFailure() << "interpreting failed: " << e.what() << "\nstate: "
-                                         << steps << "\n" << lower::to_string(f);
+    return ::testing::AssertionFailure()
+           << "interpreting failed: " << e.what() << "\nstate: " << steps << "\n"
+           << lower::to_string(f);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (auto diff = te::compare_arrays(outputs[i], expected[i], te::default_tolerance(expected[i].dtype()))) {
-      return ::testing::AssertionFailure() << "output " << i << " differs: " << *diff
-                                           << "\nstate: " << steps << "\n" << lower::to_string(f);
+    if (auto diff = te::compare_arrays(outputs[i], expected[i],
+                                       te::default_tolerance(expected[i].dtype()))) {
+      return ::testing::AssertionFailure()
+             << "output " << i << " differs: " << *diff << "\nstate: " << steps << "\n"
+             << lower::to_string(f);
     }
   }
   return ::testing::AssertionSuccess();

@@ -17,13 +17,12 @@ template <class F>
     body();
   } catch (const Error& e) {
     if (e.kind() != kind) {
-      return ::testing::AssertionFailure() << "error of kind '" << error_kind_name(e.kind())
-                                           << "' instead of '" << error_kind_name(kind)
-                                           << "': " << e.what();
+      return ::testing::AssertionFailure()
+             << "error of kind '" << error_kind_name(e.kind()) << "' instead of '"
+             << error_kind_name(kind) << "': " << e.what();
     }
     if (std::string(e.what()).find(needle) == std::string::npos) {
-      return ::testing::AssertionFailure()
-             << "message lacks '" << needle << "': " << e.what();
+      return ::testing::AssertionFailure() << "message lacks '" << needle << "': " << e.what();
     }
     return ::testing::AssertionSuccess();
   }
@@ -33,6 +32,6 @@ template <class F>
 }  // namespace tensortune::testing
 
 /// Expects `stmt` to throw a user error of ErrorKind::kind containing `needle`.
-#define EXPECT_TT_ERROR(stmt, kind, needle)                                              \
-  EXPECT_TRUE(::tensortune::testing::throws_error([&] { stmt; },                         \
-                                                  ::tensortune::ErrorKind::kind, needle))
+#define EXPECT_TT_ERROR(stmt, kind, needle) \
+  EXPECT_TRUE(                              \
+      ::tensortune::testing::throws_error([&] { stmt; }, ::tensortune::ErrorKind::kind, needle))

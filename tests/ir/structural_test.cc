@@ -108,11 +108,10 @@ TEST(Structural, LoadRejectsIllTypedNodes) {
 TEST(Structural, LoadRejectsNonFiniteConstantsForIntegerOperands) {
   // Found by the JSON loader fuzzer: a NaN float constant compared with an int
   // variable used to be converted to an integer (undefined behaviour).
-  const char* text =
-      R"({"format":"tensortune.graph","version":1,"root":2,"nodes":[)"
-      R"({"type":"ir.Var","dtype":"int32","name":"x"},)"
-      R"({"type":"ir.FloatImm","dtype":"float32","value":"nan"},)"
-      R"({"type":"ir.Compare","dtype":"bool","op":"lt","a":0,"b":1}]})";
+  const char* text = R"({"format":"tensortune.graph","version":1,"root":2,"nodes":[)"
+                     R"({"type":"ir.Var","dtype":"int32","name":"x"},)"
+                     R"({"type":"ir.FloatImm","dtype":"float32","value":"nan"},)"
+                     R"({"type":"ir.Compare","dtype":"bool","op":"lt","a":0,"b":1}]})";
   EXPECT_TT_ERROR(load_string(text), kInvalidArgument, "cannot be a constant of type int32");
 }
 

@@ -70,8 +70,8 @@ TEST(RemoveRedundantConditions, FoldsDivisionUnderShiftedLoop) {
                        buffer_store(B, Expr(i) / Expr(8) * 100 + Expr(i) % Expr(8), load(A, i)));
   PrimFunc f = func(body);
   PrimFunc out = remove_redundant_conditions(f);
-  expect_same(out->body, for_loop(i, 8, 8, ForKind::kSerial,
-                                  buffer_store(B, Expr(i) + 92, load(A, i))));
+  expect_same(out->body,
+              for_loop(i, 8, 8, ForKind::kSerial, buffer_store(B, Expr(i) + 92, load(A, i))));
   expect_same_results(f, out);
 }
 

@@ -127,8 +127,10 @@ All sample() {
     n.data = json::parse(R"({"z": [1, -2, 3.5, null, true, "s\n"], "a": {"deep": [[[]]]},
                              "u": 18446744073709551615, "n": -9223372036854775808})");
     n.ints = {0, -1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-    n.reals = {0.1, -0.0, 1.0, 1e15, 1e16, 1e300, 5e-324, 123456789.125,
-               std::numeric_limits<double>::max(), std::nan(""), INFINITY, -INFINITY};
+    n.reals = {0.1,          -0.0,          1.0,
+               1e15,         1e16,          1e300,
+               5e-324,       123456789.125, std::numeric_limits<double>::max(),
+               std::nan(""), INFINITY,      -INFINITY};
     n.points = {{1, 2}, {1, 2}, {-3, 4}, {1, 2}};
     n.i64 = std::numeric_limits<int64_t>::min();
     n.u64 = std::numeric_limits<uint64_t>::max();
@@ -187,8 +189,8 @@ Outcome outcome(F&& load) {
   }
   if (!fast.ok) {
     if (fast.kind != dom.kind || fast.message != dom.message) {
-      return ::testing::AssertionFailure() << "errors differ: '" << fast.message << "' and '"
-                                           << dom.message << "' for " << text;
+      return ::testing::AssertionFailure()
+             << "errors differ: '" << fast.message << "' and '" << dom.message << "' for " << text;
     }
     return ::testing::AssertionSuccess();
   }
@@ -264,8 +266,9 @@ TEST(TextFormat, SaveStringIsTheDumpOfSaveJsonForRandomExpressions) {
 TEST(TextFormat, EscapesStringsAsDumpDoes) {
   std::string every_byte;
   for (int c = 1; c < 0x80; ++c) every_byte += static_cast<char>(c);
-  for (const std::string& s : {std::string(), std::string("plain"), std::string(1, '\0'), every_byte,
-                               std::string("é中😀\xf4\x8f\xbf\xbf"), std::string("\"\\/\b\f\n\r\t")}) {
+  for (const std::string& s :
+       {std::string(), std::string("plain"), std::string(1, '\0'), every_byte,
+        std::string("é中😀\xf4\x8f\xbf\xbf"), std::string("\"\\/\b\f\n\r\t")}) {
     All x = all([&](TextAllNode& n) { n.text = s; });
     std::string text = save_string(x);
     EXPECT_EQ(text, save_json(x).dump());
@@ -401,9 +404,11 @@ TEST(TextFormat, ReadsWhatTheDomPathReads) {
       R"({"format":"tensortune.graph","nodes":[{"type":"test.TextLeaf","value":1,"weight":2}],"root":null,"version":1})",
       R"({"format":"tensortune.graph","nodes":[],"root":null,"version":1})",
       edited(R"("text":")", R"("text":"\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\ \u0000 \u001F\uFFFF)"),
-      edited(R"("reals":[])", R"("reals":[4.9e-324,0E0,-0.0,18446744073709551616,-9223372036854775809,1E2,2.5e-3])"),
+      edited(R"("reals":[])",
+             R"("reals":[4.9e-324,0E0,-0.0,18446744073709551616,-9223372036854775809,1E2,2.5e-3])"),
       edited(R"("data":null)", R"("data":{"k":[1,{"x":[]}],"k":2})"),
-      edited(R"("data":null)", R"("data":[1.0, -0, 1e5, "\u00e9", {"b":1,"a":2}, 18446744073709551615, -1])"),
+      edited(R"("data":null)",
+             R"("data":[1.0, -0, 1e5, "\u00e9", {"b":1,"a":2}, 18446744073709551615, -1])"),
       edited(R"("data":null)", R"("data":"plain")"),
       edited(R"("data":null)", R"("data":-7)"),
       edited(R"("points":[])", R"("points":[[1, 2 ],  [ 3,4]])"),
@@ -431,8 +436,8 @@ TEST(TextFormat, ReadsWhatTheDomPathReads) {
   }
   // Check a few values the text reader decoded.
   auto escaped = std::static_pointer_cast<const TextAllNode>(load_string(direct[10]));
-  EXPECT_EQ(escaped->next->text, "é😀/\b\f\n\r\t\"\\ " + std::string(1, '\0') +
-                                     " \x1f\xef\xbf\xbfinner");
+  EXPECT_EQ(escaped->next->text,
+            "é😀/\b\f\n\r\t\"\\ " + std::string(1, '\0') + " \x1f\xef\xbf\xbfinner");
   auto reals = std::static_pointer_cast<const TextAllNode>(load_string(direct[11]))->next->reals;
   EXPECT_EQ(reals, (std::vector<double>{4.9e-324, 0, -0.0, 18446744073709551616.0,
                                         -9223372036854775809.0, 100, 0.0025}));
@@ -465,7 +470,8 @@ TEST(TextFormat, SyntaxErrorsNameTheByteOffset) {
   expect_load_error(R"({"a": })", ErrorKind::kParse, "invalid JSON at byte offset 7");
   expect_load_error("", ErrorKind::kParse, "invalid JSON at byte offset 1");
   std::string saved = save_string(sample());
-  expect_load_error(saved.substr(0, saved.size() - 1), ErrorKind::kParse, "invalid JSON at byte offset");
+  expect_load_error(saved.substr(0, saved.size() - 1), ErrorKind::kParse,
+                    "invalid JSON at byte offset");
   expect_load_error(saved + "x", ErrorKind::kParse, "invalid JSON at byte offset");
   expect_load_error(saved + "{}", ErrorKind::kParse, "invalid JSON at byte offset");
   expect_load_error(edited(R"("text":")", "\"text\":\"\x01"), ErrorKind::kParse, "byte offset");
@@ -482,8 +488,10 @@ TEST(TextFormat, SyntaxErrorsNameTheByteOffset) {
   expect_load_error(edited(R"("ints":[])", R"("ints":[,1])"), ErrorKind::kParse, "byte offset");
   expect_load_error(edited(R"("ints":[])", R"("ints":[1 2])"), ErrorKind::kParse, "byte offset");
   expect_load_error(edited(R"("ints":[])", R"("ints":[)"), ErrorKind::kParse, "byte offset");
-  expect_load_error(edited(R"("data":null)", R"("data":{"a" 1})"), ErrorKind::kParse, "byte offset");
-  expect_load_error(edited(R"("data":null)", R"("data":{"a":1,})"), ErrorKind::kParse, "byte offset");
+  expect_load_error(edited(R"("data":null)", R"("data":{"a" 1})"), ErrorKind::kParse,
+                    "byte offset");
+  expect_load_error(edited(R"("data":null)", R"("data":{"a":1,})"), ErrorKind::kParse,
+                    "byte offset");
   expect_load_error(edited(R"("data":null)", R"("data":{1:1})"), ErrorKind::kParse, "byte offset");
   expect_load_error(edited(R"("data":null)", "\"data\":\"\t\""), ErrorKind::kParse, "byte offset");
   expect_load_error(edited(R"("flag":true)", R"("flag":tru)"), ErrorKind::kParse, "byte offset");
@@ -496,7 +504,8 @@ TEST(TextFormat, SyntaxErrorsNameTheByteOffset) {
 TEST(TextFormat, NestingDeeperThanTheLimitIsRejected) {
   // The top-level object, "nodes" and the node take three levels already.
   auto nested = [](int levels) {
-    return edited(R"("data":null)", "\"data\":" + std::string(levels, '[') + std::string(levels, ']'));
+    return edited(R"("data":null)",
+                  "\"data\":" + std::string(levels, '[') + std::string(levels, ']'));
   };
   EXPECT_TRUE(paths_agree(nested(kMaxJsonNesting - 3), /*direct=*/true));
   expect_load_error(nested(kMaxJsonNesting - 2), ErrorKind::kParse,
@@ -531,10 +540,10 @@ TEST(TextFormat, StructureErrorsNameNodeTypeAndField) {
                     "node 0: expected a JSON object");
   expect_load_error("{" + fmt + R"(,"nodes":[{"value":1}],"root":0,"version":1})",
                     ErrorKind::kParse, "node 0: missing string field 'type'");
-  expect_load_error("{" + fmt + R"(,"nodes":[{"type":1}],"root":0,"version":1})",
-                    ErrorKind::kParse, "node 0: missing string field 'type'");
-  expect_load_error(edited(R"("type":"test.TextAll")", R"("type":"test.Nope")"), ErrorKind::kNotFound,
-                    "node 2: unknown type key 'test.Nope'; known types: ");
+  expect_load_error("{" + fmt + R"(,"nodes":[{"type":1}],"root":0,"version":1})", ErrorKind::kParse,
+                    "node 0: missing string field 'type'");
+  expect_load_error(edited(R"("type":"test.TextAll")", R"("type":"test.Nope")"),
+                    ErrorKind::kNotFound, "node 2: unknown type key 'test.Nope'; known types: ");
   expect_load_error(leaf_text(R"("value":1)"), ErrorKind::kParse,
                     "node 0 (test.TextLeaf): missing field 'weight' (int)");
   expect_load_error(leaf_text(R"("value":1,"weight":2,"height":3)"), ErrorKind::kParse,
@@ -636,9 +645,9 @@ TEST(TextFormat, MutatedTextLoadsAsTheDomPathLoadsIt) {
   // Random edits of saved graphs: wherever load_string accepts, the DOM path
   // must accept the same graph; where it rejects, with the same error.
   std::vector<std::string> seeds = {save_string(sample()), leaf_text(R"("value":1,"weight":2)")};
-  const std::vector<std::string> tokens = {"0",  "-1", "1.5", "1e2", "\"", "\\",   "\\u00e9", "[",
-                                           "]",  "{",  "}",   ",",   ":",  "null", "true",   " ",
-                                           "\"type\"", "\"test.TextLeaf\"", "3", "\"nan\""};
+  const std::vector<std::string> tokens = {
+      "0", "-1", "1.5",  "1e2",  "\"", "\\",       "\\u00e9",           "[", "]",      "{", "}",
+      ",", ":",  "null", "true", " ",  "\"type\"", "\"test.TextLeaf\"", "3", "\"nan\""};
   std::mt19937 rng(5);
   int accepted = 0;
   for (int i = 0; i < 3000; ++i) {

@@ -23,7 +23,9 @@ struct ToyVarNode : ToyNode {
 struct ToyAddNode : ToyNode {
   Toy a, b;
   TT_NODE(ToyAddNode, "test.ToyAdd")
-  static void declare(FieldList<ToyAddNode>& f) { f.def("a", &ToyAddNode::a).def("b", &ToyAddNode::b); }
+  static void declare(FieldList<ToyAddNode>& f) {
+    f.def("a", &ToyAddNode::a).def("b", &ToyAddNode::b);
+  }
 };
 
 struct ToyLetNode : ToyNode {
@@ -32,7 +34,9 @@ struct ToyLetNode : ToyNode {
   Toy body;
   TT_NODE(ToyLetNode, "test.ToyLet")
   static void declare(FieldList<ToyLetNode>& f) {
-    f.def("var", &ToyLetNode::var, kBinds).def("values", &ToyLetNode::values).def("body", &ToyLetNode::body);
+    f.def("var", &ToyLetNode::var, kBinds)
+        .def("values", &ToyLetNode::values)
+        .def("body", &ToyLetNode::body);
   }
 };
 

@@ -119,17 +119,20 @@ TEST(WorkerRoundTrip, HostileRequestsAreErrorRepliesNotCrashes) {
   // A million nested arrays in a field: printing or copying such a value
   // recurses once per level, so the parser must refuse it first.
   std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
-  json reply = ask(worker, "{\"format\": \"tensortune.graph\", \"version\": 1, \"root\": 0, "
-                           "\"nodes\": [{\"type\": \"ir.Var\", \"dtype\": " + deep +
-                               ", \"name\": \"x\"}]}");
+  json reply = ask(worker,
+                   "{\"format\": \"tensortune.graph\", \"version\": 1, \"root\": 0, "
+                   "\"nodes\": [{\"type\": \"ir.Var\", \"dtype\": " +
+                       deep + ", \"name\": \"x\"}]}");
   EXPECT_EQ(reply["kind"], "parse error") << reply.dump();
   EXPECT_NE(reply["error"].get<std::string>().find("nested deeper than"), std::string::npos);
   // An error message quoting a cut-off multi-byte character is still valid JSON.
   std::string wide;
   for (int i = 0; i < 40; ++i) wide += "\xc3\xa9";  // é
-  reply = ask(worker, "{\"format\": \"tensortune.graph\", \"version\": 1, \"root\": 0, "
-                      "\"nodes\": [{\"type\": \"ir.Var\", \"dtype\": \"int32\", "
-                      "\"name\": [\"x" + wide + "\"]}]}");
+  reply = ask(worker,
+              "{\"format\": \"tensortune.graph\", \"version\": 1, \"root\": 0, "
+              "\"nodes\": [{\"type\": \"ir.Var\", \"dtype\": \"int32\", "
+              "\"name\": [\"x" +
+                  wide + "\"]}]}");
   EXPECT_EQ(reply["kind"], "type mismatch") << reply.dump();
   EXPECT_NE(reply["error"].get<std::string>().find("[\"x\xc3\xa9"), std::string::npos);
   worker.close_stdin();

@@ -36,19 +36,20 @@ TEST(TaskRoundTrip, TaskAndPassContextSurviveAChildProcess) {
   ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=avx2,fma").with_host(host);
   te::Task task =
       te::Task::make(te::make_named_workload_from_text("conv2d_nchw", "1,8,9,9,4,3,3,2,1"), target);
-  ir::PassContext context = ir::PassContext::make(
-      ir::PassContextOptions()
-          .with_opt_level(3)
-          .with_config("tir.max_unroll_step", 8)
-          .with_config("tir.disable_vectorize", true)
-          .with_disabled("storage_rewrite")
-          .with_instrument(ir::InstrumentSpec::make("pass_names"))
-          .with_instrument(ir::InstrumentSpec::make("pass_timing")));
+  ir::PassContext context =
+      ir::PassContext::make(ir::PassContextOptions()
+                                .with_opt_level(3)
+                                .with_config("tir.max_unroll_step", 8)
+                                .with_config("tir.disable_vectorize", true)
+                                .with_disabled("storage_rewrite")
+                                .with_instrument(ir::InstrumentSpec::make("pass_names"))
+                                .with_instrument(ir::InstrumentSpec::make("pass_timing")));
 
   Subprocess worker = Subprocess::spawn({TT_WORKER_PATH, "--roundtrip"});
-  auto task_back = std::dynamic_pointer_cast<const te::TaskNode>(through_worker(worker, ObjectPtr(task.ptr())));
-  auto context_back =
-      std::dynamic_pointer_cast<const ir::PassContextNode>(through_worker(worker, ObjectPtr(context.ptr())));
+  auto task_back =
+      std::dynamic_pointer_cast<const te::TaskNode>(through_worker(worker, ObjectPtr(task.ptr())));
+  auto context_back = std::dynamic_pointer_cast<const ir::PassContextNode>(
+      through_worker(worker, ObjectPtr(context.ptr())));
   ASSERT_TRUE(task_back && context_back);
 
   te::Task t(task_back);
@@ -76,7 +77,8 @@ TEST(TaskRoundTrip, TaskAndPassContextSurviveAChildProcess) {
   auto results = guard.instrument_results();
   ASSERT_TRUE(results.contains("pass_names")) << results.dump();
   EXPECT_NE(results["pass_names"].dump().find("demo"), std::string::npos) << results.dump();
-  EXPECT_EQ(results["pass_names"].dump().find("storage_rewrite"), std::string::npos) << results.dump();
+  EXPECT_EQ(results["pass_names"].dump().find("storage_rewrite"), std::string::npos)
+      << results.dump();
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ TEST(Lowering, NonDivisibleSplits) {
 TEST(Lowering, TiledAndReordered) {
   // i.0 i.1 j.0 j.1 k -> i.0 j.0 k i.1 j.1
   State s = State::make({split(kMatmul, 0, {4}), split(kMatmul, 2, {8}),
-                         reorder(kMatmul, {0, 2, 4, 1, 3}), annotate(kMatmul, 4, IterAnnotation::kVectorize),
+                         reorder(kMatmul, {0, 2, 4, 1, 3}),
+                         annotate(kMatmul, 4, IterAnnotation::kVectorize),
                          annotate(kMatmul, 0, IterAnnotation::kParallel)});
   EXPECT_TRUE(schedule_matches_reference(matmul_tensors(16, 24, 9), s));
 }
@@ -77,7 +78,8 @@ TEST(Lowering, ZeroPaddingConvWithInlineAndComputeAt) {
   EXPECT_TRUE(schedule_matches_reference(t, State::make({compute_inline(pad)})));
   // The padded input computed per output row: a region of the pad stage.
   EXPECT_TRUE(schedule_matches_reference(t, State::make({compute_at(pad, conv, 2)})));
-  EXPECT_TRUE(schedule_matches_reference(t, State::make({split(conv, 3, {2}), compute_at(pad, conv, 3)})));
+  EXPECT_TRUE(
+      schedule_matches_reference(t, State::make({split(conv, 3, {2}), compute_at(pad, conv, 3)})));
 }
 
 TEST(Lowering, CacheReadAndStorageAlign) {

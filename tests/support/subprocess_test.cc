@@ -104,7 +104,8 @@ TEST(Subprocess, ExitCodeAndCapturedStderr) {
 
 TEST(Subprocess, ChildKilledBySignalEvenIfTheParentIgnoresIt) {
   // An ignored signal survives exec; the child must get default dispositions.
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   ASSERT_EQ(sigaction(SIGPIPE, &ignore, &old), 0);
@@ -177,8 +178,8 @@ TEST(Subprocess, MuchStderrWhileTheParentReadsStdoutDoesNotDeadlock) {
 
 TEST(Subprocess, CaptureKeepsHeadAndTail) {
   RunResult r = run_captured(
-      {"/bin/sh", "-c", "echo first; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo last"},
-      {}, 20s);
+      {"/bin/sh", "-c", "echo first; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo last"}, {},
+      20s);
   EXPECT_TRUE(r.status.success());
   EXPECT_EQ(r.out.rfind("first\n", 0), 0u);
   EXPECT_NE(r.out.find(" bytes dropped ...]"), std::string::npos);
@@ -325,7 +326,8 @@ TEST(Frames, OversizedFrameIsRejectedBeforeAllocating) {
   EXPECT_TT_ERROR(read_frame(p.read_end), kIO, "exceeds the limit of 1073741824 bytes");
   PipePair q;
   write_frame(q.write_end, std::string(100, 'x'));
-  EXPECT_TT_ERROR(read_frame(q.read_end, 1s, 99), kIO, "frame of 100 bytes exceeds the limit of 99");
+  EXPECT_TT_ERROR(read_frame(q.read_end, 1s, 99), kIO,
+                  "frame of 100 bytes exceeds the limit of 99");
 }
 
 TEST(Frames, ReadTimeoutOnAQuietPipe) {

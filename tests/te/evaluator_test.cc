@@ -142,7 +142,8 @@ TEST(NDArray, CompareNamesTheFirstMismatch) {
 
 // One-element helper: evaluates f() as a 1-element compute over the given inputs.
 NDArray eval1(const std::function<Expr()>& f) {
-  Tensor t = compute({1}, [&](const std::vector<Var>&) { return f(); }, "t");
+  Tensor t = compute(
+      {1}, [&](const std::vector<Var>&) { return f(); }, "t");
   return evaluate({t}, {}, {})[0];
 }
 
@@ -161,7 +162,8 @@ TEST(Evaluator, IntegerSemantics) {
   EXPECT_EQ(eval1([] { return Expr(int64_t{1} << 40) * Expr(int64_t{1} << 30); }).get(0),
             0.0);  // wraps in 64 bits
   Tensor x = placeholder({2}, DataType::int32(), "x");
-  Tensor q = compute({2}, [&](const std::vector<Var>& v) { return Expr(10) / x(v[0]); }, "q");
+  Tensor q = compute(
+      {2}, [&](const std::vector<Var>& v) { return Expr(10) / x(v[0]); }, "q");
   NDArray xs(DataType::int32(), {2});
   xs.set(0, 3);
   EXPECT_TT_ERROR(evaluate({q}, {x}, {xs}), kRuntime,
@@ -173,7 +175,10 @@ TEST(Evaluator, Float16RoundsAfterEveryOperation) {
   // 2048 + 1 is not representable in float16: each addition rounds back to 2048.
   Tensor x = placeholder({3}, f16, "x");
   Tensor y = compute(
-      {3}, [&](const std::vector<Var>& v) { return (x(v[0]) + ir::make_const(f16, 1)) + ir::make_const(f16, 1); },
+      {3},
+      [&](const std::vector<Var>& v) {
+        return (x(v[0]) + ir::make_const(f16, 1)) + ir::make_const(f16, 1);
+      },
       "y");
   NDArray xs(f16, {3});
   xs.set(0, 2048);
@@ -223,10 +228,15 @@ TEST(Evaluator, ReductionsWithConditionAndInit) {
       },
       "s");
   IterVar k2 = reduce_axis(6, "k2");
-  Tensor m = compute({4}, [&](const std::vector<Var>& v) { return min(a(v[0], k2.expr()), {k2}); }, "m");
+  Tensor m = compute(
+      {4}, [&](const std::vector<Var>& v) { return min(a(v[0], k2.expr()), {k2}); }, "m");
   IterVar k3 = reduce_axis(4, "k3"), k4 = reduce_axis(6, "k4");
   Tensor p = compute(
-      {}, [&](const std::vector<Var>&) { return prod(a(k3.expr(), k4.expr()), {k3, k4}); }, "p");
+      {},
+      [&](const std::vector<Var>&) {
+        return prod(a(k3.expr(), k4.expr()), {k3, k4});
+      },
+      "p");
   NDArray in = NDArray::random(DataType::float32(), {4, 6}, 3, 0.5, 1.5);
   auto out = evaluate({s, m, p}, {a}, {in});
   double all = 1;
@@ -245,7 +255,8 @@ TEST(Evaluator, ReductionsWithConditionAndInit) {
   // Integer max starts from the type's minimum.
   Tensor ints = placeholder({3}, DataType::int_(16), "ints");
   IterVar r = reduce_axis(3, "r");
-  Tensor mx = compute({1}, [&](const std::vector<Var>&) { return max(ints(r.expr()), {r}); }, "mx");
+  Tensor mx = compute(
+      {1}, [&](const std::vector<Var>&) { return max(ints(r.expr()), {r}); }, "mx");
   NDArray iv(DataType::int_(16), {3});
   iv.set(0, -300);
   iv.set(1, -20);
@@ -255,7 +266,8 @@ TEST(Evaluator, ReductionsWithConditionAndInit) {
 
 TEST(Evaluator, OutOfBoundsReadsAreErrors) {
   Tensor a = placeholder({4}, DataType::float32(), "a");
-  Tensor shifted = compute({4}, [&](const std::vector<Var>& v) { return a(v[0] + 1); }, "shifted");
+  Tensor shifted = compute(
+      {4}, [&](const std::vector<Var>& v) { return a(v[0] + 1); }, "shifted");
   NDArray in(DataType::float32(), {4});
   EXPECT_TT_ERROR(evaluate({shifted}, {a}, {in}), kRuntime,
                   "stage 'shifted' (computing shifted[3]) reads tensor 'a' out of bounds at [4]; "
@@ -267,12 +279,13 @@ TEST(Evaluator, OutOfBoundsReadsAreErrors) {
         return ir::select(v[0] < Expr(3), a(v[0] + 1), Expr(0.0f));
       },
       "guarded");
-  EXPECT_TT_ERROR(evaluate({guarded}, {a}, {in}), kRuntime, "reads tensor 'a' out of bounds at [4]");
+  EXPECT_TT_ERROR(evaluate({guarded}, {a}, {in}), kRuntime,
+                  "reads tensor 'a' out of bounds at [4]");
   // The source of a reduction is not evaluated where its condition fails.
   IterVar k = reduce_axis(5, "k");
   Tensor cond = compute(
-      {1},
-      [&](const std::vector<Var>&) { return sum(a(k.expr()), {k}, k.expr() < Expr(4)); }, "cond");
+      {1}, [&](const std::vector<Var>&) { return sum(a(k.expr()), {k}, k.expr() < Expr(4)); },
+      "cond");
   EXPECT_NO_THROW(evaluate({cond}, {a}, {in}));
 }
 
@@ -298,7 +311,8 @@ TEST(Evaluator, InputsAreChecked) {
   EXPECT_NE(same[0].data(), av.data());
   // Two placeholders of one name cannot be given by name.
   Tensor a2 = placeholder({2, 3}, DataType::float32(), "a");
-  EXPECT_TT_ERROR(evaluate({add(a, a2)}, {{"a", av}}), kInvalidArgument, "two inputs are named 'a'");
+  EXPECT_TT_ERROR(evaluate({add(a, a2)}, {{"a", av}}), kInvalidArgument,
+                  "two inputs are named 'a'");
 }
 
 TEST(Evaluator, MatmulOf64IsQuickAndExact) {
@@ -335,7 +349,8 @@ TEST(Evaluator, IntegerTensorsAndMixedTypes) {
   EXPECT_EQ(out.dtype(), DataType::int32());
   NDArray expected = make_array(DataType::int32(), {3, 2}, [&](const auto& ix) {
     int64_t s = 0;
-    for (int64_t j = 0; j < 5; ++j) s += in[0].get_int(ix[0] * 5 + j) * in[1].get_int(j * 2 + ix[1]);
+    for (int64_t j = 0; j < 5; ++j)
+      s += in[0].get_int(ix[0] * 5 + j) * in[1].get_int(j * 2 + ix[1]);
     return static_cast<double>(s);
   });
   EXPECT_TRUE(arrays_close(out, expected));

@@ -110,8 +110,9 @@ TEST(Ops, BatchMatmulWithTransposesAndBroadcast) {
       }
     }
   }
-  EXPECT_TT_ERROR(batch_matmul(placeholder({2, 3, 4}, kF32, "A"), placeholder({3, 4, 5}, kF32, "B")),
-                  kInvalidArgument, "neither match nor broadcast");
+  EXPECT_TT_ERROR(
+      batch_matmul(placeholder({2, 3, 4}, kF32, "A"), placeholder({3, 4, 5}, kF32, "B")),
+      kInvalidArgument, "neither match nor broadcast");
 }
 
 // ---- convolutions -------------------------------------------------------------
@@ -178,8 +179,9 @@ TEST(Ops, Conv2dNchw) {
   Tensor x = placeholder({1, 4, 5, 5}, kF32, "data");
   EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 3, 3, 3}, kF32, "k")), kInvalidArgument,
                   "kernel [4, 3, 3, 3] has 3 input channels per group");
-  EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({6, 2, 3, 3}, kF32, "k"), Conv2dAttrs::uniform(1, 0, 1, 3)),
-                  kInvalidArgument, "groups = 3 must be >= 1 and divide");
+  EXPECT_TT_ERROR(
+      conv2d_nchw(x, placeholder({6, 2, 3, 3}, kF32, "k"), Conv2dAttrs::uniform(1, 0, 1, 3)),
+      kInvalidArgument, "groups = 3 must be >= 1 and divide");
   EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 4, 7, 7}, kF32, "k")), kInvalidArgument,
                   "larger than the padded height");
   EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 4, 3, 3}, kF32, "k"), Conv2dAttrs::uniform(0, 0)),
@@ -322,8 +324,9 @@ TEST(Ops, Pooling) {
     EXPECT_EQ(mx.compute_op()->tag, "pool_max");
     EXPECT_EQ(av.compute_op()->tag, "pool_avg");
   }
-  EXPECT_TT_ERROR(max_pool2d_nchw(placeholder({1, 1, 5, 5}, kF32, "x"), Pool2dAttrs::uniform(2, 1, 2)),
-                  kInvalidArgument, "at most half the window");
+  EXPECT_TT_ERROR(
+      max_pool2d_nchw(placeholder({1, 1, 5, 5}, kF32, "x"), Pool2dAttrs::uniform(2, 1, 2)),
+      kInvalidArgument, "at most half the window");
 }
 
 TEST(Ops, GlobalPooling) {
@@ -361,10 +364,13 @@ TEST(Ops, UnaryElementwise) {
   std::vector<Case> cases = {
       {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }},
       {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, 0.1, 3},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0, 4},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.1, 4},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0,
+       4},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); },
+       0.1, 4},
       {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](double v) { return 1 / (1 + std::exp(-v)); }},
       {"erf", [](const Tensor& x) { return erf(x); }, [](double v) { return std::erf(v); }},
       {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::fabs(v); }},
       {"negative", [](const Tensor& x) { return negative(x); }, [](double v) { return -v; }},
@@ -428,14 +434,16 @@ TEST(Ops, BroadcastingBinary) {
     EXPECT_EQ(broadcast_shape(cs.a, cs.b), cs.out);
     Tensor a = placeholder(cs.a, kF32, "a");
     Tensor b = placeholder(cs.b, kF32, "b");
-    std::vector<Tensor> outs = {add(a, b), subtract(a, b), multiply(a, b), divide(a, b),
-                                maximum(a, b), minimum(a, b), power(a, b)};
+    std::vector<Tensor> outs = {add(a, b),     subtract(a, b), multiply(a, b), divide(a, b),
+                                maximum(a, b), minimum(a, b),  power(a, b)};
     NDArray av = NDArray::random(kF32, cs.a, 1, 0.5, 2);
     NDArray bv = NDArray::random(kF32, cs.b, 2, 0.5, 2);
     auto got = evaluate(outs, {a, b}, {av, bv});
     std::vector<std::function<double(double, double)>> refs = {
-        [](double x, double y) { return x + y; }, [](double x, double y) { return x - y; },
-        [](double x, double y) { return x * y; }, [](double x, double y) { return x / y; },
+        [](double x, double y) { return x + y; },
+        [](double x, double y) { return x - y; },
+        [](double x, double y) { return x * y; },
+        [](double x, double y) { return x / y; },
         [](double x, double y) { return std::max(x, y); },
         [](double x, double y) { return std::min(x, y); },
         [](double x, double y) { return std::pow(x, y); }};
@@ -451,9 +459,8 @@ TEST(Ops, BroadcastingBinary) {
     for (size_t o = 0; o < outs.size(); ++o) {
       EXPECT_EQ(outs[o].shape(), cs.out);
       EXPECT_EQ(outs[o].compute_op()->tag, "broadcast");
-      NDArray expected = make_array(kF32, cs.out, [&](const Index& i) {
-        return refs[o](pick(av, i), pick(bv, i));
-      });
+      NDArray expected = make_array(
+          kF32, cs.out, [&](const Index& i) { return refs[o](pick(av, i), pick(bv, i)); });
       EXPECT_TRUE(arrays_close(got[o], expected)) << outs[o].name();
     }
   }
@@ -469,9 +476,8 @@ TEST(Ops, BiasAdd) {
     int ax = axis < 0 ? 2 : axis;
     Tensor b = placeholder({x.shape()[ax]}, kF32, "b");
     Evaluated r = run(bias_add(x, b, axis), {x, b});
-    NDArray expected = make_array(kF32, {2, 3, 4}, [&](const Index& i) {
-      return r.in[0].at(i) + r.in[1].at({i[ax]});
-    });
+    NDArray expected = make_array(
+        kF32, {2, 3, 4}, [&](const Index& i) { return r.in[0].at(i) + r.in[1].at({i[ax]}); });
     EXPECT_TRUE(arrays_close(r.out, expected));
   }
   EXPECT_TT_ERROR(bias_add(x, placeholder({4}, kF32, "b"), 1), kInvalidArgument,
@@ -528,8 +534,8 @@ TEST(Ops, LayerNorm) {
   Tensor g = placeholder({7}, kF32, "gamma");
   Tensor b = placeholder({7}, kF32, "beta");
   auto in = random_inputs({x, g, b}, 21);
-  auto out = evaluate({layer_norm(x, g, b, 1e-5), layer_norm(x, Tensor(), Tensor(), 0.1)},
-                      {x, g, b}, in);
+  auto out =
+      evaluate({layer_norm(x, g, b, 1e-5), layer_norm(x, Tensor(), Tensor(), 0.1)}, {x, g, b}, in);
   auto ref = [&](bool affine, double eps) {
     return make_array(kF32, {2, 3, 7}, [&](const Index& i) {
       double mean = 0, var = 0;
@@ -548,7 +554,8 @@ TEST(Ops, LayerNorm) {
 TEST(Ops, BatchNormInference) {
   Tensor x = placeholder({2, 3, 4, 5}, kF32, "x");
   std::vector<Tensor> params;
-  for (const char* name : {"gamma", "beta", "mean", "var"}) params.push_back(placeholder({3}, kF32, name));
+  for (const char* name : {"gamma", "beta", "mean", "var"})
+    params.push_back(placeholder({3}, kF32, name));
   Tensor y = batch_norm_inference(x, params[0], params[1], params[2], params[3], 1, 1e-3);
   std::vector<Tensor> inputs = {x, params[0], params[1], params[2], params[3]};
   auto in = random_inputs(inputs, 31);
@@ -604,7 +611,8 @@ TEST(Ops, ReshapeAndTranspose) {
     EXPECT_EQ(out[2].at(i), in[0].at({i[2], i[1], i[0]}));
   });
   EXPECT_TT_ERROR(reshape(x, {4, -1}), kInvalidArgument, "cannot infer the -1");
-  EXPECT_TT_ERROR(reshape(x, {4, 7}), kInvalidArgument, "has 30 elements, the target shape [4, 7] has 28");
+  EXPECT_TT_ERROR(reshape(x, {4, 7}), kInvalidArgument,
+                  "has 30 elements, the target shape [4, 7] has 28");
   EXPECT_TT_ERROR(transpose(x, {0, 0, 1}), kInvalidArgument, "not a permutation");
   EXPECT_EQ(flop_count({r1, t}), 0.0);
 }
@@ -646,7 +654,8 @@ TEST(Ops, Slice) {
   auto in = random_inputs({x}, 8);
   for (const Case& c : cases) {
     Tensor y = slice(x, c.begin, c.end, c.strides);
-    Index shape{static_cast<int64_t>(c.rows_cols[0].size()), static_cast<int64_t>(c.rows_cols[1].size())};
+    Index shape{static_cast<int64_t>(c.rows_cols[0].size()),
+                static_cast<int64_t>(c.rows_cols[1].size())};
     ASSERT_EQ(y.shape(), shape);
     NDArray out = evaluate({y}, {x}, in)[0];
     testing::for_each_index(shape, [&](const Index& i) {
@@ -669,8 +678,9 @@ TEST(Ops, Reductions) {
   };
   for (Case cs : {Case{{1}, false, {3, 5}}, Case{{0, 2}, true, {1, 4, 1}}, Case{{}, false, {}},
                   Case{{-1}, true, {3, 4, 1}}}) {
-    std::vector<Tensor> outs = {reduce_sum(x, cs.axes, cs.keepdims), reduce_mean(x, cs.axes, cs.keepdims),
-                                reduce_max(x, cs.axes, cs.keepdims), reduce_min(x, cs.axes, cs.keepdims)};
+    std::vector<Tensor> outs = {
+        reduce_sum(x, cs.axes, cs.keepdims), reduce_mean(x, cs.axes, cs.keepdims),
+        reduce_max(x, cs.axes, cs.keepdims), reduce_min(x, cs.axes, cs.keepdims)};
     auto got = evaluate(outs, {x}, in);
     std::vector<bool> reduced(3, cs.axes.empty());
     for (int a : cs.axes) reduced[a < 0 ? a + 3 : a] = true;

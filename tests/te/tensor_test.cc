@@ -31,9 +31,9 @@ TEST(Tensor, PlaceholderAndCompute) {
   EXPECT_EQ(a.size(), 12);
   EXPECT_EQ(a.dtype(), DataType::float16());
 
-  Tensor b = compute(
-      {3, 4}, [&](const std::vector<Var>& v) { return a(v[0], v[1]) + a(v[0], v[1]); }, "B",
-      "elemwise", {{"k", 1}});
+  Tensor b =
+      compute({3, 4}, [&](const std::vector<Var>& v) { return a(v[0], v[1]) + a(v[0], v[1]); }, "B",
+              "elemwise", {{"k", 1}});
   ASSERT_TRUE(b.compute_op());
   EXPECT_EQ(b.dtype(), DataType::float16());  // the body's type
   EXPECT_EQ(b.compute_op()->tag, "elemwise");
@@ -47,7 +47,8 @@ TEST(Tensor, PlaceholderAndCompute) {
       {1, 1, 1, 1, 1}, [&](const std::vector<Var>&) { return Expr(1.0f); }, "five");
   EXPECT_EQ(five.compute_op()->axis[4]->var->name, "i4");
 
-  Tensor scalar = compute({}, [&](const std::vector<Var>&) { return Expr(2.0f); }, "scalar");
+  Tensor scalar = compute(
+      {}, [&](const std::vector<Var>&) { return Expr(2.0f); }, "scalar");
   EXPECT_EQ(scalar.size(), 1);
   EXPECT_EQ(scalar.ndim(), 0);
 }
@@ -56,7 +57,8 @@ TEST(Tensor, IndexingIsChecked) {
   Tensor a = placeholder({3, 4}, DataType::float32(), "A");
   Var i = Var::make("i");
   EXPECT_TT_ERROR(a(i), kInvalidArgument, "tensor 'A' of shape [3, 4] has 2 dimensions");
-  EXPECT_TT_ERROR(a(i, Expr(1.5f)), kTypeMismatch, "index 1 of tensor 'A' must be a scalar integer");
+  EXPECT_TT_ERROR(a(i, Expr(1.5f)), kTypeMismatch,
+                  "index 1 of tensor 'A' must be a scalar integer");
   // Any integer type indexes.
   EXPECT_NO_THROW(a(Var::make("x", DataType::int64()), Var::make("y", DataType::uint(8))));
 }
@@ -67,27 +69,34 @@ TEST(Tensor, ComputeRulesAreChecked) {
   EXPECT_TT_ERROR(placeholder({3}, DataType::float32(4), "V"), kTypeMismatch, "vector lanes");
   EXPECT_TT_ERROR(placeholder({int64_t{1} << 32}), kInvalidArgument, "extents must be in");
   Var free = Var::make("n");
-  EXPECT_TT_ERROR(compute({3}, [&](const std::vector<Var>& v) { return a(v[0], free); }, "C"),
+  EXPECT_TT_ERROR(compute(
+                      {3}, [&](const std::vector<Var>& v) { return a(v[0], free); }, "C"),
                   kInvalidArgument, "compute 'C': the body uses variable 'n'");
   IterVar k = reduce_axis(4, "k");
   EXPECT_TT_ERROR(
-      compute({3}, [&](const std::vector<Var>& v) { return sum(a(v[0], k.expr()), {k}) * 2.0f; },
-              "C"),
+      compute(
+          {3}, [&](const std::vector<Var>& v) { return sum(a(v[0], k.expr()), {k}) * 2.0f; }, "C"),
       kInvalidArgument, "a reduction may only be the whole body");
-  EXPECT_TT_ERROR(compute({3}, [&](const std::vector<Var>&) { return Expr(); }, "C"),
+  EXPECT_TT_ERROR(compute(
+                      {3}, [&](const std::vector<Var>&) { return Expr(); }, "C"),
                   kInvalidArgument, "the body is null");
   EXPECT_TT_ERROR(reduce_axis(0), kInvalidArgument, "reduction axis 'k' has extent 0");
   // A reduction listing the same axis twice.
-  EXPECT_TT_ERROR(
-      compute({3}, [&](const std::vector<Var>& v) { return sum(a(v[0], k.expr()), {k, k}); }, "C"),
-      kInvalidArgument, "'k' is bound twice");
+  EXPECT_TT_ERROR(compute(
+                      {3},
+                      [&](const std::vector<Var>& v) {
+                        return sum(a(v[0], k.expr()), {k, k});
+                      },
+                      "C"),
+                  kInvalidArgument, "'k' is bound twice");
 }
 
 TEST(Tensor, InputsAndPostOrderAreDeterministic) {
   Tensor a = placeholder({4, 4}, DataType::float32(), "A");
   Tensor b = placeholder({4, 4}, DataType::float32(), "B");
   Tensor c = compute(
-      {4, 4}, [&](const std::vector<Var>& v) { return b(v[0], v[1]) + a(v[0], v[1]) + b(v[1], v[0]); },
+      {4, 4},
+      [&](const std::vector<Var>& v) { return b(v[0], v[1]) + a(v[0], v[1]) + b(v[1], v[0]); },
       "C");
   std::vector<Tensor> inputs = input_tensors(c);
   ASSERT_EQ(inputs.size(), 2u);  // first-use order, each once
@@ -165,8 +174,8 @@ TEST(Tensor, SharedInputsSurviveRoundTrip) {
 
   // The literal C = A A^T: one compute reading A twice.
   Tensor direct = matmul(a, a, false, true);
-  auto direct_back = load_json_as<Workload>(save_json(make_dag_workload({a}, {direct})))
-                         .as<DagWorkloadNode>();
+  auto direct_back =
+      load_json_as<Workload>(save_json(make_dag_workload({a}, {direct}))).as<DagWorkloadNode>();
   ASSERT_EQ(input_tensors(direct_back->outputs[0]).size(), 1u);
   EXPECT_TRUE(input_tensors(direct_back->outputs[0])[0].same_as(direct_back->inputs[0]));
   NDArray gram = evaluate(direct_back->outputs, direct_back->inputs, {input})[0];
@@ -179,18 +188,22 @@ TEST(Tensor, SharedInputsSurviveRoundTrip) {
 TEST(Tensor, RoundTripOfBoundVariablesAndAttrs) {
   Tensor x = placeholder({2, 3, 8, 8}, DataType::float32(), "x");
   Tensor w = placeholder({4, 3, 3, 3}, DataType::float32(), "w");
-  Tensor y = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y =
+      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
   Workload dag = make_dag_workload({x, w}, {y});
   auto back = load_string(save_string(dag));
-  EXPECT_TRUE(structural_equal(ObjectPtr(dag.ptr()), back)) << *first_difference(ObjectPtr(dag.ptr()), back);
+  EXPECT_TRUE(structural_equal(ObjectPtr(dag.ptr()), back))
+      << *first_difference(ObjectPtr(dag.ptr()), back);
   EXPECT_EQ(structural_hash(ObjectPtr(dag.ptr())), structural_hash(back));
   // The -inf pad value of the max pool is written in a form JSON text can hold.
   EXPECT_NE(save_string(dag).find("\"-inf\""), std::string::npos);
   // Building the same program twice gives equal graphs (fresh variables match up to renaming).
-  Tensor y2 = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y2 =
+      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
   EXPECT_TRUE(structural_equal(y, y2));
   EXPECT_EQ(structural_hash(y), structural_hash(y2));
-  Tensor y3 = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 0)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y3 =
+      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 0)), Pool2dAttrs::uniform(3, 2, 1));
   EXPECT_FALSE(structural_equal(y, y3));
 }
 

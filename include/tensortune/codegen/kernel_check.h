@@ -18,7 +18,8 @@ namespace tensortune::codegen {
 struct KernelCheck {
   int32_t return_code = 0;
   double max_error = 0;  ///< largest absolute difference over all outputs
-  std::string mismatch;  ///< the first difference beyond tolerance, or the bad return code; "" when ok
+  std::string
+      mismatch;  ///< the first difference beyond tolerance, or the bad return code; "" when ok
   bool ok() const { return mismatch.empty(); }
 };
 

@@ -67,9 +67,9 @@ class Expr : public Ref<ExprNode> {
   ExprKind kind() const { return get()->kind(); }
 };
 
-#define TT_EXPR_NODE(Name, key)                                   \
-  TT_NODE(Name##Node, key)                                        \
-  static constexpr ExprKind kKind = ExprKind::k##Name;            \
+#define TT_EXPR_NODE(Name, key)                        \
+  TT_NODE(Name##Node, key)                             \
+  static constexpr ExprKind kKind = ExprKind::k##Name; \
   ExprKind kind() const override { return kKind; }
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMod, kFloorDiv, kFloorMod, kMin, kMax };
@@ -80,8 +80,23 @@ enum class IterKind { kSpatial, kReduce };
 
 /// Math intrinsics; arity is 2 for pow, 1 for the others.
 enum class Intrinsic {
-  kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kPow, kFabs, kFloor, kCeil, kRound,
-  kTrunc, kSin, kCos, kExp2, kLog2
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kErf,
+  kSigmoid,
+  kPow,
+  kFabs,
+  kFloor,
+  kCeil,
+  kRound,
+  kTrunc,
+  kSin,
+  kCos,
+  kExp2,
+  kLog2
 };
 
 /// Operator spelling for printing, e.g. "+" or "floordiv".
@@ -307,8 +322,7 @@ template <class F>
 decltype(auto) dispatch(const Expr& e, F&& f) {
   switch (e->kind()) {
 #define TT_DISPATCH_CASE(name) \
-  case ExprKind::k##name:      \
-    return f(static_cast<const name##Node&>(*e));
+  case ExprKind::k##name: return f(static_cast<const name##Node&>(*e));
     TT_EXPR_NODES(TT_DISPATCH_CASE)
 #undef TT_DISPATCH_CASE
   }
@@ -343,7 +357,7 @@ struct EnumNames<ir::IterKind> {
 template <>
 struct EnumNames<ir::Intrinsic> {
   static constexpr std::array<std::string_view, 17> names = {
-      "exp",   "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "pow", "fabs",
-      "floor", "ceil", "round", "trunc", "sin", "cos", "exp2", "log2"};
+      "exp",   "log",  "sqrt",  "rsqrt", "tanh", "erf", "sigmoid", "pow", "fabs",
+      "floor", "ceil", "round", "trunc", "sin",  "cos", "exp2",    "log2"};
 };
 }  // namespace tensortune

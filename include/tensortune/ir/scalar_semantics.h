@@ -5,8 +5,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <vector>
 #include <optional>
+#include <vector>
 
 #include "tensortune/ir/expr.h"
 

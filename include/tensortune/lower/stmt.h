@@ -50,9 +50,9 @@ class Stmt : public Ref<StmtNode> {
   StmtKind kind() const { return get()->kind(); }
 };
 
-#define TT_STMT_NODE(Name, key)                         \
-  TT_NODE(Name##Node, key)                              \
-  static constexpr StmtKind kKind = StmtKind::k##Name;  \
+#define TT_STMT_NODE(Name, key)                        \
+  TT_NODE(Name##Node, key)                             \
+  static constexpr StmtKind kKind = StmtKind::k##Name; \
   StmtKind kind() const override { return kKind; }
 
 enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
@@ -143,8 +143,7 @@ template <class F>
 decltype(auto) dispatch(const Stmt& s, F&& f) {
   switch (s->kind()) {
 #define TT_STMT_DISPATCH_CASE(name) \
-  case StmtKind::k##name:           \
-    return f(static_cast<const name##Node&>(*s));
+  case StmtKind::k##name: return f(static_cast<const name##Node&>(*s));
     TT_STMT_NODES(TT_STMT_DISPATCH_CASE)
 #undef TT_STMT_DISPATCH_CASE
   }

@@ -134,10 +134,10 @@ struct NodeTypeInfo {
   std::string key;
   std::vector<FieldInfo> fields;
   bool is_variable = false;
-  size_t size = 0;   ///< sizeof the node type
-  size_t align = 0;  ///< alignof the node type
-  std::function<std::shared_ptr<Object>()> create;          ///< a blank node, for load and copy
-  std::function<void(const Object&)> validate;              ///< checks a loaded node; may be empty
+  size_t size = 0;                                  ///< sizeof the node type
+  size_t align = 0;                                 ///< alignof the node type
+  std::function<std::shared_ptr<Object>()> create;  ///< a blank node, for load and copy
+  std::function<void(const Object&)> validate;      ///< checks a loaded node; may be empty
   /// How save_string writes a node of this type: each piece's text, then the
   /// value of its field (none after the last piece). The keys, "type" among
   /// them, come in the order a saved JSON object lists them (bytewise, as
@@ -184,19 +184,19 @@ const NodeTypeInfo& node_type_info() {
 }  // namespace tensortune
 
 /// Inside a node struct: its type key and the type_info override.
-#define TT_NODE(Type, key_literal)                                   \
- public:                                                             \
-  static constexpr const char* kTypeKey = key_literal;               \
-  const ::tensortune::NodeTypeInfo& type_info() const override {     \
-    return ::tensortune::detail::node_type_info<Type>();             \
+#define TT_NODE(Type, key_literal)                               \
+ public:                                                         \
+  static constexpr const char* kTypeKey = key_literal;           \
+  const ::tensortune::NodeTypeInfo& type_info() const override { \
+    return ::tensortune::detail::node_type_info<Type>();         \
   }
 
 #define TT_CONCAT_INNER(a, b) a##b
 #define TT_CONCAT(a, b) TT_CONCAT_INNER(a, b)
 
 /// In one .cc file: registers a node type that has `static void declare(FieldList<Type>&)`.
-#define TT_REGISTER_NODE(Type)                                                      \
-  static const bool TT_CONCAT(tt_node_registered_, __COUNTER__) =                   \
+#define TT_REGISTER_NODE(Type)                                    \
+  static const bool TT_CONCAT(tt_node_registered_, __COUNTER__) = \
       ::tensortune::detail::register_node<Type>()
 
 #include "tensortune/object/field_traits.h"  // IWYU pragma: export

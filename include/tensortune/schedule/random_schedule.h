@@ -11,8 +11,8 @@ namespace tensortune::schedule {
 
 /// Knobs of the random schedule generator.
 struct RandomScheduleOptions {
-  int max_steps = 24;           ///< stop after this many applied steps
-  bool allow_parallel = true;   ///< emit parallel annotations
+  int max_steps = 24;             ///< stop after this many applied steps
+  bool allow_parallel = true;     ///< emit parallel annotations
   bool allow_dag_changes = true;  ///< emit cache_read, cache_write and rfactor
 };
 

@@ -28,8 +28,7 @@ std::string_view error_kind_name(ErrorKind kind);
 /// The exception every tensortune error is thrown as.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
 
  private:
@@ -56,11 +55,11 @@ template <class... Parts>
 }  // namespace tensortune
 
 /// Checks an internal invariant; on failure throws kInternal with file:line.
-#define TT_ICHECK(cond, ...)                                                     \
-  do {                                                                           \
-    if (!(cond))                                                                 \
-      ::tensortune::detail::throw_internal(__FILE__, __LINE__, #cond,            \
-                                           ::tensortune::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
+#define TT_ICHECK(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ::tensortune::detail::throw_internal(                                                        \
+          __FILE__, __LINE__, #cond, ::tensortune::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 /// Checks a condition on user input; on failure throws a user error of `kind`.

@@ -24,8 +24,8 @@
 /// writes a lot to stderr while the parent waits for its stdout cannot
 /// deadlock. A kPipe stdout is only read when asked: a child must read its
 /// whole request before it writes a long reply (as tensortune-worker does),
-/// or a parent writing a long request must interleave reads. A captured stream keeps its first and last kCaptureKeepBytes / 2
-/// bytes, and notes how much it dropped between them.
+/// or a parent writing a long request must interleave reads. A captured stream keeps its first and
+/// last kCaptureKeepBytes / 2 bytes, and notes how much it dropped between them.
 ///
 /// Frames: a frame is an 8-byte little-endian unsigned length N followed by N
 /// bytes of payload. A length above the reader's limit (kMaxFrameSize by
@@ -136,9 +136,9 @@ struct SpawnOptions {
   bool new_process_group = true;
   /// Working directory of the child; empty keeps the parent's.
   std::string working_dir;
-  StreamMode stdin_mode = StreamMode::kPipe;     ///< kPipe, kInherit or kNull
-  StreamMode stdout_mode = StreamMode::kPipe;    ///< any mode
-  StreamMode stderr_mode = StreamMode::kCapture; ///< kCapture, kInherit or kNull
+  StreamMode stdin_mode = StreamMode::kPipe;      ///< kPipe, kInherit or kNull
+  StreamMode stdout_mode = StreamMode::kPipe;     ///< any mode
+  StreamMode stderr_mode = StreamMode::kCapture;  ///< kCapture, kInherit or kNull
   /// A short name for messages (default: the base name of argv[0]).
   std::string name;
 };

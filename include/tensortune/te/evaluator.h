@@ -46,8 +46,7 @@ namespace tensortune::te {
 /// `inputs[i]`. Every placeholder the outputs depend on must be given, with
 /// its exact dtype and shape; inputs the outputs do not read are allowed.
 /// Returns one array per output (an output that is itself an input is copied).
-std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs,
-                              const std::vector<Tensor>& inputs,
+std::vector<NDArray> evaluate(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                               const std::vector<NDArray>& values);
 
 /// As above, with the inputs given by placeholder name; the placeholders the

@@ -37,8 +37,8 @@ namespace tensortune::te {
 
 /// C[M, N] = A[M, K] · B[K, N]; with transpose_a A is given as [K, M], with
 /// transpose_b B as [N, K].
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
-              bool transpose_b = false, std::string name = "matmul");
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
+              std::string name = "matmul");
 
 /// out[M, N] = data[M, K] · weight[N, K]^T (+ bias[N] when given, as a second
 /// "broadcast" stage).
@@ -59,8 +59,7 @@ struct Conv2dAttrs {
   std::array<int64_t, 2> dilation{1, 1};       ///< (height, width)
   int64_t groups = 1;
   /// The same stride, padding on every side, and dilation in both directions.
-  static Conv2dAttrs uniform(int64_t stride, int64_t pad, int64_t dilation = 1,
-                             int64_t groups = 1);
+  static Conv2dAttrs uniform(int64_t stride, int64_t pad, int64_t dilation = 1, int64_t groups = 1);
 };
 
 /// out[N, K, OH, OW] from data[N, C, H, W] and kernel[K, C / groups, R, S],
@@ -162,13 +161,12 @@ Tensor cast(const Tensor& x, DataType dtype);
 
 /// The shape two shapes broadcast to under numpy's rules (aligned at the
 /// right; each pair of extents equal or one of them 1); kInvalidArgument otherwise.
-std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a,
-                                     const std::vector<int64_t>& b);
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
 /// out = f(a, b) with numpy broadcasting (tag "broadcast"); dtypes must match.
 Tensor broadcast_binary(const Tensor& a, const Tensor& b,
-                        const std::function<Expr(const Expr&, const Expr&)>& f,
-                        std::string name, nlohmann::json attrs = nlohmann::json::object());
+                        const std::function<Expr(const Expr&, const Expr&)>& f, std::string name,
+                        nlohmann::json attrs = nlohmann::json::object());
 
 Tensor add(const Tensor& a, const Tensor& b);       ///< a + b, broadcast
 Tensor subtract(const Tensor& a, const Tensor& b);  ///< a - b, broadcast
@@ -196,8 +194,8 @@ Tensor log_softmax(const Tensor& x, int axis = -1, std::string name = "log_softm
 /// sqrt(var + epsilon) * gamma[D] + beta[D] with the biased variance;
 /// gamma and beta may be null (then 1 and 0). Three stages: sum, sum of
 /// squared deviations, normalise.
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                  double epsilon = 1e-5, std::string name = "layer_norm");
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double epsilon = 1e-5,
+                  std::string name = "layer_norm");
 
 /// Batch normalisation in inference form: (x - mean[c]) / sqrt(var[c] +
 /// epsilon) * gamma[c] + beta[c], c along `axis`; one stage.
@@ -209,9 +207,8 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
 
 /// x padded with `pad_value`: `before[d]` elements before and `after[d]` after
 /// dimension d (missing entries are 0; all must be >= 0). Tag "pad".
-Tensor pad(const Tensor& x, const std::vector<int64_t>& before,
-           const std::vector<int64_t>& after, double pad_value = 0.0,
-           std::string name = "pad_data");
+Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+           double pad_value = 0.0, std::string name = "pad_data");
 
 /// x with a new shape of the same size; one extent may be -1 (inferred).
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name = "reshape");

@@ -91,8 +91,10 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype = DataType::float3
 /// A new computed tensor: `fcompute` receives one int32 variable per dimension
 /// (named i, j, k, l for up to four dimensions, else i0, i1, ...). The tensor's
 /// dtype is the body's. Breaking a rule of the file comment is a user error.
-Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
-               std::string name = "compute", std::string tag = "", nlohmann::json attrs = nlohmann::json::object());
+Tensor compute(std::vector<int64_t> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute,
+               std::string name = "compute", std::string tag = "",
+               nlohmann::json attrs = nlohmann::json::object());
 
 /// A new reduction axis over [0, extent).
 IterVar reduce_axis(int64_t extent, std::string name = "k");

@@ -1,1 +1,0 @@
-#include "common/test_util.h"
