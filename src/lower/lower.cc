@@ -128,6 +128,39 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
   return -1;
 }
 
+/// The extents of the parts of split `rel` when its parent spans
+/// extent[parent], which bound inference may have made smaller than the
+/// stage's own shape (a stage computed at a loop of its consumer). As in
+/// TVM's InferBound, a part of fixed length l gets min(l, what is left), from
+/// the side away from the remainder part inwards: a tile level that the
+/// consumer's loops already cover shrinks to one iteration instead of
+/// running its full length under a guard that is false for all but one.
+void split_extents(const IterRelation& rel, const Stage& st, std::vector<int64_t>& extent) {
+  const int n = static_cast<int>(rel.outputs.size());
+  int64_t left = extent[rel.inputs[0]];
+  auto tighten = [&](int k) {
+    int64_t length = st.iters[rel.outputs[k]].extent;
+    extent[rel.outputs[k]] = std::min(length, std::max<int64_t>(left, 1));
+    left = (left + length - 1) / length;
+  };
+  if (rel.remainder == 0) {
+    for (int k = n - 1; k >= 1; --k) tighten(k);
+  } else if (rel.remainder == n - 1) {
+    for (int k = 0; k < n - 1; ++k) tighten(k);
+  } else {
+    // A remainder in the middle: fixed lengths as they are.
+    int64_t fixed = 1;
+    for (int k = 0; k < n; ++k) {
+      if (k != rel.remainder) {
+        extent[rel.outputs[k]] = st.iters[rel.outputs[k]].extent;
+        fixed *= extent[rel.outputs[k]];
+      }
+    }
+    left = (left + fixed - 1) / fixed;
+  }
+  extent[rel.outputs[rel.remainder]] = std::max<int64_t>(left, 1);
+}
+
 class Lowerer {
  public:
   explicit Lowerer(const LoopState& state) : state_(state), placements_(state.num_stages()) {}
@@ -299,15 +332,7 @@ class Lowerer {
     }
     for (const auto& rel : st.relations) {
       if (rel.kind == IterRelation::Kind::kSplit) {
-        int64_t fixed = 1;
-        for (size_t k = 0; k < rel.outputs.size(); ++k) {
-          if (static_cast<int>(k) != rel.remainder) fixed *= st.iters[rel.outputs[k]].extent;
-        }
-        for (size_t k = 0; k < rel.outputs.size(); ++k) {
-          c.extent[rel.outputs[k]] = static_cast<int>(k) == rel.remainder
-                                         ? (c.extent[rel.inputs[0]] + fixed - 1) / fixed
-                                         : st.iters[rel.outputs[k]].extent;
-        }
+        split_extents(rel, st, c.extent);
       } else {
         int64_t product = 1;
         for (int in : rel.inputs) product *= c.extent[in];

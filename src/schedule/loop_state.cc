@@ -107,6 +107,20 @@ std::vector<int> LoopState::consumers(int index) const {
   return out;
 }
 
+std::vector<int> LoopState::effective_consumers(int index) const {
+  std::vector<int> out;
+  for (int c : consumers(index)) {
+    if (stages_[c].location == ComputeLocation::kInline) {
+      for (int cc : effective_consumers(c)) out.push_back(cc);
+    } else {
+      out.push_back(c);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<int> LoopState::attached_to(int index) const {
   std::vector<int> out;
   for (int j = 0; j < num_stages(); ++j) {

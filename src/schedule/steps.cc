@@ -200,8 +200,10 @@ void FuseStepNode::apply(LoopState& state) const {
              s.iters[s.leaves[iters[0]]].name, "' and '", it.name, "')");
     TT_CHECK(it.annotation == IterAnnotation::kNone, kInvalidArgument, "loop '", it.name,
              "' is annotated; annotate after fusing");
-    TT_CHECK(!has_attached(state, stage, id), kInvalidArgument, "loop '", it.name,
-             "' has a stage computed at it; fuse before compute_at");
+    // A stage computed inside the innermost fused loop is computed inside
+    // the fused loop: the same points, in the same order.
+    TT_CHECK(pos == iters.back() || !has_attached(state, stage, id), kInvalidArgument, "loop '",
+             it.name, "' has a stage computed at it and is not the innermost of the fused loops");
     TT_CHECK(extent <= (int64_t{1} << 40) / std::max<int64_t>(it.extent, 1), kInvalidArgument,
              "fused extent is too large");
     extent *= it.extent;
@@ -210,6 +212,11 @@ void FuseStepNode::apply(LoopState& state) const {
   }
   s.iters.push_back({join(names, "@"), extent, kind, IterAnnotation::kNone, 0});
   rel.outputs.push_back(static_cast<int>(s.iters.size()) - 1);
+  const int innermost = s.leaves[iters.back()];
+  for (int a : state.attached_to(stage)) {
+    if (state.stage(a).attach_iter == innermost)
+      state.mutable_stage(a).attach_iter = rel.outputs[0];
+  }
   s.leaves.erase(s.leaves.begin() + iters.front(), s.leaves.begin() + iters.back() + 1);
   s.leaves.insert(s.leaves.begin() + iters.front(), rel.outputs[0]);
   s.relations.push_back(std::move(rel));
@@ -235,21 +242,6 @@ void AnnotationStepNode::apply(LoopState& state) const {
 
 namespace {
 
-// The stages that read `index`, looking through inlined stages.
-std::vector<int> effective_consumers(const LoopState& state, int index) {
-  std::vector<int> out;
-  for (int c : state.consumers(index)) {
-    if (state.stage(c).location == ComputeLocation::kInline) {
-      for (int cc : effective_consumers(state, c)) out.push_back(cc);
-    } else {
-      out.push_back(c);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 // True if stage `a` is (transitively) computed inside stage `b`.
 bool attached_within(const LoopState& state, int a, int b) {
   for (int s = a; state.stage(s).location == ComputeLocation::kAt;) {
@@ -274,7 +266,7 @@ void ComputeAtStepNode::apply(LoopState& state) const {
   int target_id = leaf_id(target, target_iter);
   TT_CHECK(target.location != ComputeLocation::kInline, kInvalidArgument, "target stage '",
            target.name(), "' is inlined");
-  std::vector<int> consumers = effective_consumers(state, stage);
+  std::vector<int> consumers = state.effective_consumers(stage);
   TT_CHECK(consumers.size() == 1 && consumers[0] == target_stage, kInvalidArgument, "'", s.name(),
            "' can only be computed at a loop of its only consumer",
            consumers.size() == 1 ? " '" + state.stage(consumers[0]).name() + "'" : std::string(),

@@ -98,6 +98,41 @@ TEST(Lowering, PragmaUnrollMarksLoops) {
   EXPECT_NE(ir.find("unrolled for"), std::string::npos) << ir;
 }
 
+TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
+  // matmul.local tiled i -> i0 i1(4) i2(8) i3(2) and computed at the copy's
+  // outer i loop, each iteration of which covers 16 rows: i3 keeps 2, i2 8,
+  // and i1 (length 4) gets one iteration, not four of which three are
+  // guarded off.
+  auto t = matmul_tensors(64, 8, 4);
+  State s = State::make({cache_write(kMatmul, "local"), split(2, 0, {4, 8, 2}), split(3, 0, {16}),
+                         compute_at(2, 3, 0)});
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+  std::string ir = lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  EXPECT_NE(ir.find("for (i_1_1, 0, 1)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("for (i_2, 0, 8)"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("if ("), std::string::npos) << ir;
+  // A region that is not a multiple of the tiles keeps its guards.
+  EXPECT_TRUE(schedule_matches_reference(
+      t, State::make({cache_write(kMatmul, "local"), split(2, 0, {4, 3, 2}), split(3, 0, {10}),
+                      compute_at(2, 3, 0)})));
+}
+
+TEST(Steps, FusingTheLoopAStageIsComputedAtKeepsItThere) {
+  auto t = matmul_tensors(12, 16, 6);
+  // The local stage at j.0 (position 1); fusing i.0 and j.0 puts it in the fused loop.
+  State s = State::make({cache_write(kMatmul, "local"), split(3, 0, {4}), split(3, 2, {8}),
+                         reorder(3, {0, 2, 1, 3}), compute_at(2, 3, 1), fuse(3, {0, 1}),
+                         annotate(3, 0, IterAnnotation::kParallel)});
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+  LoopState loops = replay(ComputeDAG(t), s);
+  EXPECT_EQ(loops.stage(3).leaf_position(loops.stage(2).attach_iter), 0);
+  // Not when the loop with the stage is not the innermost of the fused ones.
+  EXPECT_TT_ERROR(
+      replay(ComputeDAG(t), State::make({cache_write(kMatmul, "local"), split(3, 0, {4}),
+                                         compute_at(2, 3, 0), fuse(3, {0, 1})})),
+      kInvalidArgument, "not the innermost of the fused loops");
+}
+
 TEST(Steps, InvalidStepsNameTheProblem) {
   ComputeDAG dag(matmul_tensors(8, 8, 8));
   EXPECT_TT_ERROR(replay(dag, State::make({split(kMatmul, 9, {2})})), kInvalidArgument,

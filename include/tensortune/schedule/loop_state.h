@@ -97,6 +97,9 @@ class LoopState {
   int stage_named(std::string_view name) const;
   /// The stages whose bodies read stage `index`.
   std::vector<int> consumers(int index) const;
+  /// The stages that read stage `index`, looking through inlined stages (an
+  /// inlined stage's readers read what it read), sorted, each once.
+  std::vector<int> effective_consumers(int index) const;
   /// The stages that are computed at a loop of stage `index`.
   std::vector<int> attached_to(int index) const;
   /// Steps applied so far, in order.
