@@ -78,5 +78,7 @@ struct MeasureArgs {
 Command add_measure_command(CLI::App& app);
 /// The `tune` command: random search with records and resume.
 Command add_tune_command(CLI::App& app);
+/// The `sketches` command: a task's sketches and samples of them (search_cmd.cc).
+Command add_sketches_command(CLI::App& app);
 
 }  // namespace tensortune::cli

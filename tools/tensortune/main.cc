@@ -304,6 +304,7 @@ int main(int argc, char** argv) {
   commands.push_back(tt::cli::add_records_command(app));
   commands.push_back(tt::cli::add_measure_command(app));
   commands.push_back(tt::cli::add_tune_command(app));
+  commands.push_back(tt::cli::add_sketches_command(app));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,103 @@
+/// \file
+/// From a sketch to complete schedules: the initial-population rules of
+/// Ansor (OSDI '20 section 4.2), each a function that appends to or fills in
+/// a state, and sample_state() that runs them in order. Everything that
+/// depends on the machine comes from the task's hardware parameters: vector
+/// lanes (vector bytes over the element size), the number of vector
+/// registers a register tile may take, and the cores to parallelise for.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tensortune/search/sketch.h"
+
+namespace tensortune::search {
+
+/// What annotation may choose from.
+struct AnnotateOptions {
+  /// auto_unroll_max_step values on the stages with a reduction.
+  std::vector<int64_t> auto_unroll_steps = {0, 16, 64, 512};
+  /// Largest innermost tile length.
+  int64_t max_innermost_split = 64;
+  /// Largest extent of a vectorized loop, in vectors of the target's width.
+  int64_t max_vectors_per_loop = 4;
+  /// How often a tile-size draw whose register tile does not fit the
+  /// register file, or whose vector axis is not a multiple of the lanes, is
+  /// drawn again before it is kept anyway.
+  int tile_retries = 8;
+};
+
+/// What annotation knows of the machine.
+struct MachineModel {
+  int64_t num_cores = 1;
+  int64_t vector_bytes = 16;
+  int64_t vector_registers = 16;
+
+  /// Lanes of a vector of `dtype` elements (at least 1).
+  int64_t lanes(ir::DataType dtype) const {
+    return std::max<int64_t>(vector_bytes / std::max(dtype.bytes(), 1), 1);
+  }
+};
+
+/// The machine a task's hardware parameters describe. Vector registers are
+/// derived from the vector width: 32 with 64-byte vectors (AVX-512), 16
+/// otherwise (AVX2, SSE, and a safe bound for others).
+MachineModel machine_model(const te::Task& task);
+
+/// Draws a random factorisation of `extent` into `parts` inner lengths
+/// (outer to inner; the outermost part is implied), each dividing what is
+/// left, the innermost at most `max_innermost`; uniform over all such
+/// factorisations, or over those whose innermost length is a multiple of
+/// `innermost_multiple` when there are any.
+std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
+                                    std::mt19937_64& rng, int64_t innermost_multiple = 1);
+
+/// Fills every SplitStep of `sketch` with random factors of its loop's
+/// extent. A tiled stage's register tile (its loops after the last
+/// reduction loop) is drawn again, up to tile_retries times, when it needs
+/// more vector registers than the machine has or its innermost loop is not
+/// a whole number of vectors.
+schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
+                                const MachineModel& machine, const AnnotateOptions& options,
+                                std::mt19937_64& rng);
+
+/// Places each untiled, non-inlined stage with one consumer at random: at
+/// the root, inlined (when it may be), or at one of its consumer's loops.
+void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
+
+/// Vectorizes each stage's innermost spatial loop (fusing a random number
+/// of innermost spatial loops first for untiled stages), within
+/// max_vectors_per_loop vectors.
+void vectorize_innermost(schedule::LoopState& state, const MachineModel& machine,
+                         const AnnotateOptions& options, std::mt19937_64& rng);
+
+/// Fuses a random number of each root stage's outer spatial loops (at least
+/// enough to give every core work, where there are that many) and
+/// parallelises the fused loop. Nothing on a one-core machine.
+void parallelize_outer(schedule::LoopState& state, const MachineModel& machine,
+                       std::mt19937_64& rng);
+
+/// Puts a random auto_unroll_max_step pragma on every stage with a reduction.
+void add_auto_unroll(schedule::LoopState& state, const AnnotateOptions& options,
+                     std::mt19937_64& rng);
+
+/// A complete random schedule from `sketch`: the tile sizes filled, then
+/// compute locations, vectorization, parallelisation and unrolling. Every
+/// state it returns replays on `dag`.
+schedule::State sample_state(const Sketch& sketch, const schedule::ComputeDAG& dag,
+                             const MachineModel& machine, const AnnotateOptions& options,
+                             std::mt19937_64& rng);
+
+/// How many vector registers the register tile of `stage` takes in `state`
+/// (its loops after the last reduction loop), and whether its innermost
+/// loop is a whole number of vectors; for tests and the tile-size rule.
+struct RegisterTile {
+  int64_t vectors = 0;
+  bool whole_vectors = true;
+};
+RegisterTile register_tile(const schedule::LoopState& state, int stage,
+                           const MachineModel& machine);
+
+}  // namespace tensortune::search

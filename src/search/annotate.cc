@@ -1,0 +1,321 @@
+#include "tensortune/search/annotate.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "tensortune/schedule/steps.h"
+
+namespace tensortune::search {
+
+using schedule::ComputeLocation;
+using schedule::IterAnnotation;
+using schedule::LoopState;
+using schedule::Stage;
+using schedule::Step;
+
+namespace {
+
+int pick(std::mt19937_64& rng, size_t n) {
+  return n <= 1 ? 0 : std::uniform_int_distribution<int>(0, static_cast<int>(n) - 1)(rng);
+}
+
+bool chance(std::mt19937_64& rng, double p) {
+  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
+
+/// Applies `step` if it is valid for `state`; false (and `state` unchanged) if not.
+bool try_apply(LoopState& state, const Step& step) {
+  try {
+    state.apply(step);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    return false;
+  }
+}
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    out.push_back(d);
+    if (d * d != n) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Every factorisation of `extent` into `parts` inner lengths (outer to
+/// inner), innermost at most `max_innermost`. Memoised: the same extents
+/// come back for every state of a task.
+const std::vector<std::vector<int64_t>>& factorisations(int64_t extent, int parts,
+                                                        int64_t max_innermost) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int, int64_t>, std::vector<std::vector<int64_t>>> memo;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_tuple(extent, parts, max_innermost);
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  std::vector<std::vector<int64_t>> out;
+  std::vector<int64_t> current(static_cast<size_t>(parts), 1);
+  // Fill from the innermost part outwards, each dividing what is left.
+  auto fill = [&](auto&& self, int k, int64_t left) -> void {
+    if (k < 0) {
+      out.push_back(current);
+      return;
+    }
+    for (int64_t d : divisors(left)) {
+      if (k == parts - 1 && d > max_innermost) break;
+      current[static_cast<size_t>(k)] = d;
+      self(self, k - 1, left / d);
+      // Keep the list of a huge extent bounded; the small factors come first.
+      if (out.size() >= 20000) return;
+    }
+  };
+  fill(fill, parts - 1, std::max<int64_t>(extent, 1));
+  return memo.emplace(key, std::move(out)).first->second;
+}
+
+/// The extent of the root axis loop `id` of `st` comes from.
+int64_t root_extent(const Stage& st, int id) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& rel : st.relations) {
+      if (std::count(rel.outputs.begin(), rel.outputs.end(), id)) {
+        id = rel.inputs.front();
+        changed = true;
+        break;
+      }
+    }
+  }
+  return st.iters[id].extent;
+}
+
+bool has_reduce_loop(const Stage& st) {
+  for (int id : st.leaves) {
+    if (st.iters[id].kind == ir::IterKind::kReduce) return true;
+  }
+  return false;
+}
+
+bool has_attached_at(const LoopState& state, int stage, int id) {
+  for (int a : state.attached_to(stage)) {
+    if (state.stage(a).attach_iter == id) return true;
+  }
+  return false;
+}
+
+bool tiles_fit(const LoopState& state, const MachineModel& machine) {
+  for (int s = 0; s < state.num_stages(); ++s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || !st.is_transformed() || !has_reduce_loop(st)) continue;
+    RegisterTile tile = register_tile(state, s, machine);
+    if (tile.vectors > machine.vector_registers * 3 / 4 || !tile.whole_vectors) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+MachineModel machine_model(const te::Task& task) {
+  MachineModel m;
+  m.num_cores = std::max<int64_t>(task->hardware_params->num_cores, 1);
+  m.vector_bytes = std::max<int64_t>(task->hardware_params->vector_bytes, 1);
+  m.vector_registers = m.vector_bytes >= 64 ? 32 : 16;
+  return m;
+}
+
+std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
+                                    std::mt19937_64& rng, int64_t innermost_multiple) {
+  if (parts <= 0) return {};
+  const auto& all = factorisations(extent, parts, std::max<int64_t>(max_innermost, 1));
+  if (all.empty()) return std::vector<int64_t>(static_cast<size_t>(parts), 1);
+  if (innermost_multiple > 1) {
+    std::vector<size_t> whole;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].back() % innermost_multiple == 0) whole.push_back(i);
+    }
+    if (!whole.empty()) return all[whole[static_cast<size_t>(pick(rng, whole.size()))]];
+  }
+  return all[static_cast<size_t>(pick(rng, all.size()))];
+}
+
+RegisterTile register_tile(const LoopState& state, int stage, const MachineModel& machine) {
+  const Stage& st = state.stage(stage);
+  RegisterTile tile;
+  size_t first = 0;
+  for (size_t k = 0; k < st.leaves.size(); ++k) {
+    if (st.iters[st.leaves[k]].kind == ir::IterKind::kReduce) first = k + 1;
+  }
+  if (first >= st.leaves.size()) {
+    tile.vectors = 1;
+    return tile;
+  }
+  const int64_t lanes = machine.lanes(st.tensor.dtype());
+  int64_t rows = 1;
+  for (size_t k = first; k + 1 < st.leaves.size(); ++k) rows *= st.iters[st.leaves[k]].extent;
+  int innermost = st.leaves.back();
+  int64_t e = st.iters[innermost].extent;
+  tile.vectors = rows * ((e + lanes - 1) / lanes);
+  // A whole number of vectors, unless the axis itself cannot give one.
+  tile.whole_vectors = e % lanes == 0 || root_extent(st, innermost) % lanes != 0;
+  return tile;
+}
+
+schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
+                                const MachineModel& machine, const AnnotateOptions& options,
+                                std::mt19937_64& rng) {
+  schedule::State last;
+  for (int attempt = 0; attempt <= options.tile_retries; ++attempt) {
+    LoopState state(dag);
+    for (const Step& step : sketch.steps()) {
+      auto split = step.as<schedule::SplitStepNode>();
+      if (!split) {
+        state.apply(step);
+        continue;
+      }
+      const Stage& st = state.stage(split->stage);
+      int id = st.leaves.at(static_cast<size_t>(split->iter));
+      int64_t extent = st.iters[id].extent;
+      // The last spatial axis of a reduction is where its register tile is
+      // vectorized: its innermost tile is a whole number of vectors when
+      // the extent has such a factor.
+      auto op = st.tensor.compute_op();
+      int64_t multiple = 1;
+      if (op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
+          id == st.root[op->axis.size() - 1]) {
+        multiple = machine.lanes(st.tensor.dtype());
+      }
+      std::vector<int64_t> lengths = random_factors(extent, static_cast<int>(split->lengths.size()),
+                                                    options.max_innermost_split, rng, multiple);
+      state.apply(schedule::split(split->stage, split->iter, lengths, split->inner_to_outer));
+    }
+    last = schedule::State::make(state.history());
+    if (tiles_fit(state, machine)) break;
+  }
+  return last;
+}
+
+void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
+  for (int s = state.num_stages() - 1; s >= 0; --s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || st.is_output || st.is_transformed() ||
+        st.location != ComputeLocation::kRoot) {
+      continue;
+    }
+    std::vector<int> consumers = state.effective_consumers(s);
+    if (consumers.size() != 1) continue;
+    const Stage& consumer = state.stage(consumers[0]);
+    // Choices: root, inline, or each loop of the consumer.
+    std::vector<Step> choices = {Step()};
+    if (st.tensor.compute_op()->body->kind() != ir::ExprKind::kReduce) {
+      choices.push_back(schedule::compute_inline(s));
+    }
+    for (size_t k = 0; k < consumer.leaves.size(); ++k) {
+      choices.push_back(schedule::compute_at(s, consumers[0], static_cast<int>(k)));
+    }
+    const Step& choice = choices[static_cast<size_t>(pick(rng, choices.size()))];
+    if (choice) try_apply(state, choice);
+  }
+}
+
+void vectorize_innermost(LoopState& state, const MachineModel& machine,
+                         const AnnotateOptions& options, std::mt19937_64& rng) {
+  for (int s = 0; s < state.num_stages(); ++s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || st.location == ComputeLocation::kInline || st.leaves.empty()) {
+      continue;
+    }
+    if (chance(rng, 0.1)) continue;  // sometimes leave it to the compiler
+    const int64_t limit = machine.lanes(st.tensor.dtype()) * options.max_vectors_per_loop;
+    // The innermost spatial, unannotated loops; a tiled stage's last one only.
+    int n = static_cast<int>(st.leaves.size());
+    int can = 0;
+    int64_t product = 1;
+    for (int k = n - 1; k >= 0; --k) {
+      const auto& it = st.iters[st.leaves[k]];
+      if (it.kind != ir::IterKind::kSpatial || it.annotation != IterAnnotation::kNone) break;
+      if (has_attached_at(state, s, st.leaves[k])) break;
+      if (product * it.extent > limit) break;
+      product *= it.extent;
+      ++can;
+      if (st.is_transformed()) break;
+    }
+    if (can == 0 || product <= 1) continue;
+    int fuse = 1 + pick(rng, static_cast<size_t>(can));
+    int pos = n - fuse;
+    if (fuse > 1) {
+      std::vector<int> iters;
+      for (int k = pos; k < n; ++k) iters.push_back(k);
+      if (!try_apply(state, schedule::fuse(s, iters))) continue;
+    }
+    try_apply(state, schedule::annotate(s, pos, IterAnnotation::kVectorize));
+  }
+}
+
+void parallelize_outer(LoopState& state, const MachineModel& machine, std::mt19937_64& rng) {
+  if (machine.num_cores <= 1) return;
+  for (int s = 0; s < state.num_stages(); ++s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot || st.leaves.empty()) {
+      continue;
+    }
+    // The outer spatial loops that may be fused: unannotated, and at most
+    // the innermost of them with a stage computed at it.
+    std::vector<int64_t> extents;
+    for (int id : st.leaves) {
+      const auto& it = st.iters[id];
+      if (it.kind != ir::IterKind::kSpatial || it.annotation != IterAnnotation::kNone) break;
+      extents.push_back(it.extent);
+      if (has_attached_at(state, s, id)) break;
+    }
+    if (extents.empty()) continue;
+    // At least enough loops to give every core work, at most enough for 16
+    // chunks per core (Ansor's bound), or all there are.
+    int least = 0, most = 0;
+    int64_t product = 1;
+    for (size_t k = 0; k < extents.size(); ++k) {
+      product *= extents[k];
+      if (least == 0 && product >= machine.num_cores) least = static_cast<int>(k) + 1;
+      most = static_cast<int>(k) + 1;
+      if (product >= 16 * machine.num_cores) break;
+    }
+    if (least == 0) least = most;
+    if (product <= 1) continue;
+    int count = least + pick(rng, static_cast<size_t>(most - least + 1));
+    if (count > 1) {
+      std::vector<int> iters;
+      for (int k = 0; k < count; ++k) iters.push_back(k);
+      if (!try_apply(state, schedule::fuse(s, iters))) continue;
+    }
+    try_apply(state, schedule::annotate(s, 0, IterAnnotation::kParallel));
+  }
+}
+
+void add_auto_unroll(LoopState& state, const AnnotateOptions& options, std::mt19937_64& rng) {
+  for (int s = 0; s < state.num_stages(); ++s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || st.location == ComputeLocation::kInline || st.leaves.empty() ||
+        st.tensor.compute_op()->body->kind() != ir::ExprKind::kReduce) {
+      continue;
+    }
+    int64_t step =
+        options.auto_unroll_steps[static_cast<size_t>(pick(rng, options.auto_unroll_steps.size()))];
+    try_apply(state, schedule::pragma(s, 0, "auto_unroll_max_step=" + std::to_string(step)));
+  }
+}
+
+schedule::State sample_state(const Sketch& sketch, const schedule::ComputeDAG& dag,
+                             const MachineModel& machine, const AnnotateOptions& options,
+                             std::mt19937_64& rng) {
+  schedule::State filled = fill_tile_sizes(sketch.state, dag, machine, options, rng);
+  LoopState state = schedule::replay(dag, filled);
+  change_compute_locations(state, rng);
+  vectorize_innermost(state, machine, options, rng);
+  parallelize_outer(state, machine, rng);
+  add_auto_unroll(state, options, rng);
+  return schedule::State::make(state.history());
+}
+
+}  // namespace tensortune::search

@@ -1,0 +1,403 @@
+#include "tensortune/search/sketch.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_set>
+
+#include "tensortune/ir/expr_functor.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/schedule/steps.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::search {
+
+using schedule::LoopState;
+using schedule::Stage;
+
+namespace {
+
+const ir::Expr& body_of(const Stage& st) { return st.tensor.compute_op()->body; }
+
+bool is_reduction(const Stage& st) {
+  return !st.is_placeholder() && body_of(st)->kind() == ir::ExprKind::kReduce;
+}
+
+/// The positions of the stage's loops of `kind`, outer to inner.
+std::vector<int> loop_positions(const Stage& st, ir::IterKind kind) {
+  std::vector<int> out;
+  for (size_t k = 0; k < st.leaves.size(); ++k) {
+    if (st.iters[st.leaves[k]].kind == kind) out.push_back(static_cast<int>(k));
+  }
+  return out;
+}
+
+/// Applies `step` to a copy of `state`. Rules only build steps that are
+/// valid for the state they look at, so a failure here is a bug.
+void apply(SketchState& state, const schedule::Step& step) {
+  try {
+    state.loops.apply(step);
+  } catch (const Error& e) {
+    TT_ICHECK(false, "sketch rule built an invalid step: ", e.what());
+  }
+}
+
+/// True if every read of `producer` in `consumer`'s body is at the
+/// consumer's own axes, in order, and the two have the same shape.
+bool reads_elementwise(const te::Tensor& consumer, const te::Tensor& producer) {
+  auto op = consumer.compute_op();
+  if (!op || consumer.shape() != producer.shape()) return false;
+  if (op->body->kind() == ir::ExprKind::kReduce) return false;
+  bool ok = true;
+  bool any = false;
+  ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    if (load.producer.get() != producer.get()) return;
+    any = true;
+    if (load.indices.size() != op->axis.size()) {
+      ok = false;
+      return;
+    }
+    for (size_t d = 0; d < op->axis.size(); ++d) {
+      ok &= load.indices[d].get() == op->axis[d]->var.get();
+    }
+  });
+  return ok && any;
+}
+
+// ---------------------------------------------------------------------------
+// The rules
+
+/// Inlines a strictly inlineable stage into its readers.
+class AlwaysInline final : public SketchRule {
+ public:
+  std::string name() const override { return "always_inline"; }
+  Condition condition(const SketchState& s, const SketchOptions&) const override {
+    return is_strictly_inlineable(s.loops, s.stage) ? Condition::kApplyAndSkipRest
+                                                    : Condition::kPass;
+  }
+  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+    SketchState next = s;
+    search::apply(next, schedule::compute_inline(s.stage));
+    next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ")");
+    --next.stage;
+    return {next};
+  }
+};
+
+/// Factors a reduction whose spatial loops cannot keep the cores busy: the
+/// reduction axis with the largest extent is split in two (its factor is a
+/// tile size to fill) and one part becomes a spatial axis of a new stage.
+/// Two sketches: the outer or the inner part factored.
+class AddRfactor final : public SketchRule {
+ public:
+  std::string name() const override { return "add_rfactor"; }
+  Condition condition(const SketchState& s, const SketchOptions& options) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    if (!is_reduction(st) || st.is_transformed()) return Condition::kPass;
+    // A local accumulator is there to be tiled into registers, not factored.
+    if (st.name().ends_with(".local")) return Condition::kPass;
+    int64_t space = 1, reduce = 1;
+    for (int id : st.leaves) {
+      (st.iters[id].kind == ir::IterKind::kSpatial ? space : reduce) *= st.iters[id].extent;
+    }
+    if (reduce <= 1) return Condition::kPass;
+    bool needed = needs_multi_level_tiling(s.loops, s.stage)
+                      ? space <= reduce && space <= options.num_cores * 16
+                      : reduce > options.num_cores && space < options.num_cores * 16;
+    return needed ? Condition::kApply : Condition::kPass;
+  }
+  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    std::vector<int> reduce = loop_positions(st, ir::IterKind::kReduce);
+    int pos = reduce[0];
+    for (int p : reduce) {
+      if (st.iters[st.leaves[p]].extent > st.iters[st.leaves[pos]].extent) pos = p;
+    }
+    std::vector<SketchState> out;
+    for (int factor_iter : {0, 1}) {
+      SketchState next = s;
+      search::apply(next, schedule::split(s.stage, pos, {1}));
+      search::apply(next, schedule::rfactor(s.stage, pos + factor_iter, factor_iter));
+      next.applied.push_back(name() + "(" + st.name() + (factor_iter ? ", inner" : ", outer") +
+                             ")");
+      // The factored stage (now at s.stage) is scheduled by annotation alone.
+      next.stage = s.stage - 1;
+      out.push_back(std::move(next));
+    }
+    return out;
+  }
+};
+
+/// Gives a tiled stage without an elementwise consumer a local accumulator
+/// stage, whose copy-out then is that consumer (tile_with_fusion takes it).
+class AddCacheWrite final : public SketchRule {
+ public:
+  std::string name() const override { return "add_cache_write"; }
+  Condition condition(const SketchState& s, const SketchOptions&) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    if (st.is_transformed() || !needs_multi_level_tiling(s.loops, s.stage)) {
+      return Condition::kPass;
+    }
+    return elementwise_consumer(s.loops, s.stage) < 0 ? Condition::kApply : Condition::kPass;
+  }
+  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+    SketchState next = s;
+    search::apply(next, schedule::cache_write(s.stage, "local"));
+    next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ")");
+    // The local stage took the index; the copy-out after it is done.
+    return {next};
+  }
+};
+
+/// Splits every spatial loop into the structure's S levels and every
+/// reduction loop into its R levels, all lengths still 1, and orders the
+/// parts level by level. Returns, per axis (spatial then reduction, in root
+/// order), the index in the history of the split that tiled it.
+std::vector<int> tile(SketchState& s, const std::string& structure) {
+  const int n_s = static_cast<int>(std::count(structure.begin(), structure.end(), 'S'));
+  const int n_r = static_cast<int>(std::count(structure.begin(), structure.end(), 'R'));
+  const Stage before = s.loops.stage(s.stage);
+  const int n = static_cast<int>(before.leaves.size());
+  std::vector<int> parts(n);
+  for (int k = 0; k < n; ++k) {
+    parts[k] = before.iters[before.leaves[k]].kind == ir::IterKind::kSpatial ? n_s : n_r;
+  }
+  // Inner loops first, so that the positions of the outer ones stay put.
+  std::vector<int> split_step(n, -1);
+  for (int k = n - 1; k >= 0; --k) {
+    if (parts[k] <= 1) continue;
+    split_step[k] = static_cast<int>(s.loops.history().size());
+    search::apply(s, schedule::split(s.stage, k, std::vector<int64_t>(parts[k] - 1, 1)));
+  }
+  // Where each part of each axis is now: axis k starts after the parts of
+  // the axes before it.
+  std::vector<int> first(n);
+  for (int k = 0, at = 0; k < n; at += std::max(parts[k], 1), ++k) first[k] = at;
+  std::vector<int> order;
+  int level_s = 0, level_r = 0;
+  for (char c : structure) {
+    bool spatial = c == 'S';
+    int level = spatial ? level_s++ : level_r++;
+    for (int k = 0; k < n; ++k) {
+      bool is_spatial = before.iters[before.leaves[k]].kind == ir::IterKind::kSpatial;
+      if (is_spatial == spatial) order.push_back(first[k] + level);
+    }
+  }
+  search::apply(s, schedule::reorder(s.stage, order));
+  return split_step;
+}
+
+/// Tiles a stage with data reuse into the multi-level structure.
+class MultiLevelTiling final : public SketchRule {
+ public:
+  std::string name() const override { return "multi_level_tiling"; }
+  Condition condition(const SketchState& s, const SketchOptions&) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    return !st.is_transformed() && needs_multi_level_tiling(s.loops, s.stage)
+               ? Condition::kApplyAndSkipRest
+               : Condition::kPass;
+  }
+  std::vector<SketchState> apply(const SketchState& s,
+                                 const SketchOptions& options) const override {
+    SketchState next = s;
+    tile(next, options.structure);
+    next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ")");
+    --next.stage;
+    return {next};
+  }
+};
+
+/// Tiles a stage with data reuse and computes it inside its elementwise
+/// consumer, whose loops follow the stage's tiles down to the fusion level:
+/// one sketch per level of SketchOptions::fusion_levels.
+class TileWithFusion final : public SketchRule {
+ public:
+  std::string name() const override { return "tile_with_fusion"; }
+  Condition condition(const SketchState& s, const SketchOptions&) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    if (st.is_transformed() || !needs_multi_level_tiling(s.loops, s.stage)) {
+      return Condition::kPass;
+    }
+    int c = elementwise_consumer(s.loops, s.stage);
+    if (c < 0 || s.loops.stage(c).is_transformed()) return Condition::kPass;
+    // A local accumulator exists only to be fused: nothing else is tried.
+    bool local = st.name() == s.loops.stage(c).name() + ".local";
+    return local ? Condition::kApplyAndSkipRest : Condition::kApply;
+  }
+  std::vector<SketchState> apply(const SketchState& s,
+                                 const SketchOptions& options) const override {
+    const int n_s =
+        static_cast<int>(std::count(options.structure.begin(), options.structure.end(), 'S'));
+    std::vector<SketchState> out;
+    for (int level : options.fusion_levels) {
+      if (level < 1 || level >= n_s) continue;
+      SketchState next = s;
+      std::vector<int> split_step = tile(next, options.structure);
+      int c = elementwise_consumer(next.loops, s.stage);
+      TT_ICHECK(c >= 0, "tiling lost the elementwise consumer");
+      const Stage& consumer = next.loops.stage(c);
+      const int n = static_cast<int>(consumer.leaves.size());
+      // The consumer's axis k is the stage's spatial axis k.
+      for (int k = n - 1; k >= 0; --k) {
+        if (split_step[k] < 0) continue;
+        search::apply(next, schedule::follow_split(c, k, split_step[k], level));
+      }
+      // Each consumer axis now has level + 1 parts (or 1 when not split).
+      std::vector<int> first(n);
+      std::vector<int> count(n);
+      for (int k = 0, at = 0; k < n; ++k) {
+        count[k] = split_step[k] < 0 ? 1 : level + 1;
+        first[k] = at;
+        at += count[k];
+      }
+      std::vector<int> order;
+      for (int l = 0; l <= level; ++l) {
+        for (int k = 0; k < n; ++k) {
+          if (count[k] == 1) {
+            if (l == level) order.push_back(first[k]);
+          } else {
+            order.push_back(first[k] + l);
+          }
+        }
+      }
+      search::apply(next, schedule::reorder(c, order));
+      int attach = 0;
+      for (int k = 0; k < n; ++k) attach += count[k] == 1 ? 0 : level;
+      search::apply(next, schedule::compute_at(s.stage, c, attach - 1));
+      next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ", level " +
+                             std::to_string(level) + ")");
+      --next.stage;
+      out.push_back(std::move(next));
+    }
+    return out;
+  }
+};
+
+/// Leaves the stage to annotation and goes on to the one before it.
+class SkipStage final : public SketchRule {
+ public:
+  std::string name() const override { return "skip_stage"; }
+  Condition condition(const SketchState&, const SketchOptions&) const override {
+    return Condition::kApply;
+  }
+  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+    SketchState next = s;
+    --next.stage;
+    return {next};
+  }
+};
+
+}  // namespace
+
+SketchOptions sketch_options(const te::Task& task) {
+  SketchOptions options;
+  options.num_cores = std::max<int64_t>(task->hardware_params->num_cores, 1);
+  return options;
+}
+
+const std::vector<std::unique_ptr<SketchRule>>& cpu_sketch_rules() {
+  static const std::vector<std::unique_ptr<SketchRule>> rules = [] {
+    std::vector<std::unique_ptr<SketchRule>> r;
+    r.push_back(std::make_unique<AlwaysInline>());
+    r.push_back(std::make_unique<AddRfactor>());
+    r.push_back(std::make_unique<AddCacheWrite>());
+    r.push_back(std::make_unique<TileWithFusion>());
+    r.push_back(std::make_unique<MultiLevelTiling>());
+    r.push_back(std::make_unique<SkipStage>());
+    return r;
+  }();
+  return rules;
+}
+
+const SketchRule& sketch_rule(std::string_view name) {
+  std::vector<std::string> names;
+  for (const auto& r : cpu_sketch_rules()) {
+    if (r->name() == name) return *r;
+    names.push_back(r->name());
+  }
+  fail(ErrorKind::kNotFound, "no sketch rule '", name, "'; the rules are: ", join(names, ", "));
+}
+
+std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
+                                      const SketchOptions& options) {
+  std::vector<SketchState> now = {SketchState{LoopState(dag), dag.num_stages() - 1, {}}};
+  std::vector<Sketch> out;
+  std::unordered_set<uint64_t> seen;
+  while (!now.empty()) {
+    std::vector<SketchState> next;
+    for (const SketchState& s : now) {
+      if (s.stage < 0) {
+        schedule::State state = schedule::State::make(s.loops.history());
+        if (seen.insert(structural_hash(state)).second) {
+          out.push_back({state, s.applied.empty() ? "naive" : join(s.applied, " ")});
+        }
+        continue;
+      }
+      for (const auto& rule : cpu_sketch_rules()) {
+        SketchRule::Condition c = rule->condition(s, options);
+        if (c == SketchRule::Condition::kPass) continue;
+        for (auto& r : rule->apply(s, options)) next.push_back(std::move(r));
+        if (c == SketchRule::Condition::kApplyAndSkipRest) break;
+      }
+    }
+    now = std::move(next);
+  }
+  return out;
+}
+
+bool is_strictly_inlineable(const LoopState& state, int stage) {
+  const Stage& st = state.stage(stage);
+  if (st.is_placeholder() || st.is_output || is_reduction(st)) return false;
+  if (st.location == schedule::ComputeLocation::kInline) return false;
+  bool cheap = true;
+  ir::visit_pre_order(body_of(st), [&](const ir::Expr& e) {
+    cheap &= e->kind() != ir::ExprKind::kSelect && e->kind() != ir::ExprKind::kCall;
+  });
+  return cheap && !state.consumers(stage).empty();
+}
+
+bool needs_multi_level_tiling(const LoopState& state, int stage) {
+  const Stage& st = state.stage(stage);
+  if (!is_reduction(st)) return false;
+  const auto& red = static_cast<const ir::ReduceNode&>(*body_of(st));
+  std::set<const Object*> tensors;
+  bool reuse = false;
+  auto op = st.tensor.compute_op();
+  ir::visit_pre_order(red.source, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    tensors.insert(load.producer.get());
+    std::set<const Object*> vars;
+    for (const auto& index : load.indices) {
+      ir::visit_pre_order(index, [&](const ir::Expr& v) {
+        if (v->kind() == ir::ExprKind::kVar) vars.insert(v.get());
+      });
+    }
+    for (const auto& iv : op->axis) reuse |= iv->extent > 1 && !vars.count(iv->var.get());
+  });
+  return tensors.size() >= 2 && reuse;
+}
+
+int elementwise_consumer(const LoopState& state, int stage) {
+  const Stage& st = state.stage(stage);
+  if (st.is_placeholder()) return -1;
+  std::vector<int> consumers = state.effective_consumers(stage);
+  if (consumers.size() != 1) return -1;
+  // Through inlined stages: each hop must read elementwise.
+  std::vector<int> direct = state.consumers(stage);
+  if (direct.size() != 1) return -1;
+  int producer = stage;
+  int c = direct[0];
+  while (true) {
+    if (!reads_elementwise(state.stage(c).tensor, state.stage(producer).tensor)) return -1;
+    if (state.stage(c).location != schedule::ComputeLocation::kInline) break;
+    std::vector<int> next = state.consumers(c);
+    if (next.size() != 1) return -1;
+    producer = c;
+    c = next[0];
+  }
+  return c == consumers[0] ? c : -1;
+}
+
+}  // namespace tensortune::search

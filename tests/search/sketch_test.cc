@@ -1,0 +1,289 @@
+// Sketch generation rule by rule, and the schedules annotation samples from
+// sketches: each replays, lowers and (on a sample) computes the reference
+// answer, for every registered workload.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+
+#include "common/schedule_check.h"
+#include "common/test_util.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/lower/lower.h"
+#include "tensortune/schedule/steps.h"
+#include "tensortune/search/annotate.h"
+#include "tensortune/search/sketch.h"
+#include "tensortune/te/ops.h"
+#include "tensortune/te/workload.h"
+
+namespace tensortune::search {
+namespace {
+
+using schedule::ComputeDAG;
+using schedule::LoopState;
+
+ComputeDAG named_dag(const std::string& name, const std::string& args) {
+  return ComputeDAG(te::workload_tensors(te::make_named_workload_from_text(name, args)));
+}
+
+SketchState at_stage(const ComputeDAG& dag, const std::string& name) {
+  LoopState loops(dag);
+  return SketchState{loops, loops.stage_named(name), {}};
+}
+
+std::vector<std::string> loop_names(const LoopState& state, int stage) {
+  std::vector<std::string> names;
+  const auto& st = state.stage(stage);
+  for (int id : st.leaves) names.push_back(st.iters[id].name);
+  return names;
+}
+
+std::vector<std::string> descriptions(const std::vector<Sketch>& sketches) {
+  std::vector<std::string> out;
+  for (const auto& s : sketches) out.push_back(s.description);
+  return out;
+}
+
+TEST(SketchRules, AlwaysInlineTakesCheapElementwiseStagesOnly) {
+  const SketchRule& rule = sketch_rule("always_inline");
+  ComputeDAG dag = named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1");
+  // The bias add is cheap and elementwise; the padding branches; the output stays.
+  SketchState bias = at_stage(dag, "bias_add");
+  ASSERT_GE(bias.stage, 0) << dag.str();
+  EXPECT_EQ(rule.condition(bias, {}), SketchRule::Condition::kApplyAndSkipRest);
+  std::vector<SketchState> out = rule.apply(bias, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].loops.stage(bias.stage).location, schedule::ComputeLocation::kInline);
+  EXPECT_EQ(out[0].stage, bias.stage - 1);
+  EXPECT_EQ(rule.condition(at_stage(dag, "pad_data"), {}), SketchRule::Condition::kPass);
+  EXPECT_EQ(rule.condition(at_stage(dag, "relu"), {}), SketchRule::Condition::kPass);
+  // exp is no longer cheap to recompute.
+  ComputeDAG softmax = named_dag("softmax", "4,8");
+  for (int s = 0; s < softmax.num_stages(); ++s) {
+    SketchState st{LoopState(softmax), s, {}};
+    if (softmax.stages()[s].name().find("exp") != std::string::npos) {
+      EXPECT_EQ(rule.condition(st, {}), SketchRule::Condition::kPass);
+    }
+  }
+}
+
+TEST(SketchRules, MultiLevelTilingOrdersTheLevelsSSRSRS) {
+  const SketchRule& rule = sketch_rule("multi_level_tiling");
+  ComputeDAG dag = named_dag("matmul", "64,32,16");
+  SketchState s = at_stage(dag, "matmul");
+  EXPECT_EQ(rule.condition(s, {}), SketchRule::Condition::kApplyAndSkipRest);
+  SketchState out = rule.apply(s, {})[0];
+  EXPECT_EQ(loop_names(out.loops, s.stage),
+            (std::vector<std::string>{"i.0", "j.0", "i.1", "j.1", "k.0", "i.2", "j.2", "k.1", "i.3",
+                                      "j.3"}));
+  // Lengths 1: the sketch still has the naive loops' extents.
+  EXPECT_EQ(out.loops.stage(s.stage).iters[out.loops.stage(s.stage).leaves[0]].extent, 64);
+  SketchOptions three_level;
+  three_level.structure = "SRS";
+  EXPECT_EQ(loop_names(rule.apply(s, three_level)[0].loops, s.stage),
+            (std::vector<std::string>{"i.0", "j.0", "k", "i.1", "j.1"}));
+  // No reuse, no tiling: an elementwise add and a plain reduction.
+  EXPECT_EQ(rule.condition(at_stage(named_dag("add", "4,4"), "add"), {}),
+            SketchRule::Condition::kPass);
+  EXPECT_FALSE(needs_multi_level_tiling(LoopState(named_dag("softmax", "4,8")), 1));
+}
+
+TEST(SketchRules, CacheWriteOnlyWithoutAnElementwiseConsumer) {
+  const SketchRule& rule = sketch_rule("add_cache_write");
+  ComputeDAG mm = named_dag("matmul", "8,8,8");
+  SketchState s = at_stage(mm, "matmul");
+  EXPECT_EQ(rule.condition(s, {}), SketchRule::Condition::kApply);
+  SketchState out = rule.apply(s, {})[0];
+  EXPECT_EQ(out.loops.num_stages(), mm.num_stages() + 1);
+  EXPECT_EQ(out.loops.stage(out.stage).name(), "matmul.local");
+  EXPECT_EQ(elementwise_consumer(out.loops, out.stage), out.stage + 1);
+  // The conv of conv+bias+relu has one once the bias add is inlined.
+  ComputeDAG fused = named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1");
+  LoopState loops(fused);
+  loops.apply(schedule::compute_inline(loops.stage_named("bias_add")));
+  int conv = loops.stage_named("conv2d_nchw");
+  ASSERT_GE(conv, 0) << fused.str();
+  EXPECT_EQ(elementwise_consumer(loops, conv), loops.stage_named("relu"));
+  EXPECT_EQ(rule.condition(SketchState{loops, conv, {}}, {}), SketchRule::Condition::kPass);
+}
+
+TEST(SketchRules, TileWithFusionComputesTheStageAtEachFusionLevel) {
+  const SketchRule& rule = sketch_rule("tile_with_fusion");
+  ComputeDAG mm = named_dag("matmul", "8,8,8");
+  SketchState s = sketch_rule("add_cache_write").apply(at_stage(mm, "matmul"), {})[0];
+  // A local accumulator exists to be fused: nothing else is tried on it.
+  EXPECT_EQ(rule.condition(s, {}), SketchRule::Condition::kApplyAndSkipRest);
+  std::vector<SketchState> out = rule.apply(s, {});
+  ASSERT_EQ(out.size(), 2u);
+  for (int level : {1, 2}) {
+    const LoopState& loops = out[level - 1].loops;
+    const auto& local = loops.stage(s.stage);
+    const auto& consumer = loops.stage(s.stage + 1);
+    EXPECT_EQ(local.location, schedule::ComputeLocation::kAt);
+    EXPECT_EQ(local.attach_stage, s.stage + 1);
+    // Attached after `level` levels of both spatial axes.
+    EXPECT_EQ(consumer.leaf_position(local.attach_iter), 2 * level - 1);
+    EXPECT_EQ(consumer.leaves.size(), static_cast<size_t>(2 * (level + 1)));
+  }
+}
+
+TEST(SketchRules, RfactorForReductionsWithoutEnoughParallelism) {
+  const SketchRule& rule = sketch_rule("add_rfactor");
+  te::Tensor x = te::placeholder({1, 4096}, ir::DataType::float32(), "x");
+  ir::IterVar k = te::reduce_axis(4096, "k");
+  te::Tensor total = te::compute(
+      {1}, [&](const std::vector<ir::Var>& i) { return te::sum(x(i[0], k.expr()), {k}); }, "total");
+  ComputeDAG dag(te::WorkloadTensors{{x}, {total}});
+  SketchOptions options;
+  options.num_cores = 2;
+  SketchState s = at_stage(dag, "total");
+  EXPECT_EQ(rule.condition(s, options), SketchRule::Condition::kApply);
+  std::vector<SketchState> out = rule.apply(s, options);
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& o : out) {
+    EXPECT_EQ(o.loops.num_stages(), dag.num_stages() + 1);
+    EXPECT_EQ(o.loops.stage(s.stage).name(), "total.rf");
+  }
+  // Rows enough to keep the cores busy: no rfactor.
+  EXPECT_EQ(rule.condition(at_stage(named_dag("softmax", "256,64"), "softmax_max"), options),
+            SketchRule::Condition::kPass);
+}
+
+TEST(SketchRules, UnknownRuleNamesTheRules) {
+  EXPECT_TT_ERROR(sketch_rule("tile_everything"), kNotFound,
+                  "always_inline, add_rfactor, add_cache_write, tile_with_fusion, "
+                  "multi_level_tiling, skip_stage");
+}
+
+TEST(Sketches, MatmulHasPlainTilingAndTwoFusedLocalAccumulators) {
+  std::vector<Sketch> sketches = generate_sketches(named_dag("matmul", "64,64,64"));
+  EXPECT_EQ(descriptions(sketches),
+            (std::vector<std::string>{
+                "multi_level_tiling(matmul)",
+                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 1)",
+                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 2)"}));
+  // An elementwise DAG has just its naive schedule.
+  EXPECT_EQ(descriptions(generate_sketches(named_dag("relu", "16"))),
+            std::vector<std::string>{"naive"});
+}
+
+TEST(Sketches, FusedConvolutionInlinesTheBiasAndFusesIntoTheRelu) {
+  std::vector<std::string> d =
+      descriptions(generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1")));
+  ASSERT_EQ(d.size(), 3u);
+  for (const auto& s : d) EXPECT_NE(s.find("always_inline(bias_add)"), std::string::npos) << s;
+  EXPECT_NE(d[0].find("tile_with_fusion(conv2d_nchw, level 1)"), std::string::npos) << d[0];
+  EXPECT_NE(d[2].find("multi_level_tiling(conv2d_nchw)"), std::string::npos) << d[2];
+}
+
+MachineModel avx512() {
+  MachineModel m;
+  m.num_cores = 2;
+  m.vector_bytes = 64;
+  m.vector_registers = 32;
+  return m;
+}
+
+TEST(Annotate, RandomFactorsMultiplyToADivisorAndRespectTheInnermostBound) {
+  std::mt19937_64 rng(3);
+  std::set<std::vector<int64_t>> seen;
+  for (int i = 0; i < 500; ++i) {
+    std::vector<int64_t> f = random_factors(96, 3, 16, rng);
+    ASSERT_EQ(f.size(), 3u);
+    EXPECT_EQ(96 % (f[0] * f[1] * f[2]), 0);
+    EXPECT_LE(f[2], 16);
+    seen.insert(f);
+  }
+  EXPECT_GT(seen.size(), 40u);  // uniform over many factorisations, not a few
+  EXPECT_EQ(random_factors(7, 2, 64, rng).size(), 2u);
+  // A multiple of the lanes innermost where the extent has one.
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(random_factors(96, 2, 64, rng, 16).back() % 16, 0);
+    EXPECT_EQ(random_factors(56, 2, 64, rng, 16).size(), 2u);
+  }
+}
+
+TEST(Annotate, TileSizesFitTheRegisterFileAndTheVectorWidth) {
+  ComputeDAG dag = named_dag("matmul", "512,512,512");
+  Sketch sketch = generate_sketches(dag)[0];
+  std::mt19937_64 rng(11);
+  int fits = 0;
+  for (int i = 0; i < 200; ++i) {
+    LoopState state = schedule::replay(dag, fill_tile_sizes(sketch.state, dag, avx512(), {}, rng));
+    RegisterTile tile = register_tile(state, 2, avx512());
+    fits += tile.vectors <= 24 && tile.whole_vectors;
+  }
+  // A draw that does not fit is drawn again up to 8 times: nearly all fit.
+  EXPECT_GT(fits, 190);
+}
+
+TEST(Annotate, SamplesUseTheMachine) {
+  ComputeDAG dag = named_dag("matmul", "256,256,256");
+  std::vector<Sketch> sketches = generate_sketches(dag);
+  std::mt19937_64 rng(5);
+  int parallel = 0, vectorized = 0;
+  MachineModel one_core = avx512();
+  one_core.num_cores = 1;
+  for (int i = 0; i < 60; ++i) {
+    const Sketch& sketch = sketches[static_cast<size_t>(i) % sketches.size()];
+    schedule::State on_two = sample_state(sketch, dag, avx512(), {}, rng);
+    schedule::State on_one = sample_state(sketch, dag, one_core, {}, rng);
+    for (const auto& step : on_two.steps()) {
+      if (auto a = step.as<schedule::AnnotationStepNode>()) {
+        parallel += a->annotation == schedule::IterAnnotation::kParallel;
+        vectorized += a->annotation == schedule::IterAnnotation::kVectorize;
+      }
+    }
+    for (const auto& step : on_one.steps()) {
+      auto a = step.as<schedule::AnnotationStepNode>();
+      EXPECT_FALSE(a && a->annotation == schedule::IterAnnotation::kParallel);
+    }
+  }
+  EXPECT_GE(parallel, 50);  // not where the tiles leave no outer loop longer than 1
+  EXPECT_GT(vectorized, 40);
+}
+
+/// Workloads at their example arguments and a few larger shapes whose
+/// extents have more factors.
+std::vector<std::pair<std::string, std::string>> sampled_workloads() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const te::WorkloadDef* def : te::registered_workloads()) {
+    out.emplace_back(def->name, def->example_args);
+  }
+  out.emplace_back("matmul", "64,48,32");
+  out.emplace_back("conv2d_nchw", "1,8,14,14,16,3,3,1,1");
+  out.emplace_back("dense", "1,64,128");
+  return out;
+}
+
+TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
+  const int kPerWorkload = 1000;
+  const int kChecked = 12;  // per workload, through the interpreter
+  MachineModel machines[] = {avx512(), MachineModel{2, 32, 16}};
+  ir::PassContextGuard guard(ir::PassContext::make());
+  for (const auto& [name, args] : sampled_workloads()) {
+    SCOPED_TRACE(name + "(" + args + ")");
+    te::WorkloadTensors tensors =
+        te::workload_tensors(te::make_named_workload_from_text(name, args));
+    ComputeDAG dag(tensors);
+    std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1, 2}, 2});
+    ASSERT_FALSE(sketches.empty());
+    std::mt19937_64 rng(std::hash<std::string>{}(name + args));
+    for (int i = 0; i < kPerWorkload; ++i) {
+      const Sketch& sketch = sketches[static_cast<size_t>(i) % sketches.size()];
+      const MachineModel& machine = machines[i % 2];
+      schedule::State state = sample_state(sketch, dag, machine, {}, rng);
+      LoopState loops = schedule::replay(dag, state);
+      lower::PrimFunc f = lower::lower(loops, "kernel");
+      ASSERT_TRUE(f) << sketch.description;
+      if (i < kChecked * static_cast<int>(sketches.size()) && i % 4 == 0) {
+        ASSERT_TRUE(testing::schedule_matches_reference(tensors, state, i))
+            << sketch.description << "\n"
+            << loops.str();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tensortune::search
