@@ -6,7 +6,7 @@
 # usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
-packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev
+packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev libxgboost-dev
           googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev
           clang-format "$@")
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "tensortune/search/evolutionary.h"
 #include "tensortune/search/tuner.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/workload.h"
@@ -22,6 +23,7 @@ struct TuneCommandArgs {
   uint64_t seed = 0;
   bool as_json = false;
   bool any_pass_context = false;
+  std::string policy = "evolutionary", cost_model = "xgb", cost_model_file;
   PassContextArgs pass_context;
   MeasureArgs measure;
 };
@@ -74,9 +76,20 @@ int run_tune(const TuneCommandArgs& args) {
   // records built under it are resumed (unless --any-pass-context).
   options.pass_context = args.pass_context.make();
   options.any_pass_context = args.any_pass_context;
-  auto policy = [](const te::Task& t, uint64_t seed) {
-    return std::make_unique<search::RandomSearchPolicy>(t, seed);
-  };
+  search::PolicyFactory policy;
+  std::shared_ptr<search::SharedCostModel> model;
+  if (args.policy == "random") {
+    policy = [](const te::Task& t, uint64_t seed) -> std::unique_ptr<search::SearchPolicy> {
+      return std::make_unique<search::RandomSearchPolicy>(t, seed);
+    };
+  } else {
+    TT_CHECK(args.policy == "evolutionary", kInvalidArgument, "unknown policy '", args.policy,
+             "'; the policies are: evolutionary, random");
+    model = std::make_shared<search::SharedCostModel>(
+        args.cost_model_file.empty() ? search::make_cost_model(args.cost_model, args.seed)
+                                     : search::load_cost_model(args.cost_model_file, args.seed));
+    policy = search::evolutionary_policy(model);
+  }
   std::fprintf(stderr, "tuning %s on %s: %lld new trials, log %s\n", task.workload_key().c_str(),
                task->target.str().c_str(), static_cast<long long>(args.trials),
                args.log_path.c_str());
@@ -168,6 +181,11 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--log", args->log_path, "record log: appended to, and resumed from")->required();
   cmd->add_option("--seed", args->seed, "random seed");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
+  cmd->add_option("--policy", args->policy, "search policy: evolutionary (default) or random");
+  cmd->add_option("--cost-model", args->cost_model,
+                  "cost model of the evolutionary policy: xgb (default) or random");
+  cmd->add_option("--cost-model-file", args->cost_model_file,
+                  "start from this trained model (tensortune train-model)");
   cmd->add_flag("--any-pass-context", args->any_pass_context,
                 "resume from records of the log built under any pass context, not only this one");
   args->measure.add_to(cmd);
