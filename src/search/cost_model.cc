@@ -244,8 +244,9 @@ void XgbCostModel::load(const std::string& path) {
   check_xgb(XGBoosterCreate(nullptr, 0, &booster), "create a booster");
   if (XGBoosterLoadModelFromBuffer(booster, bytes->data(), bytes->size()) != 0) {
     std::string why = XGBGetLastError();
+    why = why.substr(0, std::min<size_t>(why.find('\n'), 200));
     XGBoosterFree(booster);
-    fail(ErrorKind::kParse, "'", path, "' is not a readable cost model (", why.substr(0, 200),
+    fail(ErrorKind::kParse, "'", path, "' is not a readable cost model (", why,
          "); make one with `tensortune train-model LOG -o MODEL`");
   }
   int found = 0;

@@ -1,5 +1,9 @@
 #include "tensortune/search/task_scheduler.h"
 
+#include <cmath>
+
+#include "tensortune/support/strings.h"
+
 namespace tensortune::search {
 
 std::optional<double> TaskSummary::best_latency() const {
@@ -16,9 +20,86 @@ std::optional<double> TaskSummary::best_gflops() const {
 std::optional<size_t> RoundRobinScheduler::next(const std::vector<TaskSummary>& tasks) {
   for (size_t tried = 0; tried < tasks.size(); ++tried) {
     size_t t = next_++ % tasks.size();
-    if (!tasks[t].exhausted) return t;
+    if (!tasks[t].done()) return t;
   }
   return std::nullopt;
+}
+
+namespace {
+
+/// The operator of a task, for "similar tasks": the workload's name.
+std::string operator_of(const TaskSummary& s) {
+  std::string key = s.task.workload_key();
+  return key.substr(0, key.find('('));
+}
+
+}  // namespace
+
+std::optional<size_t> GradientScheduler::next(const std::vector<TaskSummary>& tasks) {
+  history_.resize(tasks.size());
+  // Record where each task stands after its rounds so far.
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    auto latency = tasks[t].best_latency();
+    int64_t trials = tasks[t].trials + tasks[t].resumed;
+    if (latency && (history_[t].empty() || history_[t].back().first != trials)) {
+      history_[t].emplace_back(trials, *latency);
+    }
+  }
+  // Warm-up: every task gets a round before any gets a second one.
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (!tasks[t].done() && tasks[t].rounds == 0) return t;
+  }
+  // The best throughput of each operator, for the forward estimate.
+  std::map<std::string, double> best_flops;
+  for (const auto& s : tasks) {
+    if (auto latency = s.best_latency(); latency && *latency > 0 && s.flops > 0) {
+      double& b = best_flops[operator_of(s)];
+      b = std::max(b, s.flops / *latency);
+    }
+  }
+  std::optional<size_t> choice;
+  double best_gradient = 0;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const TaskSummary& s = tasks[t];
+    if (s.done()) continue;
+    auto latency = s.best_latency();
+    if (!latency) {
+      // Nothing succeeded yet: no gain to estimate; chosen only when no
+      // other task is expected to gain.
+      if (!choice || best_gradient > 0) {
+        choice = t;
+        best_gradient = 0;
+      }
+      continue;
+    }
+    const auto& h = history_[t];
+    double backward = 0;
+    if (h.size() > static_cast<size_t>(window_)) {
+      const auto& then = h[h.size() - 1 - static_cast<size_t>(window_)];
+      int64_t d = h.back().first - then.first;
+      if (d > 0) backward = (h.back().second - then.second) / static_cast<double>(d);
+    }
+    double g = *latency;
+    double next = g - g / static_cast<double>(std::max<int64_t>(s.rounds, 1));
+    auto similar = best_flops.find(operator_of(s));
+    if (similar != best_flops.end() && similar->second > 0 && s.flops > 0) {
+      next = std::min(next, beta_ * s.flops / similar->second);
+    }
+    double forward = next - g;
+    double gradient = s.weight * (alpha_ * backward + (1 - alpha_) * forward);
+    if (!choice || gradient < best_gradient) {
+      choice = t;
+      best_gradient = gradient;
+    }
+  }
+  return choice;
+}
+
+std::unique_ptr<TaskScheduler> make_task_scheduler(std::string_view name) {
+  if (name == "gradient") return std::make_unique<GradientScheduler>();
+  if (name == "round-robin") return std::make_unique<RoundRobinScheduler>();
+  fail(ErrorKind::kInvalidArgument, "unknown task scheduler '", name,
+       "'; the schedulers are: gradient, round-robin");
 }
 
 }  // namespace tensortune::search

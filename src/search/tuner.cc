@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include "tensortune/schedule/compute_dag.h"
@@ -10,15 +11,27 @@
 namespace tensortune::search {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 /// Folds one result into a task's summary.
 void account(TaskSummary& summary, const measure::Record& record, bool this_run) {
   if (record.result.ok()) {
     if (!summary.best || record.result.mean_cost() < summary.best->result.mean_cost()) {
       summary.best = record;
+      if (this_run) {
+        summary.trials_since_improvement = 0;
+        summary.improved = true;
+      }
+      return;
     }
-    return;
   }
   if (!this_run) return;
+  ++summary.trials_since_improvement;
+  if (record.result.ok()) return;
   std::string code(measure::error_code_name(record.result.error_code));
   int64_t count = ++summary.errors[code];
   // Keep a message of the commonest code.
@@ -29,7 +42,54 @@ void account(TaskSummary& summary, const measure::Record& record, bool this_run)
   }
 }
 
+/// A builder that adds the time spent in it to `seconds`.
+class TimedBuilder final : public measure::Builder {
+ public:
+  TimedBuilder(measure::Builder& inner, double& seconds) : inner_(inner), seconds_(seconds) {}
+  void check(const te::Task& task, const ir::PassContext& context) override {
+    inner_.check(task, context);
+  }
+  std::vector<measure::BuildResult> build(const te::Task& task,
+                                          const std::vector<schedule::State>& states,
+                                          const ir::PassContext& context) override {
+    auto start = Clock::now();
+    auto out = inner_.build(task, states, context);
+    seconds_ += seconds_since(start);
+    return out;
+  }
+
+ private:
+  measure::Builder& inner_;
+  double& seconds_;
+};
+
+/// A runner that adds the time spent in it to `seconds`.
+class TimedRunner final : public measure::Runner {
+ public:
+  TimedRunner(measure::Runner& inner, double& seconds) : inner_(inner), seconds_(seconds) {}
+  void check(const te::Task& task) override { inner_.check(task); }
+  std::vector<measure::RunOutcome> run(const te::Task& task,
+                                       const std::vector<measure::BuildResult>& built) override {
+    auto start = Clock::now();
+    auto out = inner_.run(task, built);
+    seconds_ += seconds_since(start);
+    return out;
+  }
+
+ private:
+  measure::Runner& inner_;
+  double& seconds_;
+};
+
 }  // namespace
+
+double TuneReport::weighted_latency() const {
+  double total = 0;
+  for (const auto& t : tasks) {
+    if (auto latency = t.best_latency()) total += t.weight * *latency;
+  }
+  return total;
+}
 
 TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_policy,
                 measure::Builder& builder, measure::Runner& runner, const TuneOptions& options,
@@ -37,7 +97,16 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   TT_CHECK(options.trials >= 0, kInvalidArgument, "trials must be >= 0, got ", options.trials);
   TT_CHECK(options.batch_size >= 1, kInvalidArgument, "batch size must be >= 1, got ",
            options.batch_size);
-  auto start = std::chrono::steady_clock::now();
+  TT_CHECK(std::isfinite(options.time_budget_s) && options.time_budget_s >= 0, kInvalidArgument,
+           "the time budget must be a number of seconds > 0 (or 0 for none), got ",
+           options.time_budget_s);
+  TT_CHECK(options.early_stopping >= 0, kInvalidArgument, "early stopping must be >= 0 trials");
+  TT_CHECK(options.weights.empty() || options.weights.size() == tasks.size(), kInvalidArgument,
+           "got ", options.weights.size(), " task weights for ", tasks.size(), " tasks");
+  for (double w : options.weights) {
+    TT_CHECK(std::isfinite(w) && w > 0, kInvalidArgument, "a task weight must be > 0, got ", w);
+  }
+  auto start = Clock::now();
   TuneReport report;
   report.pass_context = options.pass_context ? options.pass_context : ir::PassContext::current();
   const ir::PassContext& context = report.pass_context;
@@ -59,6 +128,7 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   for (size_t t = 0; t < tasks.size(); ++t) {
     TaskSummary summary;
     summary.task = tasks[t];
+    summary.weight = options.weights.empty() ? 1.0 : options.weights[t];
     summary.flops = schedule::ComputeDAG(te::workload_tensors(tasks[t]->workload)).flop_count();
     measure::ResumeSet resumed = measure::resume_set(logged, tasks[t], match);
     summary.other_context_records = resumed.other_context_records;
@@ -77,31 +147,57 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
     uint64_t seed = options.seed + 0x9e3779b97f4a7c15ULL * (t + 1) +
                     0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(summary.resumed);
     policies.push_back(make_policy(tasks[t], seed));
-    if (!states.empty()) policies.back()->update(states, results);
+    if (!states.empty()) {
+      auto learn = Clock::now();
+      policies.back()->update(states, results);
+      report.time.training_s += seconds_since(learn);
+    }
     report.tasks.push_back(std::move(summary));
   }
 
   std::unique_ptr<measure::RecordWriter> writer;
   if (!options.log_path.empty()) writer = std::make_unique<measure::RecordWriter>(options.log_path);
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+  TimedBuilder timed_builder(builder, report.time.build_s);
+  TimedRunner timed_runner(runner, report.time.run_s);
   RoundRobinScheduler round_robin;
   TaskScheduler& choose = hooks.scheduler ? *hooks.scheduler : round_robin;
+  const auto loop_start = Clock::now();
+  report.stop_reason = "trials";
   while (report.trials < options.trials) {
-    std::optional<size_t> next = choose.next(report.tasks);
-    if (!next) break;
-    size_t t = *next;
-    TaskSummary& summary = report.tasks[t];
+    double elapsed = seconds_since(start);
     size_t want =
         static_cast<size_t>(std::min<int64_t>(options.batch_size, options.trials - report.trials));
+    if (options.time_budget_s > 0) {
+      double left = options.time_budget_s - elapsed;
+      // What a trial has cost so far decides how many fit in what is left.
+      if (report.trials > 0) {
+        double per_trial = seconds_since(loop_start) / static_cast<double>(report.trials);
+        want = std::min(want, static_cast<size_t>(std::max(0.0, std::floor(left / per_trial))));
+      } else {
+        // Nothing is known of a trial's cost yet: a small first batch.
+        want = std::min<size_t>(want, 4);
+      }
+      if (left <= 0 || want == 0) {
+        report.stop_reason = "time budget";
+        break;
+      }
+    }
+    std::optional<size_t> next = choose.next(report.tasks);
+    if (!next) {
+      report.stop_reason = "every task done";
+      break;
+    }
+    size_t t = *next;
+    TaskSummary& summary = report.tasks[t];
+    auto search_start = Clock::now();
     std::vector<schedule::State> states = policies[t]->propose(want);
+    report.time.search_s += seconds_since(search_start);
     if (states.empty()) {
       summary.exhausted = true;
       continue;
     }
     auto results = measure::measure_candidates(
-        tasks[t], states, context, builder, runner,
+        tasks[t], states, context, timed_builder, timed_runner,
         [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
           measure::Record record{input, result};
           if (writer) writer->write(record);
@@ -110,11 +206,20 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
           ++report.trials;
           if (hooks.result) hooks.result(input, result);
         });
+    auto learn = Clock::now();
     policies[t]->update(states, results);
-    report.elapsed_s = elapsed();
+    report.time.training_s += seconds_since(learn);
+    ++summary.rounds;
+    if (options.early_stopping > 0 && summary.trials_since_improvement >= options.early_stopping) {
+      summary.early_stopped = true;
+    }
+    report.elapsed_s = seconds_since(start);
     if (hooks.progress) hooks.progress(summary, report);
   }
-  report.elapsed_s = elapsed();
+  report.elapsed_s = seconds_since(start);
+  const TimeSplit& t = report.time;
+  report.time.other_s =
+      std::max(0.0, report.elapsed_s - t.search_s - t.training_s - t.build_s - t.run_s);
   return report;
 }
 

@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "common/test_util.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/schedule/compute_dag.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/tuner.h"
 #include "tensortune/te/workload.h"
@@ -199,6 +201,7 @@ TEST_F(Tuner, EveryTaskIsCheckedBeforeAnythingIsMeasured) {
 /// Always the last task that is not exhausted.
 class LastTaskScheduler final : public TaskScheduler {
  public:
+  std::string name() const override { return "last"; }
   std::optional<size_t> next(const std::vector<TaskSummary>& tasks) override {
     for (size_t t = tasks.size(); t-- > 0;) {
       if (!tasks[t].exhausted) return t;
@@ -262,6 +265,103 @@ TEST(RandomSearchPolicy, NeverProposesAMeasuredState) {
   std::set<uint64_t> seen;
   for (const auto& s : first) seen.insert(structural_hash(s));
   for (const auto& s : b.propose(8)) EXPECT_FALSE(seen.count(structural_hash(s)));
+}
+
+/// A cost per state that a task's tiling decides: a task of a larger
+/// matmul has more to gain, so the gradient scheduler should favour it.
+class SizedRunner final : public measure::Runner {
+ public:
+  std::vector<RunOutcome> run(const te::Task& task,
+                              const std::vector<BuildResult>& built) override {
+    std::vector<RunOutcome> out(built.size());
+    double flops = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
+    for (auto& o : out) o.costs = {flops * 1e-9 * (1 + (next_++ % 5))};
+    return out;
+  }
+
+ private:
+  int next_ = 0;
+};
+
+TEST_F(Tuner, TheGradientSchedulerWarmsUpThenFavoursTheTaskWithMostToGain) {
+  FakeBuilder builder;
+  SizedRunner runner;
+  TuneOptions options;
+  options.trials = 40;
+  options.batch_size = 4;
+  options.weights = {1, 8};  // the small task occurs 8 times: it counts 8 times
+  GradientScheduler gradient;
+  TuneHooks hooks;
+  hooks.scheduler = &gradient;
+  TuneReport report =
+      tune({matmul("32,32,32"), matmul("8,8,8")}, random_policy(), builder, runner, options, hooks);
+  // Trial counts add up, and both tasks had their warm-up round.
+  EXPECT_EQ(report.trials, 40);
+  EXPECT_EQ(report.tasks[0].trials + report.tasks[1].trials, 40);
+  EXPECT_GE(report.tasks[0].rounds, 1);
+  EXPECT_GE(report.tasks[1].rounds, 1);
+  // The big task's latency dominates the weighted sum (64x the flops, 1/8 the weight).
+  EXPECT_GT(report.tasks[0].trials, report.tasks[1].trials);
+  EXPECT_NEAR(report.weighted_latency(),
+              *report.tasks[0].best_latency() + 8 * *report.tasks[1].best_latency(), 1e-12);
+  EXPECT_TT_ERROR(make_task_scheduler("fair"), kInvalidArgument, "gradient, round-robin");
+}
+
+TEST_F(Tuner, EarlyStoppingEndsATaskThatStopsImproving) {
+  FakeBuilder builder;
+  FakeRunner runner;  // costs cycle through 7 values: the best is found in the first 7
+  TuneOptions options;
+  options.trials = 200;
+  options.batch_size = 4;
+  options.early_stopping = 12;
+  TuneReport report = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_TRUE(report.tasks[0].early_stopped);
+  EXPECT_LT(report.trials, 40);
+  EXPECT_EQ(report.stop_reason, "every task done");
+}
+
+/// Sleeps a fixed time per run, so that a time budget has something to cut.
+class SlowRunner final : public measure::Runner {
+ public:
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20) * built.size());
+    std::vector<RunOutcome> out(built.size());
+    for (auto& o : out) o.costs = {1e-3};
+    return out;
+  }
+};
+
+TEST_F(Tuner, ATimeBudgetEndsTheRunAndTheTrialsStillAddUp) {
+  FakeBuilder builder;
+  SlowRunner runner;
+  TuneOptions options;
+  options.trials = 100000;
+  options.batch_size = 16;
+  options.time_budget_s = 0.5;
+  TuneReport report = tune({matmul()}, random_policy(), builder, runner, options);
+  EXPECT_EQ(report.stop_reason, "time budget");
+  EXPECT_EQ(report.tasks[0].trials, report.trials);
+  EXPECT_GT(report.trials, 0);
+  EXPECT_LT(report.trials, 100000);
+  options.time_budget_s = -1;
+  EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, runner, options), kInvalidArgument,
+                  "time budget");
+  options.time_budget_s = 0;
+  options.weights = {1, 2};
+  EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, runner, options), kInvalidArgument,
+                  "2 task weights for 1 tasks");
+}
+
+TEST_F(Tuner, TheTimeSplitAddsUpToTheWallClock) {
+  FakeBuilder builder;
+  SlowRunner runner;
+  TuneOptions options;
+  options.trials = 8;
+  options.batch_size = 4;
+  TuneReport report = tune({matmul()}, random_policy(), builder, runner, options);
+  const TimeSplit& t = report.time;
+  EXPECT_GT(t.run_s, 0);
+  EXPECT_NEAR(t.search_s + t.training_s + t.build_s + t.run_s + t.other_s, report.elapsed_s, 1e-6);
 }
 
 }  // namespace

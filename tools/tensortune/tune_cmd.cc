@@ -1,11 +1,18 @@
-// `tensortune tune`: a tuning run. Random search for now (search/
-// search_policy.h); every measurement is appended to the log as it arrives,
-// and a run with an existing log resumes without measuring a state twice.
-// Progress goes to stderr; the result to stdout (--json: one object).
+// `tensortune tune`: a tuning run over one task or several (with weights),
+// evolutionary search by default (search/evolutionary.h), a task scheduler
+// choosing which task goes next, every measurement appended to the log as
+// it arrives, and a run with an existing log resumed without measuring a
+// program twice. Progress goes to stderr (a live table on a terminal) and,
+// with --progress-json, to a file of JSON events; the result to stdout.
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "cli_common.h"
+#include "tensortune/object/serialize.h"
 #include "tensortune/search/evolutionary.h"
 #include "tensortune/search/tuner.h"
 #include "tensortune/support/strings.h"
@@ -17,13 +24,18 @@ namespace {
 using json = nlohmann::json;
 
 struct TuneCommandArgs {
-  std::string task_path, workload, workload_args, target = "c", host, log_path;
+  std::vector<std::string> task_paths;
+  std::string tasks_file, workload, workload_args, target = "c", host, log_path;
   int64_t trials = 64;
   int batch_size = 16;
   uint64_t seed = 0;
   bool as_json = false;
   bool any_pass_context = false;
   std::string policy = "evolutionary", cost_model = "xgb", cost_model_file;
+  std::string scheduler = "gradient", progress_json;
+  double time_budget_s = 0;
+  bool time_budget_given = false;
+  int64_t early_stopping = 0;
   PassContextArgs pass_context;
   MeasureArgs measure;
 };
@@ -35,47 +47,212 @@ std::string errors_text(const std::map<std::string, int64_t>& errors) {
   return out.empty() ? "none" : out;
 }
 
-void print_progress(const search::TaskSummary& s, const search::TuneReport& report, int64_t goal) {
-  std::string best = "none yet";
-  if (auto latency = s.best_latency()) {
-    char text[96];
-    std::snprintf(text, sizeof text, "%.4f ms", *latency * 1e3);
-    best = text;
-    if (auto g = s.best_gflops()) {
-      std::snprintf(text, sizeof text, ", %.2f GFLOP/s", *g);
-      best += text;
-    }
+/// One task of a tasks file line: {"task": saved task, "weight": w} or
+/// {"workload": name, "args": "a,b", "target": "...", "host": "...", "weight": w}.
+std::pair<te::Task, double> task_from_line(const json& line) {
+  TT_CHECK(line.is_object(), kParse, "a line must be a JSON object, found ", line.type_name());
+  double weight = 1;
+  if (line.contains("weight")) {
+    TT_CHECK(line["weight"].is_number() && line["weight"].get<double>() > 0, kParse,
+             "\"weight\" must be a number > 0");
+    weight = line["weight"].get<double>();
   }
-  std::fprintf(stderr, "[%6.1f s] %lld/%lld trials  %s: best %s  errors: %s\n", report.elapsed_s,
-               static_cast<long long>(report.trials), static_cast<long long>(goal),
-               s.task.workload_key().c_str(), best.c_str(), errors_text(s.errors).c_str());
+  for (const auto& [key, value] : line.items()) {
+    TT_CHECK(key == "task" || key == "workload" || key == "args" || key == "target" ||
+                 key == "host" || key == "weight",
+             kParse, "unknown key \"", key,
+             "\" (a line has \"task\", or \"workload\", \"args\", \"target\" and \"host\"; and "
+             "\"weight\")");
+  }
+  if (line.contains("task")) {
+    return {load_json_as<te::Task>(line["task"]), weight};
+  }
+  TT_CHECK(line.contains("workload") && line["workload"].is_string(), kParse,
+           "a line needs \"task\" (a saved task) or \"workload\" (a registered name)");
+  auto text = [&](const char* key, const char* fallback) {
+    if (!line.contains(key)) return std::string(fallback);
+    TT_CHECK(line[key].is_string(), kParse, "\"", key, "\" must be a string");
+    return line[key].get<std::string>();
+  };
+  ir::Target target = ir::Target::parse(text("target", "c"));
+  if (std::string host = text("host", ""); !host.empty()) {
+    target = target.with_host(ir::Target::parse(host));
+  }
+  return {te::Task::make(te::make_named_workload_from_text(line["workload"].get<std::string>(),
+                                                           text("args", "")),
+                         target),
+          weight};
+}
+
+/// The run's tasks and weights, from --task, --tasks or --workload.
+std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommandArgs& args) {
+  std::vector<te::Task> tasks;
+  std::vector<double> weights;
+  int sources = (!args.task_paths.empty()) + (!args.tasks_file.empty()) + (!args.workload.empty());
+  TT_CHECK(sources == 1, kInvalidArgument,
+           "give the tasks one way: --task FILE (repeatable), --tasks FILE, or --workload NAME "
+           "--args A,B,...");
+  for (const auto& path : args.task_paths) {
+    tasks.push_back(load_task(path));
+    weights.push_back(1);
+  }
+  if (!args.tasks_file.empty()) {
+    std::string text = read_file(args.tasks_file);
+    size_t line_number = 0, begin = 0;
+    while (begin <= text.size()) {
+      size_t end = text.find('\n', begin);
+      if (end == std::string::npos) end = text.size();
+      std::string_view line = trim(std::string_view(text).substr(begin, end - begin));
+      ++line_number;
+      begin = end + 1;
+      if (line.empty()) continue;
+      try {
+        auto [task, weight] = task_from_line(parse_json_text(line, "task line"));
+        tasks.push_back(task);
+        weights.push_back(weight);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kInternal) throw;
+        fail(e.kind(), args.tasks_file, ":", line_number, ": ", e.what());
+      }
+    }
+    TT_CHECK(!tasks.empty(), kInvalidArgument, "the tasks file ", args.tasks_file,
+             " lists no task");
+  }
+  if (!args.workload.empty()) {
+    ir::Target target = ir::Target::parse(args.target);
+    if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
+    tasks.push_back(te::Task::make(
+        te::make_named_workload_from_text(args.workload, args.workload_args), target));
+    weights.push_back(1);
+  }
+  return {tasks, weights};
+}
+
+std::string ms(std::optional<double> seconds) {
+  if (!seconds) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", *seconds * 1e3);
+  return text;
+}
+
+std::string gflops(std::optional<double> g) {
+  if (!g) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", *g);
+  return text;
+}
+
+/// Seconds the run has left, estimated from what its trials cost so far.
+std::optional<double> estimated_left(const search::TuneReport& r, int64_t goal, double budget) {
+  if (r.trials <= 0) return std::nullopt;
+  double left = r.elapsed_s / static_cast<double>(r.trials) * static_cast<double>(goal - r.trials);
+  if (budget > 0) left = std::min(left, std::max(0.0, budget - r.elapsed_s));
+  return left;
+}
+
+/// The live table on stderr: drawn over itself on a terminal, one line per
+/// batch otherwise.
+class ProgressTable {
+ public:
+  ProgressTable(int64_t goal, double budget)
+      : goal_(goal), budget_(budget), live_(::isatty(STDERR_FILENO) != 0) {}
+
+  void update(const search::TaskSummary& batch, const search::TuneReport& r) {
+    auto left = estimated_left(r, goal_, budget_);
+    char head[256];
+    std::snprintf(
+        head, sizeof head, "[%6.1f s] %lld/%lld trials, weighted latency %s ms, %s left",
+        r.elapsed_s, static_cast<long long>(r.trials), static_cast<long long>(goal_),
+        ms(r.weighted_latency()).c_str(),
+        left ? (std::to_string(static_cast<long long>(std::ceil(*left))) + " s").c_str() : "?");
+    if (!live_) {
+      std::fprintf(stderr, "%s  %s: best %s ms, %s GFLOP/s  errors: %s\n", head,
+                   batch.task.workload_key().c_str(), ms(batch.best_latency()).c_str(),
+                   gflops(batch.best_gflops()).c_str(), errors_text(batch.errors).c_str());
+      return;
+    }
+    std::string out;
+    if (lines_ > 0) out += "\033[" + std::to_string(lines_) + "A";
+    auto line = [&](const std::string& text) { out += "\033[2K" + text + "\n"; };
+    line(head);
+    for (const std::string& row : rows(r)) line(row);
+    lines_ = static_cast<int>(r.tasks.size()) + 2;
+    std::fputs(out.c_str(), stderr);
+  }
+
+  static std::vector<std::string> rows(const search::TuneReport& r) {
+    std::vector<std::string> out;
+    char text[512];
+    std::snprintf(text, sizeof text, "  %-44s %6s %7s %11s %9s %14s  %s", "task", "weight",
+                  "trials", "best ms", "GFLOP/s", "weighted ms", "errors");
+    out.push_back(text);
+    for (const auto& s : r.tasks) {
+      std::optional<double> weighted;
+      if (auto l = s.best_latency()) weighted = *l * s.weight;
+      std::string key = s.task.workload_key();
+      if (key.size() > 44) key = key.substr(0, 41) + "...";
+      std::snprintf(text, sizeof text, "  %-44s %6g %7lld %11s %9s %14s  %s%s", key.c_str(),
+                    s.weight, static_cast<long long>(s.trials), ms(s.best_latency()).c_str(),
+                    gflops(s.best_gflops()).c_str(), ms(weighted).c_str(),
+                    errors_text(s.errors).c_str(),
+                    s.early_stopped ? " (stopped: no improvement)"
+                    : s.exhausted   ? " (no new programs)"
+                                    : "");
+      out.push_back(text);
+    }
+    return out;
+  }
+
+ private:
+  int64_t goal_;
+  double budget_;
+  bool live_;
+  int lines_ = 0;
+};
+
+/// --progress-json: one JSON object per line, flushed as it is written.
+class ProgressEvents {
+ public:
+  explicit ProgressEvents(const std::string& path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::out | std::ios::trunc);
+    TT_CHECK(out_.good(), kIO, "cannot write the progress file '", path, "'");
+  }
+  void write(const json& event) {
+    if (!out_.is_open()) return;
+    out_ << event.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+json task_json(const search::TaskSummary& s) {
+  return {{"workload_key", s.task.workload_key()},
+          {"target", s.task->target.str()},
+          {"weight", s.weight},
+          {"trials", s.trials},
+          {"resumed", s.resumed},
+          {"best_latency_s", s.best_latency() ? json(*s.best_latency()) : json(nullptr)},
+          {"best_gflops", s.best_gflops() ? json(*s.best_gflops()) : json(nullptr)},
+          {"errors", s.errors}};
+}
+
+json time_json(const search::TimeSplit& t) {
+  return {{"search_s", t.search_s},
+          {"training_s", t.training_s},
+          {"build_s", t.build_s},
+          {"run_s", t.run_s},
+          {"other_s", t.other_s}};
 }
 
 int run_tune(const TuneCommandArgs& args) {
-  te::Task task;
-  if (!args.task_path.empty()) {
-    TT_CHECK(args.workload.empty(), kInvalidArgument, "give either --task or --workload, not both");
-    task = load_task(args.task_path);
-  } else {
-    TT_CHECK(!args.workload.empty(), kInvalidArgument,
-             "give --task FILE or --workload NAME --args A,B,...");
-    ir::Target target = ir::Target::parse(args.target);
-    if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
-    task = te::Task::make(te::make_named_workload_from_text(args.workload, args.workload_args),
-                          target);
-  }
-  measure::install_interrupt_cleanup();
-  measure::LocalBuilder builder(args.measure.builder_options());
-  measure::LocalRunner runner(args.measure.runner_options());
-  search::TuneOptions options;
-  options.trials = args.trials;
-  options.batch_size = args.batch_size;
-  options.log_path = args.log_path;
-  options.seed = args.seed;
-  // The run's one context: every candidate is built under it, and only
-  // records built under it are resumed (unless --any-pass-context).
-  options.pass_context = args.pass_context.make();
-  options.any_pass_context = args.any_pass_context;
+  auto [tasks, weights] = tasks_of(args);
+  TT_CHECK(!args.time_budget_given || (std::isfinite(args.time_budget_s) && args.time_budget_s > 0),
+           kInvalidArgument, "--time-budget must be a number of seconds > 0, got ",
+           args.time_budget_s);
+  std::unique_ptr<search::TaskScheduler> scheduler = search::make_task_scheduler(args.scheduler);
   search::PolicyFactory policy;
   std::shared_ptr<search::SharedCostModel> model;
   if (args.policy == "random") {
@@ -90,20 +267,71 @@ int run_tune(const TuneCommandArgs& args) {
                                      : search::load_cost_model(args.cost_model_file, args.seed));
     policy = search::evolutionary_policy(model);
   }
-  std::fprintf(stderr, "tuning %s on %s: %lld new trials, log %s\n", task.workload_key().c_str(),
-               task->target.str().c_str(), static_cast<long long>(args.trials),
-               args.log_path.c_str());
+  measure::install_interrupt_cleanup();
+  measure::LocalBuilder builder(args.measure.builder_options());
+  measure::LocalRunner runner(args.measure.runner_options());
+  search::TuneOptions options;
+  options.trials = args.trials;
+  options.batch_size = args.batch_size;
+  options.log_path = args.log_path;
+  options.seed = args.seed;
+  options.time_budget_s = args.time_budget_s;
+  options.early_stopping = args.early_stopping;
+  options.weights = weights;
+  // The run's one context: every candidate is built under it, and only
+  // records built under it are resumed (unless --any-pass-context).
+  options.pass_context = args.pass_context.make();
+  options.any_pass_context = args.any_pass_context;
+
+  std::fprintf(
+      stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search, log %s\n", tasks.size(),
+      tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
+      static_cast<long long>(args.trials),
+      args.time_budget_given ? (" within " + format_double(args.time_budget_s) + " s").c_str() : "",
+      args.policy == "random" ? "random"
+                              : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
+      args.log_path.c_str());
+  ProgressTable table(args.trials, args.time_budget_s);
+  ProgressEvents events(args.progress_json);
+  {
+    json list = json::array();
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      list.push_back({{"workload_key", tasks[i].workload_key()}, {"weight", weights[i]}});
+    }
+    events.write(
+        {{"event", "start"},
+         {"tasks", list},
+         {"trials", args.trials},
+         {"time_budget_s", args.time_budget_given ? json(args.time_budget_s) : json(nullptr)},
+         {"policy", args.policy},
+         {"scheduler", scheduler->name()}});
+  }
   std::map<std::string, int64_t> trial_numbers;
   search::TuneHooks hooks;
+  hooks.scheduler = scheduler.get();
   hooks.progress = [&](const search::TaskSummary& s, const search::TuneReport& so_far) {
-    print_progress(s, so_far, args.trials);
+    table.update(s, so_far);
+    auto left = estimated_left(so_far, args.trials, args.time_budget_s);
+    json e = {{"event", "batch"},
+              {"elapsed_s", so_far.elapsed_s},
+              {"trials", so_far.trials},
+              {"weighted_latency_s", so_far.weighted_latency()},
+              {"estimated_left_s", left ? json(*left) : json(nullptr)},
+              {"task", task_json(s)}};
+    events.write(e);
   };
   hooks.result = [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
     std::string key = input.task.workload_key();
     print_instruments(result.instruments,
                       "build worker, " + key + " trial " + std::to_string(++trial_numbers[key]));
   };
-  search::TuneReport report = search::tune({task}, policy, builder, runner, options, hooks);
+  search::TuneReport report = search::tune(tasks, policy, builder, runner, options, hooks);
+  events.write({{"event", "end"},
+                {"elapsed_s", report.elapsed_s},
+                {"trials", report.trials},
+                {"stop_reason", report.stop_reason},
+                {"weighted_latency_s", report.weighted_latency()},
+                {"time", time_json(report.time)}});
   for (const auto& s : report.tasks) {
     if (s.other_context_records == 0) continue;
     std::vector<std::string> hashes;
@@ -115,50 +343,56 @@ int run_tune(const TuneCommandArgs& args) {
                  join(hashes, ", ").c_str(),
                  measure::Hash64(report.pass_context.hash()).str().c_str());
   }
+  if (model && !model->note().empty() && !model->model().trained()) {
+    std::fprintf(stderr, "note: %s\n", model->note().c_str());
+  }
 
   bool any_failed = false;
-  json tasks = json::array();
+  json tasks_out = json::array();
   for (const auto& s : report.tasks) {
     any_failed |= s.failed();
-    json t = {{"workload_key", s.task.workload_key()},
-              {"target", s.task->target.str()},
-              {"trials", s.trials},
-              {"resumed", s.resumed},
-              {"pass_context_hash", measure::Hash64(report.pass_context.hash()).str()},
-              {"best_latency_s", s.best_latency() ? json(*s.best_latency()) : json(nullptr)},
-              {"best_gflops", s.best_gflops() ? json(*s.best_gflops()) : json(nullptr)},
-              {"errors", s.errors},
-              {"status", s.failed() ? "failed"
-                         : s.best   ? "ok"
-                                    : "not measured"}};
+    json t = task_json(s);
+    t["pass_context_hash"] = measure::Hash64(report.pass_context.hash()).str();
+    t["status"] = s.failed() ? "failed" : s.best ? "ok" : "not measured";
     if (s.failed()) t["error_message"] = s.sample_error;
     if (s.exhausted) t["exhausted"] = true;
-    tasks.push_back(t);
+    if (s.early_stopped) t["early_stopped"] = true;
+    t["improved"] = s.improved;
+    tasks_out.push_back(t);
   }
+  const search::TimeSplit& time = report.time;
   if (args.as_json) {
-    json out = {{"tasks", tasks}, {"trials", report.trials}, {"elapsed_s", report.elapsed_s}};
+    json out = {{"tasks", tasks_out},
+                {"trials", report.trials},
+                {"elapsed_s", report.elapsed_s},
+                {"stop_reason", report.stop_reason},
+                {"weighted_latency_s", report.weighted_latency()},
+                {"time", time_json(time)}};
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
-  } else {
-    for (const auto& s : report.tasks) {
-      if (s.failed()) {
-        std::printf("%s: FAILED, every one of %lld candidates (%s)\n  %s\n",
-                    s.task.workload_key().c_str(), static_cast<long long>(s.trials + s.resumed),
-                    errors_text(s.errors).c_str(), s.sample_error.c_str());
-        continue;
-      }
-      std::printf("%s on %s\n  %lld new trials (%lld resumed from the log) in %.1f s%s\n",
-                  s.task.workload_key().c_str(), s.task->target.str().c_str(),
-                  static_cast<long long>(s.trials), static_cast<long long>(s.resumed),
-                  report.elapsed_s, s.exhausted ? "; no new states left to try" : "");
-      if (auto latency = s.best_latency()) {
-        std::printf("  best %.4f ms", *latency * 1e3);
-        if (auto g = s.best_gflops()) std::printf(", %.2f GFLOP/s", *g);
-        std::printf("\n");
-      }
-      std::printf("  errors: %s\n", errors_text(s.errors).c_str());
-    }
-    if (!args.log_path.empty()) std::printf("records in %s\n", args.log_path.c_str());
+    return any_failed ? 3 : 0;
   }
+  for (const auto& row : ProgressTable::rows(report)) std::printf("%s\n", row.c_str());
+  std::printf("%lld new trials in %.1f s (stopped by: %s); weighted latency %s ms\n",
+              static_cast<long long>(report.trials), report.elapsed_s, report.stop_reason.c_str(),
+              ms(report.weighted_latency()).c_str());
+  double total = std::max(report.elapsed_s, 1e-9);
+  auto share = [&](double s) { return 100.0 * s / total; };
+  std::printf(
+      "time: search %.1f s (%.0f%%), cost model %.1f s (%.0f%%), build %.1f s (%.0f%%), "
+      "run %.1f s (%.0f%%), other %.1f s (%.0f%%)\n",
+      time.search_s, share(time.search_s), time.training_s, share(time.training_s), time.build_s,
+      share(time.build_s), time.run_s, share(time.run_s), time.other_s, share(time.other_s));
+  for (const auto& s : report.tasks) {
+    if (s.failed()) {
+      std::printf("%s: FAILED, every one of %lld candidates (%s)\n  %s\n",
+                  s.task.workload_key().c_str(), static_cast<long long>(s.trials + s.resumed),
+                  errors_text(s.errors).c_str(), s.sample_error.c_str());
+    } else if (s.trials > 0 && !s.improved) {
+      std::printf("%s: no better schedule than the %lld resumed from the log\n",
+                  s.task.workload_key().c_str(), static_cast<long long>(s.resumed));
+    }
+  }
+  if (!args.log_path.empty()) std::printf("records in %s\n", args.log_path.c_str());
   return any_failed ? 3 : 0;
 }
 
@@ -167,14 +401,16 @@ int run_tune(const TuneCommandArgs& args) {
 Command add_tune_command(CLI::App& app) {
   auto args = std::make_shared<TuneCommandArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "tune", "search schedules of a task, recording every measurement (exit 3 if all fail)");
-  auto* task_opt = cmd->add_option("--task", args->task_path, "a task file (tensortune task)");
-  cmd->add_option("--workload", args->workload, "registered workload name (instead of --task)")
-      ->excludes(task_opt);
+      "tune", "search schedules of tasks, recording every measurement (exit 3 if a task fails)");
+  cmd->add_option("--task", args->task_paths, "a task file (tensortune task); repeatable");
+  cmd->add_option("--tasks", args->tasks_file,
+                  "a file of tasks, one JSON object per line: {\"task\": saved task} or "
+                  "{\"workload\", \"args\", \"target\"}, with an optional \"weight\"");
+  cmd->add_option("--workload", args->workload, "registered workload name (instead of --task)");
   cmd->add_option("--args", args->workload_args, "workload arguments, comma-separated");
   cmd->add_option("--target", args->target, "target string, e.g. \"c -mcpu=native -num-cores=2\"");
   cmd->add_option("--host", args->host, "host target string");
-  cmd->add_option("--trials", args->trials, "new measurements in this run")
+  cmd->add_option("--trials", args->trials, "new measurements in this run, over all tasks")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--batch-size", args->batch_size, "candidates measured together")
       ->check(CLI::Range(1, 4096));
@@ -186,6 +422,15 @@ Command add_tune_command(CLI::App& app) {
                   "cost model of the evolutionary policy: xgb (default) or random");
   cmd->add_option("--cost-model-file", args->cost_model_file,
                   "start from this trained model (tensortune train-model)");
+  cmd->add_option("--scheduler", args->scheduler,
+                  "which task goes next: gradient (default) or round-robin");
+  cmd->add_option("--time-budget", args->time_budget_s, "stop after this many seconds")
+      ->each([args](const std::string&) { args->time_budget_given = true; });
+  cmd->add_option("--early-stopping", args->early_stopping,
+                  "stop tuning a task after this many trials without improvement (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--progress-json", args->progress_json,
+                  "also write progress as JSON events, one per line, to this file");
   cmd->add_flag("--any-pass-context", args->any_pass_context,
                 "resume from records of the log built under any pass context, not only this one");
   args->measure.add_to(cmd);

@@ -27,9 +27,14 @@ struct KernelCheck {
 std::vector<te::NDArray> reference_outputs(const te::WorkloadTensors& tensors,
                                            const std::vector<te::NDArray>& inputs);
 
+/// te::default_tolerance(dtype), its absolute part scaled by the longest
+/// reduction of `tensors` over 64 terms: a sum of n terms in another order
+/// differs by about n rounding errors.
+te::Tolerance check_tolerance(const te::WorkloadTensors& tensors, ir::DataType dtype);
+
 /// Calls `kernel` (parameters: the inputs, then the outputs) with outputs
 /// filled with a sentinel, so elements it never writes show up, and compares
-/// each output with `expected` at te::default_tolerance of its dtype.
+/// each output with `expected` at check_tolerance of its dtype.
 KernelCheck check_kernel(KernelFn kernel, const te::WorkloadTensors& tensors,
                          const std::vector<te::NDArray>& inputs,
                          const std::vector<te::NDArray>& expected);

@@ -2,7 +2,9 @@
 /// The tuning loop: resume every task from the log, ask a scheduler which
 /// task goes next, ask that task's policy for states, measure them in
 /// batches through a builder and a runner, and append every record to the
-/// log as it arrives, so that no state is measured twice across runs.
+/// log as it arrives, so that no state is measured twice across runs. The
+/// run ends when its trials are done, its time budget is spent, or every
+/// task is done (its policy exhausted, or stopped early for not improving).
 ///
 /// The run owns its PassContext (TuneOptions::pass_context): every candidate
 /// is built under it, and only records built under it are resumed, unless
@@ -32,13 +34,36 @@ struct TuneOptions {
   ir::PassContext pass_context;
   /// Resume from records of any pass context, not only pass_context's.
   bool any_pass_context = false;
+  /// Wall-clock seconds the run may take (0: no limit). Batches shrink as the
+  /// end nears, so that the run ends within a few percent of it.
+  double time_budget_s = 0;
+  /// A task whose best has not improved for this many of its trials of this
+  /// run gets no more rounds (0: never stops early).
+  int64_t early_stopping = 0;
+  /// How often each task occurs, in the order of the tasks (empty: 1 each).
+  std::vector<double> weights;
+};
+
+/// Where the run's wall-clock time went.
+struct TimeSplit {
+  double search_s = 0;    ///< the policies proposing states
+  double training_s = 0;  ///< the policies learning from results (cost-model training)
+  double build_s = 0;     ///< waiting for the builder
+  double run_s = 0;       ///< waiting for the runner
+  double other_s = 0;     ///< everything else: resuming, logging, accounting
 };
 
 struct TuneReport {
   std::vector<TaskSummary> tasks;
   int64_t trials = 0;  ///< new measurements of this run
   double elapsed_s = 0;
+  TimeSplit time;
   ir::PassContext pass_context;  ///< the context the run built under
+  /// Why the run ended: "trials", "time budget" or "every task done".
+  std::string stop_reason;
+  /// The weighted sum of the tasks' best latencies (seconds), over the tasks
+  /// that have one.
+  double weighted_latency() const;
 };
 
 /// Called after every measured batch.
@@ -51,10 +76,10 @@ struct TuneHooks {
   TaskScheduler* scheduler = nullptr;  ///< which task goes next; round-robin when null
 };
 
-/// Tunes `tasks` until options.trials new measurements were made or every
-/// policy is exhausted. Every task is checked with the builder and the runner
-/// before the first measurement, so a task they cannot take stops the run at
-/// once.
+/// Tunes `tasks` until options.trials new measurements were made, the time
+/// budget is spent, or every task is done. Every task is checked with the
+/// builder and the runner before the first measurement, so a task they
+/// cannot take stops the run at once.
 TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_policy,
                 measure::Builder& builder, measure::Runner& runner, const TuneOptions& options,
                 const TuneHooks& hooks = {});
