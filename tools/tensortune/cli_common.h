@@ -80,5 +80,9 @@ Command add_measure_command(CLI::App& app);
 Command add_tune_command(CLI::App& app);
 /// The `sketches` command: a task's sketches and samples of them (search_cmd.cc).
 Command add_sketches_command(CLI::App& app);
+/// The `train-model` command: a cost model from record logs (search_cmd.cc).
+Command add_train_model_command(CLI::App& app);
+/// The `apply` command: a log's best schedule built or printed (search_cmd.cc).
+Command add_apply_command(CLI::App& app);
 
 }  // namespace tensortune::cli

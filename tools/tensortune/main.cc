@@ -305,6 +305,8 @@ int main(int argc, char** argv) {
   commands.push_back(tt::cli::add_measure_command(app));
   commands.push_back(tt::cli::add_tune_command(app));
   commands.push_back(tt::cli::add_sketches_command(app));
+  commands.push_back(tt::cli::add_train_model_command(app));
+  commands.push_back(tt::cli::add_apply_command(app));
 
   try {
     app.parse(argc, argv);
