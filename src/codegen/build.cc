@@ -5,6 +5,7 @@
 
 #include "tensortune/codegen/backend.h"
 #include "tensortune/lower/lower.h"
+#include "tensortune/lower/pipeline.h"
 #include "tensortune/te/evaluator.h"
 
 namespace tensortune::codegen {
@@ -59,6 +60,7 @@ std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
     return builds;
   }
   std::vector<size_t> pending, index_in_sources(states.size(), 0);
+  std::vector<std::vector<size_t>> extra_kernels(states.size());
   for (size_t i = 0; i < states.size(); ++i) {
     StateBuild& b = builds[i];
     auto start = Clock::now();
@@ -69,8 +71,17 @@ std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
       // A guard per state: its instruments see this state's passes alone.
       ir::PassContextGuard guard(context);
       b.function = prefix + std::to_string(i);
-      ok = attempt(b, BuildStage::kLower,
-                   [&] { index_in_sources[i] = sources->add(lower::lower(*loops, b.function)); });
+      ok = attempt(b, BuildStage::kLower, [&] {
+        std::vector<lower::Packer> packers = lower::lower_packers(*loops, b.function);
+        lower::PrimFunc kernel = lower::lower(*loops, b.function);
+        std::vector<size_t> packer_indices;
+        for (auto& p : packers) {
+          packer_indices.push_back(sources->add(lower::run_pipeline(p.func)));
+          b.packers.push_back({p.input, p.func->name, p.elements});
+        }
+        index_in_sources[i] = sources->add(kernel);
+        extra_kernels[i] = std::move(packer_indices);
+      });
       b.instruments = guard.instrument_results();
     }
     b.seconds = seconds_since(start);
@@ -79,7 +90,10 @@ std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
 
   auto compile = [&](const std::vector<size_t>& which) {
     std::vector<size_t> kernels;
-    for (size_t i : which) kernels.push_back(index_in_sources[i]);
+    for (size_t i : which) {
+      kernels.push_back(index_in_sources[i]);
+      kernels.insert(kernels.end(), extra_kernels[i].begin(), extra_kernels[i].end());
+    }
     return sources->compile(sources->source(kernels), options);
   };
   if (pending.size() > 1) {
@@ -105,6 +119,22 @@ std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
   return builds;
 }
 
+std::vector<te::NDArray> pack_inputs(const Module& module, const std::vector<PackerInfo>& packers,
+                                     const std::vector<te::NDArray>& inputs) {
+  std::vector<te::NDArray> out = inputs;
+  for (const auto& p : packers) {
+    TT_CHECK(p.input >= 0 && p.input < static_cast<int>(inputs.size()) && p.elements > 0,
+             kInvalidArgument, "packer ", p.function, " of input ", p.input, " does not fit the ",
+             inputs.size(), " inputs");
+    te::NDArray packed(inputs[p.input].dtype(), {p.elements});
+    void* args[] = {const_cast<void*>(inputs[p.input].data()), packed.data()};
+    int32_t rc = module.get(p.function)(args);
+    TT_CHECK(rc == 0, kRuntime, "packer ", p.function, " returned ", rc);
+    out[p.input] = std::move(packed);
+  }
+  return out;
+}
+
 std::vector<StateCheck> verify_states(const te::WorkloadTensors& tensors,
                                       const std::vector<schedule::State>& states,
                                       const ir::Target& target, const ir::PassContext& context,
@@ -118,8 +148,9 @@ std::vector<StateCheck> verify_states(const te::WorkloadTensors& tensors,
     checks[i].build = std::move(builds[i]);
     if (!checks[i].build.ok()) continue;
     if (expected.empty()) expected = reference_outputs(tensors, inputs);
-    checks[i].check = check_kernel(checks[i].build.module.get(checks[i].build.function), tensors,
-                                   inputs, expected);
+    const StateBuild& b = checks[i].build;
+    checks[i].check = check_kernel(b.module.get(b.function), tensors,
+                                   pack_inputs(b.module, b.packers, inputs), expected);
   }
   return checks;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tensortune/ir/arith.h"
@@ -24,6 +25,7 @@ struct Placement {
   Buffer buffer;
   std::vector<Expr> region_min;  // empty: the buffer holds the whole tensor
   std::vector<int64_t> region_extent;
+  std::optional<PackedLayout> packed;  // a layout-rewritten input
 };
 
 std::string c_identifier(const std::string& name) {
@@ -172,7 +174,12 @@ class Lowerer {
     for (const auto& input : tensors.inputs) {
       int s = state_.stage_named(input.name());
       TT_ICHECK(s >= 0, "input stage missing");
-      placements_[s].buffer = make_buffer(s, input.shape(), "global");
+      if (state_.stage(s).layout_rewrite) {
+        placements_[s].packed = packed_layout(state_, s);
+        placements_[s].buffer = make_buffer(s, {placements_[s].packed->elements()}, "global");
+      } else {
+        placements_[s].buffer = make_buffer(s, input.shape(), "global");
+      }
       params.push_back(placements_[s].buffer);
       ++num_inputs;
     }
@@ -289,6 +296,7 @@ class Lowerer {
   Expr load(int s, const std::vector<Expr>& indices) {
     const Placement& p = placements_[s];
     TT_ICHECK(p.buffer, "stage '", state_.stage(s).name(), "' is read before it has a buffer");
+    if (p.packed) return ir::buffer_load(p.buffer, p.packed->index(indices));
     std::vector<Expr> local = indices;
     for (size_t d = 0; d < p.region_min.size(); ++d) local[d] = indices[d] - p.region_min[d];
     return ir::buffer_load(p.buffer, flat_index(p.buffer, local));
@@ -542,6 +550,170 @@ class Lowerer {
 };
 
 }  // namespace
+
+int64_t PackedLayout::elements() const {
+  int64_t n = 1;
+  for (const auto& p : parts) n *= p.extent;
+  return n;
+}
+
+Expr PackedLayout::index(const std::vector<Expr>& indices) const {
+  Expr flat;
+  int64_t stride = 1;
+  // The outermost part of a dimension needs no modulo: nothing lies beyond it.
+  std::vector<bool> outermost(parts.size(), false);
+  std::vector<bool> seen(indices.size(), false);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    size_t d = static_cast<size_t>(parts[k].dim);
+    if (!seen[d]) {
+      outermost[k] = true;
+      seen[d] = true;
+    }
+  }
+  for (size_t k = parts.size(); k-- > 0;) {
+    const Part& p = parts[k];
+    Expr v = indices.at(static_cast<size_t>(p.dim));
+    DataType t = v.dtype();
+    if (p.inner != 1) v = ir::floordiv(v, ir::make_const(t, static_cast<double>(p.inner)));
+    if (!outermost[k]) v = ir::floormod(v, ir::make_const(t, static_cast<double>(p.extent)));
+    if (stride != 1) v = v * ir::make_const(t, static_cast<double>(stride));
+    flat = flat ? flat + v : v;
+    stride *= p.extent;
+  }
+  return flat ? ir::simplify(flat) : ir::make_const(DataType::int32(), 0);
+}
+
+PackedLayout packed_layout(const LoopState& state, int stage) {
+  const Stage& placeholder = state.stage(stage);
+  TT_ICHECK(placeholder.layout_rewrite, "'", placeholder.name(), "' is not layout-rewritten");
+  std::vector<int> readers = state.consumers(stage);
+  TT_ICHECK(readers.size() == 1, "a rewritten input has one reader");
+  const Stage& reader = state.stage(readers[0]);
+  auto op = reader.tensor.compute_op();
+  // The reader's axes, in root order, by variable.
+  std::map<const ir::VarNode*, int> root_of;
+  for (size_t a = 0; a < op->axis.size(); ++a) root_of[op->axis[a]->var.get()] = reader.root[a];
+  if (op->body->kind() == ir::ExprKind::kReduce) {
+    const auto& red = static_cast<const ir::ReduceNode&>(*op->body);
+    for (size_t r = 0; r < red.axis.size(); ++r) {
+      root_of[red.axis[r]->var.get()] = reader.root[op->axis.size() + r];
+    }
+  }
+  std::vector<ir::Expr> indices;
+  ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad || !indices.empty()) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    if (load.producer.get() == placeholder.tensor.get()) indices = load.indices;
+  });
+  TT_ICHECK(!indices.empty() || placeholder.tensor.ndim() == 0, "the reader does not read it");
+  // The parts of each root loop: the outputs of the splits below it, with
+  // their strides within the axis (fuses stop the descent).
+  std::map<int, std::pair<int, int64_t>> part_of;  // loop id -> (dim, inner)
+  auto descend = [&](auto&& self, int id, int dim, int64_t inner) -> void {
+    for (const auto& rel : reader.relations) {
+      if (rel.kind != schedule::IterRelation::Kind::kSplit || rel.inputs[0] != id) continue;
+      int64_t stride = inner;
+      for (size_t k = rel.outputs.size(); k-- > 0;) {
+        self(self, rel.outputs[k], dim, stride);
+        stride *= reader.iters[rel.outputs[k]].extent;
+      }
+      return;
+    }
+    part_of[id] = {dim, inner};
+  };
+  PackedLayout layout;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (indices[d]->kind() == ir::ExprKind::kVar) {
+      auto it = root_of.find(static_cast<const ir::VarNode*>(indices[d].get()));
+      TT_ICHECK(it != root_of.end(), "a rewritten input is read at a reader's axis");
+      descend(descend, it->second, static_cast<int>(d), 1);
+    } else {
+      layout.parts.push_back({static_cast<int>(d), placeholder.tensor.shape()[d], 1});
+    }
+  }
+  // The reader's loops in order, each fused loop as the loops it fused.
+  std::vector<int> order;
+  auto expand = [&](auto&& self, int id) -> void {
+    for (const auto& rel : reader.relations) {
+      if (rel.kind == schedule::IterRelation::Kind::kFuse && rel.outputs[0] == id) {
+        for (int in : rel.inputs) self(self, in);
+        return;
+      }
+    }
+    order.push_back(id);
+  };
+  for (int leaf : reader.leaves) expand(expand, leaf);
+  for (int id : order) {
+    auto it = part_of.find(id);
+    if (it == part_of.end()) continue;
+    layout.parts.push_back({it->second.first, reader.iters[id].extent, it->second.second});
+    part_of.erase(it);
+  }
+  TT_ICHECK(part_of.empty(), "a part of a rewritten input's axis is not among the reader's loops");
+  return layout;
+}
+
+std::vector<Packer> lower_packers(const LoopState& state, const std::string& name) {
+  std::vector<Packer> out;
+  const auto& inputs = state.dag().tensors().inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int s = state.stage_named(inputs[i].name());
+    if (s < 0 || !state.stage(s).layout_rewrite) continue;
+    PackedLayout layout = packed_layout(state, s);
+    const te::Tensor& t = inputs[i];
+    Buffer original = Buffer::make(c_identifier(t.name()), t.dtype(), t.shape());
+    Buffer packed =
+        Buffer::make(c_identifier(t.name()) + "_packed", t.dtype(), {layout.elements()});
+    // One loop per part; each tensor index from its parts' loops.
+    std::vector<Var> vars;
+    std::vector<Expr> index(t.shape().size());
+    for (size_t k = 0; k < layout.parts.size(); ++k) {
+      const auto& p = layout.parts[k];
+      vars.push_back(Var::make("p" + std::to_string(k)));
+      Expr term = p.inner == 1 ? Expr(vars.back())
+                               : vars.back() * ir::make_const(DataType::int32(),
+                                                              static_cast<double>(p.inner));
+      auto& slot = index[static_cast<size_t>(p.dim)];
+      slot = slot ? slot + term : term;
+    }
+    Expr cond;
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (!index[d]) index[d] = ir::make_const(DataType::int32(), 0);
+      int64_t span = 1;
+      for (const auto& p : layout.parts) {
+        if (p.dim == static_cast<int>(d)) span *= p.extent;
+      }
+      if (span > t.shape()[d] || (layout.parts.empty() && t.shape()[d] > 1)) {
+        Expr in = index[d] < ir::make_const(DataType::int32(), static_cast<double>(t.shape()[d]));
+        cond = cond ? ir::logical_and(cond, in) : in;
+      }
+    }
+    Expr flat;
+    int64_t stride = 1;
+    for (size_t k = vars.size(); k-- > 0;) {
+      Expr term = stride == 1
+                      ? Expr(vars[k])
+                      : vars[k] * ir::make_const(DataType::int32(), static_cast<double>(stride));
+      flat = flat ? flat + term : term;
+      stride *= layout.parts[k].extent;
+    }
+    if (!flat) flat = ir::make_const(DataType::int32(), 0);
+    Stmt copy = buffer_store(packed, flat, ir::buffer_load(original, flat_index(original, index)));
+    Stmt body = cond ? if_then_else(ir::simplify(cond), copy,
+                                    buffer_store(packed, flat, ir::make_const(t.dtype(), 0)))
+                     : copy;
+    for (size_t k = vars.size(); k-- > 0;) {
+      body =
+          for_loop(vars[k], ir::make_const(DataType::int32(), 0),
+                   ir::make_const(DataType::int32(), static_cast<double>(layout.parts[k].extent)),
+                   ForKind::kSerial, body);
+    }
+    std::string fname = c_identifier(name + "_pack" + std::to_string(i));
+    out.push_back({static_cast<int>(i), PrimFunc::make(fname, {original, packed}, 1, body),
+                   layout.elements()});
+  }
+  return out;
+}
 
 PrimFunc lower_schedule(const LoopState& state, const std::string& name) {
   Lowerer lowerer(state);

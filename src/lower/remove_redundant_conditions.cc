@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "lower/pass_util.h"
 #include "tensortune/ir/arith.h"
@@ -69,11 +70,14 @@ class ConditionProver {
   }
 
   /// floordiv / floormod (and / % of non-negative values) of an integer by a
-  /// constant c > 0 whose dividend the loop ranges keep within one multiple
-  /// of c: the quotient is a constant q and the remainder `a - q*c`. A fused
-  /// loop's index split back apart is the common case; folding it matters
-  /// most once the loop body is outlined, where its range is lost to the C
-  /// compiler. nullopt when not proven.
+  /// constant c > 0. The dividend is split into its terms that are multiples
+  /// of c and the rest; when the loop ranges keep the rest within one
+  /// multiple of c, qc + r with r in [0, c), the quotient is the multiples
+  /// divided by c plus q and the remainder `rest - q*c`. A fused loop's index
+  /// split back apart, and the packed index of a layout-rewritten input
+  /// (floormod(j0*96 + j1*16 + j2, 16) is j2 for j2 < 16), are the common
+  /// cases; folding them matters most once the loop body is outlined, where
+  /// its ranges are lost to the C compiler. nullopt when not proven.
   std::optional<Expr> fold_division(const ir::BinaryNode& n) const {
     using ir::BinaryOp;
     bool floor_op = n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kFloorMod;
@@ -83,18 +87,48 @@ class ConditionProver {
     }
     auto divisor = ir::as_const_int(n.b);
     if (!divisor || *divisor <= 0) return std::nullopt;
-    auto bound = ir::bound_of(ir::simplify(shifted(n.a)), ranges_);
+    const int64_t c = *divisor;
+    std::vector<std::pair<int64_t, Expr>> terms;
+    collect_terms(n.a, 1, terms);
+    Expr multiples, rest;
+    auto add = [&](Expr& sum, int64_t coeff, const Expr& atom) {
+      Expr term = !atom        ? ir::int_imm(coeff, n.dtype)
+                  : coeff == 1 ? atom
+                               : atom * ir::int_imm(coeff, n.dtype);
+      sum = sum ? sum + term : term;
+    };
+    for (const auto& [coeff, atom] : terms) {
+      if (coeff % c == 0) {
+        add(multiples, coeff / c, atom);
+      } else {
+        add(rest, coeff, atom);
+      }
+    }
+    if (!rest) rest = ir::int_imm(0, n.dtype);
+    auto bound = ir::bound_of(ir::simplify(shifted(rest)), ranges_);
     if (!bound) return std::nullopt;
     auto lo = ir::as_const_int(bound->min);
-    if (!lo || (trunc_op && *lo < 0)) return std::nullopt;
-    int64_t hi = *lo + bound->extent - 1, c = *divisor;
+    if (!lo) return std::nullopt;
+    // Truncating division agrees with floor division for a non-negative
+    // dividend only: the multiples must be proven non-negative too.
+    if (trunc_op) {
+      if (*lo < 0) return std::nullopt;
+      if (multiples) {
+        auto m = ir::bound_of(ir::simplify(shifted(multiples)), ranges_);
+        auto m_lo = m ? ir::as_const_int(m->min) : std::nullopt;
+        if (!m_lo || *m_lo < 0) return std::nullopt;
+      }
+    }
+    int64_t hi = *lo + bound->extent - 1;
     auto floor_div = [c](int64_t a) { return a / c - (a % c != 0 && a < 0 ? 1 : 0); };
     int64_t q = floor_div(*lo);
     if (floor_div(hi) != q) return std::nullopt;
-    if (n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kDiv) return ir::int_imm(q, n.dtype);
-    return ir::simplify(n.a - ir::int_imm(q * c, n.dtype));
+    if (n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kDiv) {
+      Expr quotient = ir::int_imm(q, n.dtype);
+      return ir::simplify(multiples ? multiples + quotient : quotient);
+    }
+    return ir::simplify(rest - ir::int_imm(q * c, n.dtype));
   }
-
   /// `cond` with the parts proven true or false replaced by constants, simplified.
   Expr reduce(const Expr& cond) const {
     if (auto p = prove(cond)) return ir::make_const(cond.dtype(), *p);
@@ -130,6 +164,35 @@ class ConditionProver {
       case CompareOp::kNE: return decide(lo > 0 || hi < 0, lo == 0 && hi == 0);
     }
     return std::nullopt;
+  }
+
+  /// Appends `e` times `scale` as (coefficient, atom) terms of its sums,
+  /// differences and products with constants; a null atom is a constant.
+  static void collect_terms(const Expr& e, int64_t scale,
+                            std::vector<std::pair<int64_t, Expr>>& terms) {
+    if (auto k = ir::as_const_int(e)) {
+      terms.emplace_back(scale * *k, Expr());
+      return;
+    }
+    if (e->kind() == ExprKind::kBinary) {
+      const auto& b = static_cast<const ir::BinaryNode&>(*e);
+      switch (b.op) {
+        case ir::BinaryOp::kAdd:
+          collect_terms(b.a, scale, terms);
+          collect_terms(b.b, scale, terms);
+          return;
+        case ir::BinaryOp::kSub:
+          collect_terms(b.a, scale, terms);
+          collect_terms(b.b, -scale, terms);
+          return;
+        case ir::BinaryOp::kMul:
+          if (auto k = ir::as_const_int(b.b)) return collect_terms(b.a, scale * *k, terms);
+          if (auto k = ir::as_const_int(b.a)) return collect_terms(b.b, scale * *k, terms);
+          break;
+        default: break;
+      }
+    }
+    terms.emplace_back(scale, e);
   }
 
   Expr shifted(const Expr& e) const {

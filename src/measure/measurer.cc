@@ -307,6 +307,9 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     if (requests.empty()) request.workload_hash = workload_hash(task);
     request.library = built[i].library;
     request.function = built[i].function;
+    request.packed_inputs = built[i].packed_inputs;
+    request.packers = built[i].packers;
+    request.packed_elements = built[i].packed_elements;
     requests.push_back(encode(request));
     which.push_back(i);
   }

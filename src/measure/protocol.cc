@@ -65,7 +65,15 @@ void BuildResult::declare(FieldList<BuildResult>& f) {
       .def("function", &BuildResult::function)
       .def("build_seconds", &BuildResult::build_seconds)
       .def("pass_context_hash", &BuildResult::pass_context_hash)
-      .def("instruments", &BuildResult::instruments);
+      .def("instruments", &BuildResult::instruments)
+      .def("packed_inputs", &BuildResult::packed_inputs)
+      .def("packers", &BuildResult::packers)
+      .def("packed_elements", &BuildResult::packed_elements)
+      .validate([](const BuildResult& r) {
+        TT_CHECK(r.packers.size() == r.packed_inputs.size() &&
+                     r.packed_elements.size() == r.packed_inputs.size(),
+                 kInvalidArgument, "a build result needs one packer and size per packed input");
+      });
 }
 
 void BuildReply::declare(FieldList<BuildReply>& f) {
@@ -82,10 +90,16 @@ void RunRequest::declare(FieldList<RunRequest>& f) {
   f.def("task", &RunRequest::task)
       .def("library", &RunRequest::library)
       .def("function", &RunRequest::function)
+      .def("packed_inputs", &RunRequest::packed_inputs)
+      .def("packers", &RunRequest::packers)
+      .def("packed_elements", &RunRequest::packed_elements)
       .def("options", &RunRequest::options)
       .def("workload_hash", &RunRequest::workload_hash)
       .validate([](const RunRequest& r) {
         TT_CHECK(r.task && r.options, kInvalidArgument, "a run request needs a task and options");
+        TT_CHECK(r.packers.size() == r.packed_inputs.size() &&
+                     r.packed_elements.size() == r.packed_inputs.size(),
+                 kInvalidArgument, "a run request needs one packer and size per packed input");
       });
 }
 

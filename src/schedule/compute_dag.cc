@@ -100,6 +100,14 @@ int ComputeDAG::stage_named(std::string_view name) const {
   return -1;
 }
 
+bool ComputeDAG::is_constant_input(int stage) const {
+  if (stage < 0 || stage >= num_stages()) return false;
+  for (int c : tensors_.constant_inputs) {
+    if (tensors_.inputs.at(static_cast<size_t>(c)).same_as(stages_[stage])) return true;
+  }
+  return false;
+}
+
 std::string ComputeDAG::str() const { return te::print_stages(tensors_.outputs); }
 
 }  // namespace tensortune::schedule

@@ -227,7 +227,7 @@ bool LoopState::operator==(const LoopState& other) const {
         a.relations != b.relations || a.location != b.location ||
         a.attach_stage != b.attach_stage || a.attach_iter != b.attach_iter ||
         a.storage_align != b.storage_align || a.is_output != b.is_output ||
-        !structural_equal(a.tensor, b.tensor)) {
+        a.layout_rewrite != b.layout_rewrite || !structural_equal(a.tensor, b.tensor)) {
       return false;
     }
   }

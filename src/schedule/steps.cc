@@ -537,6 +537,47 @@ void PragmaStepNode::apply(LoopState& state) const {
   it.auto_unroll_max_step = steps;
 }
 
+void LayoutRewriteStepNode::declare(FieldList<LayoutRewriteStepNode>& f) {
+  f.def("stage", &LayoutRewriteStepNode::stage);
+}
+void LayoutRewriteStepNode::apply(LoopState& state) const {
+  TT_CHECK(stage >= 0 && stage < state.num_stages(), kInvalidArgument, "stage ", stage,
+           " does not exist (the state has ", state.num_stages(), ")");
+  Stage& s = state.mutable_stage(stage);
+  TT_CHECK(s.is_placeholder() && state.dag().is_constant_input(state.dag().stage_of(s.tensor)),
+           kInvalidArgument, "'", s.name(),
+           "' is not a constant input of the workload: only weights are pre-packed");
+  TT_CHECK(!s.layout_rewrite, kInvalidArgument, "'", s.name(), "' is rewritten already");
+  std::vector<int> consumers = state.consumers(stage);
+  TT_CHECK(consumers.size() == 1, kInvalidArgument, "'", s.name(), "' has ", consumers.size(),
+           " readers; a layout is rewritten for exactly one");
+  const Stage& reader = state.stage(consumers[0]);
+  TT_CHECK(reader.location != ComputeLocation::kInline, kInvalidArgument, "its reader '",
+           reader.name(), "' is inlined");
+  auto op = reader.tensor.compute_op();
+  std::set<const ir::VarNode*> axes;
+  for (const auto& iv : op->axis) axes.insert(iv->var.get());
+  if (op->body->kind() == ir::ExprKind::kReduce) {
+    for (const auto& iv : static_cast<const ir::ReduceNode&>(*op->body).axis) {
+      axes.insert(iv->var.get());
+    }
+  }
+  bool direct = true;
+  ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    if (load.producer.get() != s.tensor.get()) return;
+    for (const auto& index : load.indices) {
+      direct &= index->kind() == ir::ExprKind::kIntImm ||
+                (index->kind() == ir::ExprKind::kVar &&
+                 axes.count(static_cast<const ir::VarNode*>(index.get())));
+    }
+  });
+  TT_CHECK(direct, kInvalidArgument, "'", reader.name(), "' reads '", s.name(),
+           "' at computed indices; a layout is rewritten only for reads at the reader's axes");
+  s.layout_rewrite = true;
+}
+
 TT_REGISTER_NODE(SplitStepNode);
 TT_REGISTER_NODE(FollowSplitStepNode);
 TT_REGISTER_NODE(FollowFusedSplitStepNode);
@@ -551,6 +592,7 @@ TT_REGISTER_NODE(CacheWriteStepNode);
 TT_REGISTER_NODE(RfactorStepNode);
 TT_REGISTER_NODE(StorageAlignStepNode);
 TT_REGISTER_NODE(PragmaStepNode);
+TT_REGISTER_NODE(LayoutRewriteStepNode);
 
 // ---- builders ----
 
@@ -649,6 +691,12 @@ Step pragma(int stage, int iter, std::string pragma) {
   n->stage = stage;
   n->iter = iter;
   n->pragma = std::move(pragma);
+  return finish(n);
+}
+
+Step layout_rewrite(int stage) {
+  auto n = make_node<LayoutRewriteStepNode>();
+  n->stage = stage;
   return finish(n);
 }
 

@@ -319,6 +319,36 @@ const SketchRule& sketch_rule(std::string_view name) {
   fail(ErrorKind::kNotFound, "no sketch rule '", name, "'; the rules are: ", join(names, ", "));
 }
 
+namespace {
+
+/// The constant inputs that tiled stages of `loops` read at their own axes:
+/// the ones layout_rewrite may pre-pack.
+std::vector<int> rewritable_inputs(const LoopState& loops) {
+  std::vector<int> out;
+  for (int s = 0; s < loops.num_stages(); ++s) {
+    if (!loops.stage(s).is_placeholder() ||
+        !loops.dag().is_constant_input(loops.dag().stage_of(loops.stage(s).tensor))) {
+      continue;
+    }
+    std::vector<int> readers = loops.consumers(s);
+    if (readers.size() != 1 || !loops.stage(readers[0]).is_transformed() ||
+        !needs_multi_level_tiling(loops, readers[0])) {
+      continue;
+    }
+    LoopState probe = loops;
+    try {
+      probe.apply(schedule::layout_rewrite(s));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInternal) throw;
+      continue;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
                                       const SketchOptions& options) {
   std::vector<SketchState> now = {SketchState{LoopState(dag), dag.num_stages() - 1, {}}};
@@ -329,8 +359,21 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
     for (const SketchState& s : now) {
       if (s.stage < 0) {
         schedule::State state = schedule::State::make(s.loops.history());
-        if (seen.insert(structural_hash(state)).second) {
-          out.push_back({state, s.applied.empty() ? "naive" : join(s.applied, " ")});
+        std::string description = s.applied.empty() ? "naive" : join(s.applied, " ");
+        if (seen.insert(structural_hash(state)).second) out.push_back({state, description});
+        // The same sketch with the weights its tiles read pre-packed in
+        // their order; which is faster is for measurement to tell.
+        std::vector<int> weights =
+            options.layout_rewrite ? rewritable_inputs(s.loops) : std::vector<int>{};
+        if (!weights.empty()) {
+          std::vector<schedule::Step> steps = s.loops.history();
+          for (int w : weights) {
+            steps.push_back(schedule::layout_rewrite(w));
+            description += " layout_rewrite(" + s.loops.stage(w).name() + ")";
+          }
+          schedule::State rewritten = schedule::State::make(steps);
+          if (seen.insert(structural_hash(rewritten)).second)
+            out.push_back({rewritten, description});
         }
         continue;
       }

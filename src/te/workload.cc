@@ -392,6 +392,12 @@ WorkloadTensors workload_tensors(const Workload& w) {
   TT_ICHECK(named, "unknown workload node ", w->type_key());
   const WorkloadDef& def = find_workload(named->name);
   WorkloadTensors tensors = def.build(named->args);
+  for (size_t k = 0; k < tensors.constant_inputs.size(); ++k) {
+    int c = tensors.constant_inputs[k];
+    TT_ICHECK(c >= 0 && c < static_cast<int>(tensors.inputs.size()) &&
+                  (k == 0 || c > tensors.constant_inputs[k - 1]),
+              "workload '", def.name, "' lists constant input ", c, " out of order or range");
+  }
   // The same checks as for a DAG: a registered function must return a well-formed one.
   auto check = make_node<DagWorkloadNode>();
   check->inputs = tensors.inputs;

@@ -77,7 +77,7 @@ bool register_all() {
                        DataType t = dtype_at(a, 3);
                        Tensor x = placeholder({arg(a, 0), arg(a, 2)}, t, "data");
                        Tensor w = placeholder({arg(a, 1), arg(a, 2)}, t, "weight");
-                       return {{x, w}, {dense(x, w)}};
+                       return {{x, w}, {dense(x, w)}, {1}};
                      },
                      "6,7,5"});
 
@@ -99,7 +99,7 @@ bool register_all() {
          Conv2dArgs c = conv2d_from(a);
          Tensor x = placeholder({c.n, c.c, c.h, c.w}, c.dtype, "data");
          Tensor w = placeholder({c.k, c.c / c.attrs.groups, c.r, c.s}, c.dtype, "kernel");
-         return {{x, w}, {conv2d_nchw(x, w, c.attrs)}};
+         return {{x, w}, {conv2d_nchw(x, w, c.attrs)}, {1}};
        },
        "1,4,9,9,6,3,3,2,1,1,2"});
 
@@ -110,7 +110,7 @@ bool register_all() {
          Conv2dArgs c = conv2d_from(a);
          Tensor x = placeholder({c.n, c.h, c.w, c.c}, c.dtype, "data");
          Tensor w = placeholder({c.r, c.s, c.c / c.attrs.groups, c.k}, c.dtype, "kernel");
-         return {{x, w}, {conv2d_nhwc(x, w, c.attrs)}};
+         return {{x, w}, {conv2d_nhwc(x, w, c.attrs)}, {1}};
        },
        "1,8,8,4,5,3,3,1,1,2,1"});
 
@@ -122,7 +122,7 @@ bool register_all() {
          Tensor x = placeholder({c.n, c.c, c.h, c.w}, c.dtype, "data");
          Tensor w = placeholder({c.k, c.c / c.attrs.groups, c.r, c.s}, c.dtype, "kernel");
          Tensor b = placeholder({c.k}, c.dtype, "bias");
-         return {{x, w, b}, {relu(bias_add(conv2d_nchw(x, w, c.attrs), b, 1))}};
+         return {{x, w, b}, {relu(bias_add(conv2d_nchw(x, w, c.attrs), b, 1))}, {1, 2}};
        },
        "1,3,8,8,4,3,3,1,1"});
 
@@ -135,7 +135,9 @@ bool register_all() {
          DataType t = dtype_at(a, 8);
          Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, t, "data");
          Tensor w = placeholder({arg(a, 1), 1, arg(a, 4), arg(a, 5)}, t, "kernel");
-         return {{x, w}, {depthwise_conv2d_nchw(x, w, Conv2dAttrs::uniform(arg(a, 6), arg(a, 7)))}};
+         return {{x, w},
+                 {depthwise_conv2d_nchw(x, w, Conv2dAttrs::uniform(arg(a, 6), arg(a, 7)))},
+                 {1}};
        },
        "2,3,9,9,3,3,2,1"});
 
@@ -152,7 +154,7 @@ bool register_all() {
          attrs.stride = {arg(a, 7), arg(a, 7)};
          attrs.padding = {arg(a, 8), arg(a, 8), arg(a, 8), arg(a, 8)};
          attrs.output_padding = {arg(a, 9), arg(a, 9)};
-         return {{x, w}, {conv2d_transpose_nchw(x, w, attrs)}};
+         return {{x, w}, {conv2d_transpose_nchw(x, w, attrs)}, {1}};
        },
        "1,3,5,5,4,3,3,2,1,1"});
 
@@ -202,7 +204,7 @@ bool register_all() {
          Tensor x = placeholder({arg(a, 0), arg(a, 1)}, t, "x");
          Tensor g = placeholder({arg(a, 1)}, t, "gamma");
          Tensor b = placeholder({arg(a, 1)}, t, "beta");
-         return {{x, g, b}, {layer_norm(x, g, b)}};
+         return {{x, g, b}, {layer_norm(x, g, b)}, {1, 2}};
        },
        "5,11"});
 

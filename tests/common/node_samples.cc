@@ -97,6 +97,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
         {"schedule.RfactorStep", rfactor(2, 3, 1)},
         {"schedule.StorageAlignStep", storage_align(2, 0, 16, 8)},
         {"schedule.PragmaStep", pragma(2, 0, "auto_unroll_max_step=64")},
+        {"schedule.LayoutRewriteStep", layout_rewrite(1)},
     };
     for (const auto& [key, step] : steps) s[key] = [step] { return obj(step); };
     s["schedule.State"] = [] {
@@ -161,6 +162,9 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       b->build_seconds = 0.5;
       b->pass_context_hash = Hash64(0xfedcba9876543210ull);
       b->instruments = {{"pass_names", {"simplify"}}};
+      b->packed_inputs = {1};
+      b->packers = {"candidate_0_pack1"};
+      b->packed_elements = {4096};
       return Ref<BuildResult>(b);
     };
     s["measure.RunnerOptions"] = [options] { return obj(options()); };
@@ -211,6 +215,9 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->task = task();
       n->library = "/tmp/x.so";
       n->function = "candidate_1";
+      n->packed_inputs = {1};
+      n->packers = {"candidate_1_pack1"};
+      n->packed_elements = {4096};
       n->options = options();
       n->workload_hash = Hash64(8);
       return obj(Ref<RunRequest>(n));

@@ -12,9 +12,11 @@ namespace tensortune::testing {
   schedule::ComputeDAG dag(tensors);
   std::string steps = save_string(state);
   lower::PrimFunc f;
+  std::vector<lower::Packer> packers;
   try {
     schedule::LoopState loops = schedule::replay(dag, state);
     f = lower::lower_schedule(loops, "kernel");
+    packers = lower::lower_packers(loops, "kernel");
   } catch (const Error& e) {
     return ::testing::AssertionFailure() << "lowering failed: " << e.what() << "\nstate: " << steps;
   }
@@ -25,10 +27,17 @@ namespace tensortune::testing {
     outputs.emplace_back(t.dtype(), t.shape());
     outputs.back().fill(-12345.0);  // a sentinel: unwritten elements show up
   }
+  // Layout-rewritten inputs are packed first, as a compiled model does once.
+  std::vector<te::NDArray> packed(inputs.size());
   std::vector<te::NDArray*> args;
   for (auto& a : inputs) args.push_back(&a);
   for (auto& a : outputs) args.push_back(&a);
   try {
+    for (const auto& p : packers) {
+      packed[p.input] = te::NDArray(inputs[p.input].dtype(), {p.elements});
+      lower::interpret(p.func, {&inputs[p.input], &packed[p.input]});
+      args[p.input] = &packed[p.input];
+    }
     lower::interpret(f, args);
   } catch (const Error& e) {
     return ::testing::AssertionFailure()

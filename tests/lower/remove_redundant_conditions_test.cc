@@ -75,6 +75,25 @@ TEST(RemoveRedundantConditions, FoldsDivisionUnderShiftedLoop) {
   expect_same_results(f, out);
 }
 
+TEST(RemoveRedundantConditions, FoldsDivisionOfMultiplesPlusARestInRange) {
+  // The packed index of a rewritten layout: with j1 < 6 and j2 < 16,
+  // (j1 * 16 + j2) % 16 is j2 and (j1 * 16 + j2) / 16 is j1, whatever j0 is.
+  Var j0 = Var::make("j0"), j1 = Var::make("j1"), j2 = Var::make("j2");
+  Expr e = Expr(j0) * 96 + Expr(j1) * 16 + j2;
+  Stmt body = loop(
+      j1, 6,
+      loop(j2, 16, buffer_store(B, floormod(e, Expr(16)) + floordiv(e, Expr(16)), load(A, j2))));
+  PrimFunc f = PrimFunc::make("f", {A, B}, 1, for_loop(j0, 0, 1, ForKind::kSerial, body));
+  PrimFunc out = remove_redundant_conditions(f);
+  // j0 has one iteration and is substituted; the rest folds.
+  expect_same(out->body,
+              loop(j1, 6, loop(j2, 16, buffer_store(B, Expr(j2) + Expr(j1), load(A, j2)))));
+  expect_same_results(f, out);
+  // A rest that crosses a multiple stays: (j2 + 8) % 16 varies in how it wraps.
+  PrimFunc g = func(loop(j2, 16, buffer_store(B, floormod(Expr(j2) + 8, Expr(16)), load(A, j2))));
+  EXPECT_TRUE(remove_redundant_conditions(g).same_as(g));
+}
+
 TEST(RemoveRedundantConditions, UsesConstantLoopMin) {
   Var i = Var::make("i");
   Stmt store = buffer_store(B, i, 1.0f);

@@ -73,5 +73,26 @@ TEST(Runner, PreparationThatTimesOutStopsTheRunWithItsReason) {
                   "cannot prepare the reference outputs of matmul(384,384,384,float32)");
 }
 
+TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
+  // dense with its weight pre-packed in the tiles' order: the worker packs
+  // it with the candidate's packer, times the kernel on the packed weight,
+  // and checks the output against the reference on the original one.
+  te::Task task =
+      te::Task::make(te::make_named_workload_from_text("dense", "8,48,20"), ir::Target::parse("c"));
+  using namespace schedule;
+  State rewritten = State::make({split(2, 1, {16}), split(2, 3, {5}), reorder(2, {0, 1, 3, 4, 2}),
+                                 annotate(2, 4, IterAnnotation::kVectorize), layout_rewrite(1)});
+  LocalBuilder builder(builder_options(1));
+  std::vector<BuildResult> built =
+      builder.build(task, {rewritten, State::make()}, ir::PassContext::make());
+  ASSERT_EQ(built[0].error_code, ErrorCode::kNoError) << built[0].error_message;
+  EXPECT_EQ(built[0].packed_inputs, std::vector<int64_t>{1});
+  EXPECT_EQ(built[0].packed_elements, std::vector<int64_t>{48 * 20});
+  EXPECT_TRUE(built[1].packers.empty());
+  LocalRunner runner(runner_options());  // with check
+  std::vector<RunOutcome> ran = runner.run(task, built);
+  for (const auto& r : ran) EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
+}
+
 }  // namespace
 }  // namespace tensortune::measure

@@ -8,6 +8,7 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/te/ops.h"
+#include "tensortune/te/workload.h"
 
 namespace tensortune::schedule {
 namespace {
@@ -131,6 +132,59 @@ TEST(Steps, FusingTheLoopAStageIsComputedAtKeepsItThere) {
       replay(ComputeDAG(t), State::make({cache_write(kMatmul, "local"), split(3, 0, {4}),
                                          compute_at(2, 3, 0), fuse(3, {0, 1})})),
       kInvalidArgument, "not the innermost of the fused loops");
+}
+
+TEST(Lowering, LayoutRewriteReadsTheWeightInTheTilesOrder) {
+  // dense: out[i, j] = sum_k data[i, k] * weight[j, k], its loops ordered
+  // i0 j0 k0 i1 k1 j1: the weight is packed as [j0][k0][k1][j1], so that the
+  // innermost loop j1 reads it with unit stride.
+  auto w = te::workload_tensors(te::make_named_workload_from_text("dense", "6,16,12"));
+  ComputeDAG dag(w);
+  const int kDense = 2, kWeight = 1;
+  State s = State::make({split(kDense, 0, {3}), split(kDense, 2, {4}), split(kDense, 4, {3}),
+                         reorder(kDense, {0, 2, 4, 1, 5, 3}), layout_rewrite(kWeight)});
+  EXPECT_TRUE(schedule_matches_reference(w, s));
+  LoopState loops = replay(dag, s);
+  lower::PackedLayout layout = lower::packed_layout(loops, kWeight);
+  ASSERT_EQ(layout.parts.size(), 4u);
+  EXPECT_EQ(layout.elements(), 16 * 12);
+  // j.0 k.0 k.1 j.1: the reader's loop order, fused or not.
+  EXPECT_EQ(layout.parts[0].dim, 0);
+  EXPECT_EQ(layout.parts[1].dim, 1);
+  EXPECT_EQ(layout.parts[2].dim, 1);
+  EXPECT_EQ(layout.parts[3].dim, 0);
+  EXPECT_EQ(layout.parts[3].extent, 4);
+  std::vector<lower::Packer> packers = lower::lower_packers(loops, "kernel");
+  ASSERT_EQ(packers.size(), 1u);
+  EXPECT_EQ(packers[0].input, 1);
+  // Ragged tiles pad the layout; a fused, parallel outer loop is still read in order.
+  State ragged =
+      State::make({split(kDense, 1, {5}), split(kDense, 3, {5}), reorder(kDense, {0, 1, 3, 2, 4}),
+                   fuse(kDense, {0, 1}), annotate(kDense, 0, IterAnnotation::kParallel),
+                   layout_rewrite(kWeight)});
+  EXPECT_TRUE(schedule_matches_reference(w, ragged));
+  EXPECT_EQ(lower::packed_layout(replay(dag, ragged), kWeight).elements(), 20 * 15);
+  // Through a cache_write: the local stage reads the weight.
+  State local =
+      State::make({cache_write(kDense, "local"), split(2, 1, {4}), layout_rewrite(kWeight)});
+  EXPECT_TRUE(schedule_matches_reference(w, local));
+}
+
+TEST(Steps, LayoutRewriteOnlyForConstantInputsReadAtAxes) {
+  auto w = te::workload_tensors(te::make_named_workload_from_text("dense", "4,4,4"));
+  ComputeDAG dag(w);
+  EXPECT_TT_ERROR(replay(dag, State::make({layout_rewrite(0)})), kInvalidArgument,
+                  "'data' is not a constant input");
+  EXPECT_TT_ERROR(replay(dag, State::make({layout_rewrite(1), layout_rewrite(1)})),
+                  kInvalidArgument, "rewritten already");
+  // A convolution reads its data at computed indices; only the kernel qualifies.
+  auto conv =
+      te::workload_tensors(te::make_named_workload_from_text("conv2d_nhwc", "1,3,5,5,4,3,3,1,0"));
+  ComputeDAG conv_dag(conv);
+  EXPECT_TT_ERROR(replay(conv_dag, State::make({layout_rewrite(0)})), kInvalidArgument,
+                  "not a constant input");
+  State s = State::make({split(2, 3, {2}), layout_rewrite(1)});
+  EXPECT_TRUE(schedule_matches_reference(conv, s));
 }
 
 TEST(Steps, InvalidStepsNameTheProblem) {

@@ -170,10 +170,19 @@ TEST(Sketches, MatmulHasPlainTilingAndTwoFusedLocalAccumulators) {
 TEST(Sketches, FusedConvolutionInlinesTheBiasAndFusesIntoTheRelu) {
   std::vector<std::string> d =
       descriptions(generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1")));
-  ASSERT_EQ(d.size(), 3u);
+  // Each with the kernel as it is and pre-packed in the tiles' order; the
+  // bias is read by an inlined stage and stays.
+  ASSERT_EQ(d.size(), 6u);
   for (const auto& s : d) EXPECT_NE(s.find("always_inline(bias_add)"), std::string::npos) << s;
   EXPECT_NE(d[0].find("tile_with_fusion(conv2d_nchw, level 1)"), std::string::npos) << d[0];
-  EXPECT_NE(d[2].find("multi_level_tiling(conv2d_nchw)"), std::string::npos) << d[2];
+  EXPECT_EQ(d[1], d[0] + " layout_rewrite(kernel)");
+  EXPECT_NE(d[4].find("multi_level_tiling(conv2d_nchw)"), std::string::npos) << d[4];
+  EXPECT_EQ(d[5], d[4] + " layout_rewrite(kernel)");
+  // Without rewrites, and for a matmul, whose inputs are not constants.
+  SketchOptions plain;
+  plain.layout_rewrite = false;
+  EXPECT_EQ(
+      generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1"), plain).size(), 3u);
 }
 
 MachineModel avx512() {

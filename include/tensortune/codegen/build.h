@@ -24,6 +24,18 @@
 
 namespace tensortune::codegen {
 
+/// A packing function of a layout-rewritten input (lower::Packer), as built.
+struct PackerInfo {
+  int input = 0;         ///< index among the workload's inputs
+  std::string function;  ///< its name in the module; takes (original, packed)
+  int64_t elements = 0;  ///< of the packed buffer
+};
+
+/// `inputs` with each packed input replaced by its packed form, made by the
+/// packers of `module`.
+std::vector<te::NDArray> pack_inputs(const Module& module, const std::vector<PackerInfo>& packers,
+                                     const std::vector<te::NDArray>& inputs);
+
 /// Where building a state stopped.
 enum class BuildStage {
   kBuilt,    ///< it built
@@ -41,6 +53,9 @@ struct StateBuild {
   std::string error;
   Module module;         ///< holds the kernel, when built
   std::string function;  ///< the kernel's name in module
+  /// The packing functions of the state's layout-rewritten inputs (in
+  /// module too): run each on its input before calling the kernel.
+  std::vector<PackerInfo> packers;
   /// Replaying, lowering and generating this state, plus its share of compiling.
   double seconds = 0;
   /// What the context's instruments saw lowering this state (name -> results).

@@ -33,7 +33,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 2;
+inline constexpr int64_t kProtocolVersion = 3;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -104,6 +104,11 @@ struct BuildResult : Object {
   std::string function;  ///< the kernel's name in it
   double build_seconds = 0;
   Hash64 pass_context_hash;  ///< of the context the worker had in force
+  /// The layout-rewritten inputs: their indices, packing functions (in the
+  /// same library) and packed sizes. The runner packs them before timing.
+  std::vector<int64_t> packed_inputs;
+  std::vector<std::string> packers;
+  std::vector<int64_t> packed_elements;
   /// What the instruments saw while this candidate was lowered, by name.
   nlohmann::json instruments = nlohmann::json::object();
   TT_NODE(BuildResult, "measure.BuildResult")
@@ -129,6 +134,10 @@ struct RunRequest : Object {
   te::Task task;
   std::string library;
   std::string function;
+  /// As BuildResult: inputs to pack with these functions before the kernel runs.
+  std::vector<int64_t> packed_inputs;
+  std::vector<std::string> packers;
+  std::vector<int64_t> packed_elements;
   Ref<RunnerOptions> options;
   Hash64 workload_hash;
   TT_NODE(RunRequest, "measure.RunRequest")

@@ -45,6 +45,8 @@ class ComputeDAG {
   int stage_of(const te::Tensor& tensor) const;
   /// The index of the stage named `name`, or -1.
   int stage_named(std::string_view name) const;
+  /// True if stage `stage` is an input the workload marks constant (a weight).
+  bool is_constant_input(int stage) const;
   /// Total floating-point operations of one evaluation.
   double flop_count() const { return flops_; }
   /// One line per stage, producers first (te::print_stages).

@@ -72,6 +72,9 @@ struct Stage {
   int attach_iter = -1;   ///< with kAt: the id of that loop in attach_stage
   std::vector<StorageAlign> storage_align;
   bool is_output = false;
+  /// A constant input stored pre-packed in the order its consumer's loops
+  /// read it (layout_rewrite; lower::packed_layout gives the layout).
+  bool layout_rewrite = false;
 
   bool is_placeholder() const { return tensor.is_placeholder(); }
   const std::string& name() const { return tensor.name(); }

@@ -165,6 +165,18 @@ struct PragmaStepNode : StepNode {
   void apply(LoopState& state) const override;
 };
 
+/// Stores a constant input (a weight: ComputeDAG::is_constant_input)
+/// pre-packed in the order its only consumer's loops read it, so that the
+/// tiles read it contiguously (Ansor's layout rewrite). The packing is a
+/// separate function (lower::lower_packers) run once on the weights; the
+/// layout follows the consumer's loops as they are when the state is
+/// lowered. The consumer must read it at its own axes (or constants).
+struct LayoutRewriteStepNode : StepNode {
+  TT_NODE(LayoutRewriteStepNode, "schedule.LayoutRewriteStep")
+  static void declare(FieldList<LayoutRewriteStepNode>& f);
+  void apply(LoopState& state) const override;
+};
+
 // ---- builders (no validation: LoopState::apply validates) ----
 Step split(int stage, int iter, std::vector<int64_t> lengths, bool inner_to_outer = true);
 Step follow_split(int stage, int iter, int src_step, int n_split);
@@ -181,5 +193,6 @@ Step cache_write(int stage, std::string scope);
 Step rfactor(int stage, int iter, int factor_iter);
 Step storage_align(int stage, int iter, int64_t factor, int64_t offset);
 Step pragma(int stage, int iter, std::string pragma);
+Step layout_rewrite(int stage);
 
 }  // namespace tensortune::schedule

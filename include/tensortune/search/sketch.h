@@ -32,6 +32,9 @@ struct SketchOptions {
   /// Cores of the target: AddRfactor factors reductions whose spatial
   /// parallelism cannot keep them busy.
   int64_t num_cores = 1;
+  /// Also each sketch whose tiled stages read constant inputs (weights) with
+  /// those pre-packed in the tiles' order (schedule::layout_rewrite).
+  bool layout_rewrite = true;
 };
 
 /// The options for `task`: its target's cores, the defaults otherwise.
@@ -81,6 +84,8 @@ struct Sketch {
 
 /// Every sketch of `dag` under `options`, in a deterministic order, without
 /// duplicates. Never empty: a DAG no rule applies to has the naive schedule.
+/// With options.layout_rewrite, a sketch whose tiled stages read weights
+/// comes twice: as it is, and with them pre-packed in the tiles' order.
 std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
                                       const SketchOptions& options = {});
 

@@ -39,10 +39,18 @@ struct ArgSpec {
   nlohmann::json default_value = nullptr;
 };
 
-/// What a workload function returns: the inputs (placeholders) and outputs.
+/// What a workload function returns: the inputs (placeholders) and outputs,
+/// and which inputs are constants in a model (the weights of a convolution
+/// or a dense layer): a schedule may ask for those to be pre-packed in the
+/// layout it reads them in (schedule::layout_rewrite).
 struct WorkloadTensors {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
+  std::vector<int> constant_inputs;  ///< indices into `inputs`, ascending
+
+  WorkloadTensors() = default;
+  WorkloadTensors(std::vector<Tensor> in, std::vector<Tensor> out, std::vector<int> constants = {})
+      : inputs(std::move(in)), outputs(std::move(out)), constant_inputs(std::move(constants)) {}
 };
 
 /// A registered workload family.
