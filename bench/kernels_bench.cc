@@ -1,8 +1,9 @@
 // Hand-written expert schedules against oneDNN and OpenBLAS, side by side in
 // one run, on 1 and 2 threads: float32 matmul 1024^3 (examples/
-// matmul_1024_expert.json) and the ResNet-50 3x3 64->64 conv at 56x56, batch 1
-// (examples/conv2d_resnet_3x3_expert.json). Prints GFLOP/s per case and, at
-// the end, tensortune's ratio to each peer.
+// matmul_1024_expert.json, or matmul_1024_expert_avx2.json where vectors are
+// narrower than 64 bytes) and the ResNet-50 3x3 64->64 conv at 56x56, batch 1
+// (examples/conv2d_resnet_3x3_expert.json, 8-lane vectors fit either).
+// Prints GFLOP/s per case and, at the end, tensortune's ratio to each peer.
 //
 //   build/bench/kernels_bench [--benchmark_repetitions=5] [examples dir]
 #include <benchmark/benchmark.h>
@@ -47,14 +48,27 @@ struct Kernel {
   double flops = 0;
 };
 
-Kernel build_expert(const std::string& workload, const std::string& args,
-                    const std::string& state_file, int threads) {
+/// The expert schedule for this machine: `name`.json is written for 64-byte
+/// vectors (AVX-512, 32 registers); where vectors are narrower and an
+/// `name`_avx2.json exists, that one (a register tile that fits 16 registers).
+std::string expert_file(const std::string& name, const tt::ir::Target& target) {
+  std::string narrow = g_examples + "/" + name + "_avx2.json";
+  if (tt::ir::hardware_params(target)->vector_bytes < 64 && std::ifstream(narrow).good()) {
+    return narrow;
+  }
+  return g_examples + "/" + name + ".json";
+}
+
+Kernel build_expert(const std::string& workload, const std::string& args, const std::string& expert,
+                    int threads) {
   auto target = tt::ir::Target::parse("c -mcpu=native -num-cores=" + std::to_string(threads));
   auto task = tt::te::Task::make(tt::te::make_named_workload_from_text(workload, args), target);
   auto tensors = tt::te::workload_tensors(task->workload);
   tt::schedule::ComputeDAG dag(tensors);
-  auto state = tt::load_json_as<tt::schedule::State>(
-      tt::parse_json_text(read_file(g_examples + "/" + state_file), state_file));
+  std::string state_file = expert_file(expert, target);
+  std::fprintf(stderr, "expert schedule %s\n", state_file.c_str());
+  auto state =
+      tt::load_json_as<tt::schedule::State>(tt::parse_json_text(read_file(state_file), state_file));
   auto func = tt::lower::lower(tt::schedule::replay(dag, state), "expert");
   Kernel k;
   k.module = tt::codegen::build_module({func}, target);
@@ -85,7 +99,7 @@ void BM_matmul_tensortune(benchmark::State& state) {
   static std::map<int, Kernel> kernels;
   if (!kernels.count(threads)) {
     kernels.emplace(threads,
-                    build_expert("matmul", "1024,1024,1024", "matmul_1024_expert.json", threads));
+                    build_expert("matmul", "1024,1024,1024", "matmul_1024_expert", threads));
   }
   Kernel& k = kernels.at(threads);
   set_threads(threads);
@@ -124,7 +138,7 @@ void BM_conv_tensortune(benchmark::State& state) {
   static std::map<int, Kernel> kernels;
   if (!kernels.count(threads)) {
     kernels.emplace(threads, build_expert("conv2d_nchw", "1,64,56,56,64,3,3,1,1",
-                                          "conv2d_resnet_3x3_expert.json", threads));
+                                          "conv2d_resnet_3x3_expert", threads));
   }
   Kernel& k = kernels.at(threads);
   set_threads(threads);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "tensortune/measure/record.h"
 #include "tensortune/object/structural.h"
@@ -85,6 +87,51 @@ std::optional<EvolutionarySearchPolicy::Candidate> EvolutionarySearchPolicy::eva
   return Candidate{state, it->second.program, &it->second.features};
 }
 
+void EvolutionarySearchPolicy::prefetch(const std::vector<State>& states) {
+  // Lowering is pure: the states not lowered yet are lowered in parallel,
+  // then cached in order, so that the outcome is the same on any core count.
+  std::vector<std::pair<uint64_t, const State*>> missing;
+  std::unordered_set<uint64_t> queued;
+  for (const auto& s : states) {
+    uint64_t key = structural_hash(s);
+    if (!cache_.count(key) && queued.insert(key).second) missing.emplace_back(key, &s);
+  }
+  if (missing.empty()) return;
+  std::vector<Lowered> lowered(missing.size());
+  auto work = [&](size_t begin, size_t step) {
+    for (size_t i = begin; i < missing.size(); i += step) {
+      try {
+        LoweredState l = lower_for_search(dag_, *missing[i].second);
+        lowered[i].program = l.program_hash;
+        lowered[i].features = std::move(l.features);
+        lowered[i].ok = true;
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kInternal) throw;
+      }
+    }
+  };
+  size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                    (missing.size() + 63) / 64);
+  std::vector<std::thread> pool;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (size_t t = 1; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        work(t, threads);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        failure = std::current_exception();
+      }
+    });
+  }
+  work(0, threads);
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (size_t i = 0; i < missing.size(); ++i)
+    cache_.emplace(missing[i].first, std::move(lowered[i]));
+}
+
 State EvolutionarySearchPolicy::random_state() {
   const Sketch& sketch =
       sketches_[std::uniform_int_distribution<size_t>(0, sketches_.size() - 1)(rng_)];
@@ -131,11 +178,12 @@ std::vector<State> EvolutionarySearchPolicy::propose(size_t count) {
   size_t from_measured =
       std::min(measured_.size(),
                static_cast<size_t>(options_.init_measured_ratio * static_cast<double>(population)));
-  for (size_t i = 0; i < from_measured; ++i) {
-    if (auto c = evaluate(measured_[i].second)) pop.push_back(*c);
-  }
-  for (size_t tries = 0; pop.size() < population && tries < 4 * population; ++tries) {
-    if (auto c = evaluate(random_state())) pop.push_back(*c);
+  std::vector<State> initial;
+  for (size_t i = 0; i < from_measured; ++i) initial.push_back(measured_[i].second);
+  while (initial.size() < population) initial.push_back(random_state());
+  prefetch(initial);
+  for (const auto& s : initial) {
+    if (auto c = evaluate(s)) pop.push_back(*c);
   }
   if (pop.empty()) return {};
 
@@ -157,19 +205,30 @@ std::vector<State> EvolutionarySearchPolicy::propose(size_t count) {
     std::vector<double> weights;
     for (float s : scores) weights.push_back(static_cast<double>(s - low) + 1e-3);
     std::discrete_distribution<size_t> parent(weights.begin(), weights.end());
-    std::vector<Candidate> next;
-    next.reserve(population);
-    while (next.size() < population) {
-      const Candidate& a = pop[parent(rng_)];
+    // Children first (the random draws in a fixed order), lowered together.
+    std::vector<std::pair<size_t, std::optional<State>>> children;
+    children.reserve(population);
+    while (children.size() < population) {
+      size_t a = parent(rng_);
       double r = u(rng_);
       std::optional<State> child;
       if (r < options_.crossover_prob) {
-        child = crossover(dag_, a.state, pop[parent(rng_)].state, rng_);
+        child = crossover(dag_, pop[a].state, pop[parent(rng_)].state, rng_);
       } else if (r < options_.crossover_prob + options_.mutation_prob) {
-        child = mutate(a.state);
+        child = mutate(pop[a].state);
       }
+      children.emplace_back(a, std::move(child));
+    }
+    std::vector<State> fresh;
+    for (const auto& [a, child] : children) {
+      if (child) fresh.push_back(*child);
+    }
+    prefetch(fresh);
+    std::vector<Candidate> next;
+    next.reserve(population);
+    for (const auto& [a, child] : children) {
       std::optional<Candidate> c = child ? evaluate(*child) : std::nullopt;
-      next.push_back(c ? *c : a);
+      next.push_back(c ? *c : pop[a]);
     }
     pop = std::move(next);
   }

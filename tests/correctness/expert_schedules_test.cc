@@ -33,10 +33,14 @@ void expect_matches_reference(const std::string& workload, const std::string& ar
                                                        : checks[0].build.error);
 }
 
-TEST(ExpertSchedules, MatmulScheduleIsCorrectOnOtherShapes) {
-  State s = load_example("matmul_1024_expert.json");
-  expect_matches_reference("matmul", "64,128,256", s);
-  expect_matches_reference("matmul", "37,70,300", s);  // ragged tiles everywhere
+TEST(ExpertSchedules, MatmulSchedulesAreCorrectOnOtherShapes) {
+  // The AVX-512 one and the one for narrower vectors (16 registers).
+  for (const char* file : {"matmul_1024_expert.json", "matmul_1024_expert_avx2.json"}) {
+    SCOPED_TRACE(file);
+    State s = load_example(file);
+    expect_matches_reference("matmul", "64,128,256", s);
+    expect_matches_reference("matmul", "37,70,300", s);  // ragged tiles everywhere
+  }
 }
 
 TEST(ExpertSchedules, ConvScheduleIsCorrectOnOtherShapes) {

@@ -80,6 +80,8 @@ class EvolutionarySearchPolicy final : public SearchPolicy {
   };
   /// `state` lowered, from the cache; nullopt for a state that does not lower.
   std::optional<Candidate> evaluate(const schedule::State& state);
+  /// Lowers the states not in the cache yet, on every core, into the cache.
+  void prefetch(const std::vector<schedule::State>& states);
   schedule::State random_state();
   std::optional<schedule::State> mutate(const schedule::State& s);
   std::vector<schedule::State> random_new(size_t count, std::unordered_set<uint64_t>& taken);
