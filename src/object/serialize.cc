@@ -77,6 +77,7 @@ ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr
   for (const auto& f : info->fields) {
     auto it = node_json.find(f.name);
     if (it == node_json.end()) {
+      if (f.flags & kAddedLater) continue;  // saved before the field existed: its default
       fail(ErrorKind::kParse, where(info), ": missing field '", f.name, "' (", f.type_name, ")");
     }
     try {
@@ -865,8 +866,9 @@ class TextLoader final : public JsonReader {
     const char* after = p_;
     if (!has_type) return false;
     const NodeTypeInfo* info = find_type(type);
-    // Each declared field exactly once: as many keys as fields, none repeated.
-    if (!info || entries_.size() != info->fields.size()) return false;
+    // Each declared field exactly once (a field added later may be missing),
+    // none repeated.
+    if (!info || entries_.size() > info->fields.size()) return false;
     seen_.assign(info->fields.size(), false);
     std::shared_ptr<Object> node = info->create();
     ctx_.node_depth = 1;
@@ -884,6 +886,9 @@ class TextLoader final : public JsonReader {
       seen_[k] = true;
       p_ = e.begin;
       if (!f->read(*node, *this, ctx_) || failed_ || p_ != e.end) return false;
+    }
+    for (size_t k = 0; k < info->fields.size(); ++k) {
+      if (!seen_[k] && !(info->fields[k].flags & kAddedLater)) return false;
     }
     p_ = after;
     if (info->validate) info->validate(*node);  // throws on a bad node: the DOM path reports it

@@ -157,6 +157,7 @@ class Hasher final : public HashContext {
     for (const auto& f : n->type_info().fields) {
       if (f.flags & kIgnoredByEquality) continue;
       if (!names && (f.flags & kName)) continue;
+      if ((f.flags & kAddedLater) && f.is_default(*n)) continue;
       h = hash_combine(h, f.hash(*n, *this));
     }
     return h;

@@ -1,9 +1,13 @@
 #include "tensortune/support/strings.h"
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+
+#include "tensortune/support/error.h"
 
 namespace tensortune {
 
@@ -97,6 +101,62 @@ std::string valid_utf8(std::string_view text) {
     }
     out.append(reinterpret_cast<const char*>(p), n);
     p += n;
+  }
+  return out;
+}
+
+namespace {
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    out += kBase64[v >> 18];
+    out += kBase64[(v >> 12) & 63];
+    out += kBase64[(v >> 6) & 63];
+    out += kBase64[v & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint32_t{p[i]} << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t{p[i + 1]} << 8;
+    out += kBase64[v >> 18];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(std::string_view text) {
+  static const std::array<int8_t, 256> value = [] {
+    std::array<int8_t, 256> v{};
+    v.fill(-1);
+    for (int k = 0; k < 64; ++k) v[static_cast<unsigned char>(kBase64[k])] = static_cast<int8_t>(k);
+    return v;
+  }();
+  TT_CHECK(text.size() % 4 == 0, kParse, "base64 text of ", text.size(),
+           " characters (not a multiple of 4)");
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int pad = (text[i + 3] == '=') + (text[i + 2] == '=');
+    TT_CHECK(pad == 0 || i + 4 == text.size(), kParse, "base64 padding before the end");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = text[i + static_cast<size_t>(k)];
+      int d = (c == '=' && k >= 4 - pad) ? 0 : value[static_cast<unsigned char>(c)];
+      TT_CHECK(d >= 0, kParse, "'", std::string(1, c), "' at ", i + static_cast<size_t>(k),
+               " is not a base64 character");
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out += static_cast<char>(v >> 16);
+    if (pad < 2) out += static_cast<char>((v >> 8) & 255);
+    if (pad < 1) out += static_cast<char>(v & 255);
   }
   return out;
 }

@@ -260,6 +260,14 @@ void validate_dag(const DagWorkloadNode& n) {
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     if (!n.outputs[i]) fail(ErrorKind::kInvalidArgument, "DAG workload: output ", i, " is null");
   }
+  for (size_t k = 0; k < n.constant_inputs.size(); ++k) {
+    int64_t c = n.constant_inputs[k];
+    if (c < 0 || c >= static_cast<int64_t>(n.inputs.size()) ||
+        (k > 0 && c <= n.constant_inputs[k - 1])) {
+      fail(ErrorKind::kInvalidArgument, "DAG workload: constant input ", c,
+           " is out of range or out of order (", n.inputs.size(), " inputs)");
+    }
+  }
   for (const Tensor& p : placeholder_inputs(n.outputs)) {
     if (!given.count(p.get())) {
       fail(ErrorKind::kInvalidArgument, "DAG workload: the outputs read placeholder '", p.name(),
@@ -279,6 +287,7 @@ void NamedWorkloadNode::declare(FieldList<NamedWorkloadNode>& f) {
 void DagWorkloadNode::declare(FieldList<DagWorkloadNode>& f) {
   f.def("inputs", &DagWorkloadNode::inputs)
       .def("outputs", &DagWorkloadNode::outputs)
+      .def_added_later("constant_inputs", &DagWorkloadNode::constant_inputs)
       .validate(validate_dag);
 }
 
@@ -377,17 +386,22 @@ Workload parse_workload_key(std::string_view key) {
                                        text.substr(open + 1, text.size() - open - 2));
 }
 
-Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs) {
+Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+                           std::vector<int> constant_inputs) {
   auto node = make_node<DagWorkloadNode>();
   node->inputs = std::move(inputs);
   node->outputs = std::move(outputs);
+  node->constant_inputs.assign(constant_inputs.begin(), constant_inputs.end());
   validate_dag(*node);
   return Workload(std::move(node));
 }
 
 WorkloadTensors workload_tensors(const Workload& w) {
   TT_CHECK(w, kInvalidArgument, "workload_tensors of a null workload");
-  if (auto dag = w.as<DagWorkloadNode>()) return {dag->inputs, dag->outputs};
+  if (auto dag = w.as<DagWorkloadNode>()) {
+    return {dag->inputs, dag->outputs,
+            std::vector<int>(dag->constant_inputs.begin(), dag->constant_inputs.end())};
+  }
   auto named = w.as<NamedWorkloadNode>();
   TT_ICHECK(named, "unknown workload node ", w->type_key());
   const WorkloadDef& def = find_workload(named->name);

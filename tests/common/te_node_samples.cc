@@ -31,7 +31,10 @@ void add_te_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s) {
   };
   s["te.DagWorkload"] = [] {
     te::Tensor a = te::placeholder({5, 3}, ir::DataType::float32(), "A");
-    return obj(te::make_dag_workload({a}, {te::matmul(a, te::transpose(a))}));
+    te::Tensor w = te::placeholder({3, 3}, ir::DataType::float32(), "W");
+    // W a constant input: the field added to DagWorkload after its first release.
+    return obj(
+        te::make_dag_workload({a, w}, {te::matmul(te::matmul(a, w), te::transpose(a))}, {1}));
   };
 }
 

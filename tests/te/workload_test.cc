@@ -60,6 +60,39 @@ TEST(Workload, KeysAreStable) {
   EXPECT_NE(workload_key(make_dag_workload({a, b}, {matmul(a, b, false, true)})), key);
 }
 
+TEST(Workload, ConstantInputsLeaveOlderKeysAsTheyWere) {
+  // constant_inputs was added to DAG workloads after logs were written with
+  // them: a DAG without constants keeps the key it had before (computed by
+  // the release before the field existed), a saved DAG without the field
+  // loads with none, and marking an input constant makes another program.
+  Tensor a = placeholder({8, 16}, DataType::float32(), "A");
+  Tensor w = placeholder({16, 4}, DataType::float32(), "W");
+  Tensor out = relu(matmul(a, w));
+  Workload plain = make_dag_workload({a, w}, {out});
+  EXPECT_EQ(workload_key(plain), "dag:150a82380620e96e");
+  json saved = save_json(plain);
+  std::string text = saved.dump();
+  ASSERT_NE(text.find("\"constant_inputs\""), std::string::npos);
+  for (auto& node : saved["nodes"]) node.erase("constant_inputs");
+  ASSERT_EQ(saved.dump().find("constant_inputs"), std::string::npos);
+  Workload old = load_json_as<Workload>(saved);
+  EXPECT_TRUE(structural_equal(old, plain));
+  EXPECT_EQ(workload_key(old), workload_key(plain));
+  // The text loader's fast path accepts the missing field too.
+  EXPECT_TRUE(structural_equal(load_string(saved.dump()), ObjectPtr(plain.ptr())));
+
+  Workload weighted = make_dag_workload({a, w}, {out}, {1});
+  EXPECT_NE(workload_key(weighted), workload_key(plain));
+  EXPECT_EQ(workload_tensors(weighted).constant_inputs, std::vector<int>{1});
+  Workload again = load_json_as<Workload>(save_json(weighted));
+  EXPECT_EQ(workload_key(again), workload_key(weighted));
+  EXPECT_EQ(workload_tensors(again).constant_inputs, std::vector<int>{1});
+
+  EXPECT_TT_ERROR(make_dag_workload({a, w}, {out}, {2}), kInvalidArgument,
+                  "constant input 2 is out of range or out of order (2 inputs)");
+  EXPECT_TT_ERROR(make_dag_workload({a, w}, {out}, {1, 0}), kInvalidArgument, "out of order");
+}
+
 TEST(Workload, ArgumentErrorsNameTheArgumentAndSignature) {
   EXPECT_TT_ERROR(make_named_workload_from_text("matmul", "64,64"), kInvalidArgument,
                   "workload 'matmul' takes 3 to 4 arguments, got 2 (missing 'K'); signature: "

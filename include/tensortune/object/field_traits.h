@@ -712,7 +712,21 @@ class FieldList {
     f.children = [member](const Object& o, const detail::ChildFn& fn) {
       Traits::children(static_cast<const Node&>(o).*member, fn);
     };
+    TT_ICHECK(!(flags & kAddedLater), info_->key, ": declare field '", f.name,
+              "' with def_added_later");
     info_->fields.push_back(std::move(f));
+    return *this;
+  }
+
+  /// Declares a field added after graphs were first saved (kAddedLater): a
+  /// saved node without it loads with T{}, and it is hashed only when it
+  /// differs from T{}.
+  template <class T, class Owner>
+  FieldList& def_added_later(std::string name, T Owner::*member, uint32_t flags = kFieldPlain) {
+    def(std::move(name), member, flags);
+    FieldInfo& f = info_->fields.back();
+    f.flags |= kAddedLater;
+    f.is_default = [member](const Object& o) { return static_cast<const Node&>(o).*member == T{}; };
     return *this;
   }
 

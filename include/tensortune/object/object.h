@@ -16,6 +16,10 @@
 ///    programs that differ only in bound variable names are equal.
 ///  - kIgnoredByEquality: saved and printed, not compared or hashed.
 ///  - kName: a variable's name; part of a free variable's identity only.
+///  - kAddedLater: a field added after graphs were first saved: a saved node
+///    without it loads with the field's default, and the field adds to the
+///    structural hash only when it differs from the default, so hashes (and
+///    the keys made from them) of graphs that do not use it stay as they were.
 /// A node type marked "variable" (NodeTypeInfo::is_variable) is matched
 /// through those bindings when bound, and by its fields when free.
 #pragma once
@@ -94,7 +98,8 @@ enum FieldFlags : uint32_t {
   kFieldPlain = 0,
   kBinds = 1u << 0,
   kIgnoredByEquality = 1u << 1,
-  kName = 1u << 2,  ///< a variable's name: compared when the variable is free, not when bound
+  kName = 1u << 2,        ///< a variable's name: compared when the variable is free, not when bound
+  kAddedLater = 1u << 3,  ///< may be missing from a saved node; hashed only when not default
 };
 
 // Type-erased services the reflected field operations call back into. They
@@ -127,6 +132,8 @@ struct FieldInfo {
   std::function<void(const Object&, PrintContext&)> print;
   /// Calls `visit` on every node directly held by this field, in order.
   std::function<void(const Object&, const std::function<void(const ObjectPtr&)>&)> children;
+  /// True when the field holds its type's default value (kAddedLater fields).
+  std::function<bool(const Object&)> is_default;
 };
 
 /// The registered description of a node type.

@@ -31,6 +31,11 @@ bool parse_double(std::string_view text, double* out);
 /// Formats a double so that parsing it back gives the same value (shortest form).
 std::string format_double(double value);
 
+/// `bytes` in base64 (RFC 4648, with padding).
+std::string base64_encode(std::string_view bytes);
+/// The bytes `text` encodes in base64; a kParse error for anything else.
+std::string base64_decode(std::string_view text);
+
 /// `text` with every byte that is not part of well-formed UTF-8 replaced by
 /// U+FFFD, so that it can be put into JSON (compiler output, a message cut
 /// in the middle of a character).

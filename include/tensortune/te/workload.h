@@ -94,6 +94,9 @@ struct NamedWorkloadNode : WorkloadNode {
 struct DagWorkloadNode : WorkloadNode {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
+  /// Indices of the inputs that are constants (weights), ascending; a field
+  /// added later: logs written before it read back with none.
+  std::vector<int64_t> constant_inputs;
   TT_NODE(DagWorkloadNode, "te.DagWorkload")
   static void declare(FieldList<DagWorkloadNode>& f);
 };
@@ -114,8 +117,10 @@ Workload parse_workload_key(std::string_view key);
 
 /// A workload holding the given tensors: every placeholder the outputs read
 /// must be among `inputs` (placeholders, each once; unused ones are allowed),
-/// and there must be at least one output; otherwise kInvalidArgument.
-Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
+/// and there must be at least one output; `constant_inputs` index inputs,
+/// ascending. Otherwise kInvalidArgument.
+Workload make_dag_workload(std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+                           std::vector<int> constant_inputs = {});
 
 /// The tensors of a workload (calls the registered function for named ones).
 WorkloadTensors workload_tensors(const Workload& w);
