@@ -504,7 +504,7 @@ class FunctionEmitter {
         if (in_parallel_ || in_simd_) {
           line(indent, "/* parallel loop inside a parallel or simd loop: runs serially */");
         } else if (num_cores_ > 1) {
-          line(indent, "#pragma omp parallel for num_threads(" + std::to_string(num_cores_) + ")");
+          line(indent, "#pragma omp parallel for num_threads(tt_num_threads)");
           parallel_region = true;
         } else {
           line(indent, "/* parallel loop: the target has one core */");
@@ -1143,6 +1143,11 @@ class CKernelSources final : public KernelSources {
                       "\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
                       "#include <stdlib.h>\n\n" +
                       prelude_.text();
+    // Parallel loops use the target's cores unless the caller says otherwise
+    // (a compiled model run with --threads).
+    out += "\nstatic int32_t tt_num_threads = " + std::to_string(std::max<int64_t>(num_cores_, 1)) +
+           ";\nint32_t tt_set_num_threads(int32_t n) {\n  tt_num_threads = n > 0 ? n : " +
+           std::to_string(std::max<int64_t>(num_cores_, 1)) + ";\n  return 0;\n}\n";
     for (size_t i : which) {
       TT_ICHECK(i < kernels_.size(), "kernel ", i, " of ", kernels_.size());
       out += "\n" + kernels_[i];

@@ -45,6 +45,79 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vecto
                  {{"before", b}, {"after", a}, {"value", json_number(pad_value)}});
 }
 
+Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std::string& method,
+                     const std::string& coordinate_mode, std::string name) {
+  check_defined(data, "resize2d_nchw", "the data");
+  TT_CHECK(data.ndim() == 4, kInvalidArgument, "resize2d_nchw: the data must be NCHW, got ",
+           shape_str(data.shape()));
+  TT_CHECK(data.dtype().is_float(), kInvalidArgument, "resize2d_nchw: the data must be float");
+  TT_CHECK(out_h >= 1 && out_w >= 1, kInvalidArgument,
+           "resize2d_nchw: output extents must be >= 1");
+  TT_CHECK(method == "nearest" || method == "linear", kInvalidArgument, "resize2d_nchw: method '",
+           method, "' (nearest or linear)");
+  TT_CHECK(coordinate_mode == "half_pixel" || coordinate_mode == "asymmetric" ||
+               coordinate_mode == "align_corners",
+           kInvalidArgument, "resize2d_nchw: coordinate mode '", coordinate_mode, "'");
+  const int64_t in_h = data.shape()[2], in_w = data.shape()[3];
+  nlohmann::json attrs = {
+      {"size", {out_h, out_w}}, {"method", method}, {"coordinate_mode", coordinate_mode}};
+  // Nearest, in integer arithmetic: the source index of output o along an
+  // axis of `in` -> `out` elements.
+  auto nearest = [&](const Expr& o, int64_t in, int64_t out) -> Expr {
+    if (coordinate_mode == "asymmetric")
+      return clamp_index(floordiv(mul_index(o, in), index_const(out)), 0, in - 1);
+    if (coordinate_mode == "align_corners") {
+      if (out == 1) return index_const(0);
+      // round_prefer_floor(o * (in - 1) / (out - 1)) = ceil(2o(in-1) - (out-1)) / (2(out-1)).
+      Expr num = mul_index(o, 2 * (in - 1)) - index_const(out - 1);
+      return clamp_index(floordiv(num + index_const(2 * (out - 1) - 1), index_const(2 * (out - 1))),
+                         0, in - 1);
+    }
+    // half_pixel: round_prefer_floor((o + 0.5) * in / out - 0.5)
+    //           = ceil(((2o + 1) * in - out) / (2 out) - 1/2) = ceil(((2o+1) in - 2 out) / (2
+    //           out)).
+    Expr num = mul_index(o, 2 * in) + index_const(in - 2 * out);
+    return clamp_index(floordiv(num + index_const(2 * out - 1), index_const(2 * out)), 0, in - 1);
+  };
+  if (method == "nearest") {
+    return compute(
+        {data.shape()[0], data.shape()[1], out_h, out_w},
+        [&](const std::vector<Var>& v) {
+          return data(v[0], v[1], nearest(v[2], in_h, out_h), nearest(v[3], in_w, out_w));
+        },
+        std::move(name), "injective", std::move(attrs));
+  }
+  // Linear: the source coordinate as a float, its floor and the weight.
+  const ir::DataType f = data.dtype();
+  auto source = [&](const Expr& o, int64_t in, int64_t out) -> Expr {
+    Expr x = ir::cast(f, o);
+    if (coordinate_mode == "asymmetric")
+      return x * ir::make_const(f, static_cast<double>(in) / out);
+    if (coordinate_mode == "align_corners") {
+      return out == 1 ? ir::make_const(f, 0)
+                      : x * ir::make_const(f, static_cast<double>(in - 1) / (out - 1));
+    }
+    Expr s = (x + ir::make_const(f, 0.5)) * ir::make_const(f, static_cast<double>(in) / out) -
+             ir::make_const(f, 0.5);
+    return ir::max(s, ir::make_const(f, 0));
+  };
+  return compute(
+      {data.shape()[0], data.shape()[1], out_h, out_w},
+      [&](const std::vector<Var>& v) {
+        Expr ys = source(v[2], in_h, out_h), xs = source(v[3], in_w, out_w);
+        Expr y0 = clamp_index(ir::cast(ir::DataType::int32(), ir::floor(ys)), 0, in_h - 1);
+        Expr x0 = clamp_index(ir::cast(ir::DataType::int32(), ir::floor(xs)), 0, in_w - 1);
+        Expr y1 = clamp_index(y0 + index_const(1), 0, in_h - 1);
+        Expr x1 = clamp_index(x0 + index_const(1), 0, in_w - 1);
+        Expr wy = ys - ir::floor(ys), wx = xs - ir::floor(xs);
+        Expr one = ir::make_const(f, 1);
+        Expr top = data(v[0], v[1], y0, x0) * (one - wx) + data(v[0], v[1], y0, x1) * wx;
+        Expr bottom = data(v[0], v[1], y1, x0) * (one - wx) + data(v[0], v[1], y1, x1) * wx;
+        return top * (one - wy) + bottom * wy;
+      },
+      std::move(name), "injective", std::move(attrs));
+}
+
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name) {
   check_defined(x, "reshape", "the operand");
   std::vector<int64_t> out = shape;

@@ -114,9 +114,12 @@ TEST(CCodegen, OutermostParallelLoopOnly) {
            loop(j, 16, lower::buffer_store(C, i * 16 + j, load(A, i * 16 + j)), ForKind::kParallel),
            ForKind::kParallel));
   std::string c = c_of(f, ir::Target::parse("c -num-cores=4"));
-  EXPECT_EQ(occurrences(c, "#pragma omp parallel for num_threads(4)\n  for (int32_t i = 0;"), 1)
+  EXPECT_EQ(
+      occurrences(c, "#pragma omp parallel for num_threads(tt_num_threads)\n  for (int32_t i = 0;"),
+      1)
       << c;
   EXPECT_EQ(occurrences(c, "#pragma omp"), 1) << c;
+  EXPECT_NE(c.find("static int32_t tt_num_threads = 4;"), std::string::npos) << c;
   // One core: no threads at all.
   EXPECT_EQ(occurrences(c_of(f, ir::Target::parse("c")), "#pragma omp"), 0);
 }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "common/te_util.h"
@@ -664,6 +666,57 @@ TEST(Ops, Slice) {
   }
   EXPECT_TT_ERROR(slice(x, {3}, {3}), kInvalidArgument, "dimension 0 of [7, 6] is empty");
   EXPECT_TT_ERROR(slice(x, {0}, {3}, {0}), kInvalidArgument, "stride of dimension 0 is 0");
+}
+
+TEST(Ops, Resize2d) {
+  // ONNX Resize: the source coordinate of output o along an axis of `in` ->
+  // `out` elements, then nearest (round_prefer_floor) or linear.
+  auto source = [](const std::string& mode, int64_t o, int64_t in, int64_t out) {
+    if (mode == "asymmetric") return static_cast<double>(o) * in / out;
+    if (mode == "align_corners")
+      return out == 1 ? 0.0 : static_cast<double>(o) * (in - 1) / (out - 1);
+    return (o + 0.5) * in / out - 0.5;
+  };
+  auto clampi = [](int64_t v, int64_t hi) {
+    return std::min<int64_t>(std::max<int64_t>(v, 0), hi);
+  };
+  for (const std::string mode : {"half_pixel", "asymmetric", "align_corners"}) {
+    for (auto [in_h, in_w, out_h, out_w] :
+         {std::array<int64_t, 4>{3, 4, 6, 8}, std::array<int64_t, 4>{5, 7, 3, 2},
+          std::array<int64_t, 4>{4, 4, 1, 9}}) {
+      Tensor x = placeholder({2, 3, in_h, in_w}, kF32, "x");
+      auto in = random_inputs({x}, 4);
+      NDArray nearest = evaluate({resize2d_nchw(x, out_h, out_w, "nearest", mode)}, {x}, in)[0];
+      NDArray linear = evaluate({resize2d_nchw(x, out_h, out_w, "linear", mode)}, {x}, in)[0];
+      ASSERT_EQ(nearest.shape(), (Index{2, 3, out_h, out_w}));
+      testing::for_each_index(nearest.shape(), [&](const Index& i) {
+        double ys = source(mode, i[2], in_h, out_h), xs = source(mode, i[3], in_w, out_w);
+        // round_prefer_floor: halves go down.
+        int64_t ny = mode == "asymmetric" ? static_cast<int64_t>(std::floor(ys))
+                                          : static_cast<int64_t>(std::ceil(ys - 0.5));
+        int64_t nx = mode == "asymmetric" ? static_cast<int64_t>(std::floor(xs))
+                                          : static_cast<int64_t>(std::ceil(xs - 0.5));
+        EXPECT_EQ(nearest.at(i), in[0].at({i[0], i[1], clampi(ny, in_h - 1), clampi(nx, in_w - 1)}))
+            << mode << " at " << i[2] << "," << i[3];
+        ys = std::max(ys, 0.0);
+        xs = std::max(xs, 0.0);
+        int64_t y0 = clampi(static_cast<int64_t>(std::floor(ys)), in_h - 1),
+                x0 = clampi(static_cast<int64_t>(std::floor(xs)), in_w - 1);
+        int64_t y1 = clampi(y0 + 1, in_h - 1), x1 = clampi(x0 + 1, in_w - 1);
+        double wy = ys - std::floor(ys), wx = xs - std::floor(xs);
+        auto at = [&](int64_t y, int64_t xx) { return in[0].at({i[0], i[1], y, xx}); };
+        double expected = (at(y0, x0) * (1 - wx) + at(y0, x1) * wx) * (1 - wy) +
+                          (at(y1, x0) * (1 - wx) + at(y1, x1) * wx) * wy;
+        EXPECT_NEAR(linear.at(i), expected, 1e-5) << mode << " at " << i[2] << "," << i[3];
+      });
+    }
+  }
+  Tensor x = placeholder({1, 1, 4, 4}, kF32, "x");
+  EXPECT_TT_ERROR(resize2d_nchw(x, 2, 2, "cubic", "half_pixel"), kInvalidArgument,
+                  "method 'cubic' (nearest or linear)");
+  EXPECT_TT_ERROR(resize2d_nchw(x, 2, 2, "nearest", "tf_crop"), kInvalidArgument,
+                  "coordinate mode 'tf_crop'");
+  EXPECT_TT_ERROR(resize2d_nchw(x, 0, 2, "nearest", "half_pixel"), kInvalidArgument, ">= 1");
 }
 
 // ---- reductions ----------------------------------------------------------------

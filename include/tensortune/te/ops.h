@@ -226,6 +226,15 @@ Tensor concat(const std::vector<Tensor>& xs, int axis = 0, std::string name = "c
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
              const std::vector<int64_t>& strides = {}, std::string name = "slice");
 
+/// data[N, C, H, W] resized to [N, C, out_h, out_w] as ONNX's Resize does:
+/// "nearest" takes the input element nearest to each output's source
+/// coordinate (asymmetric: floor(x * in / out); half_pixel and
+/// align_corners: rounding halves down), "linear" interpolates between the
+/// two nearest in each axis (edges clamped). coordinate_mode is
+/// "half_pixel", "asymmetric" or "align_corners".
+Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std::string& method,
+                     const std::string& coordinate_mode, std::string name = "resize");
+
 // ---- reductions --------------------------------------------------------------
 
 /// Sum over `axes` (empty: all); keepdims keeps them with extent 1.

@@ -1,0 +1,19 @@
+/// \file
+/// NumPy's .npy files (format 1.0, little-endian, C order) for arrays of the
+/// types NDArray holds: the inputs and outputs of compiled models.
+#pragma once
+
+#include <string>
+
+#include "tensortune/te/ndarray.h"
+
+namespace tensortune::te {
+
+/// `a` as the bytes of a .npy file.
+std::string npy_bytes(const NDArray& a);
+/// The array in the .npy `bytes`; a kParse error naming `what` for
+/// anything else (another version, Fortran order, big-endian, a dtype
+/// NDArray does not hold, a truncated file).
+NDArray parse_npy(std::string_view bytes, const std::string& what);
+
+}  // namespace tensortune::te
