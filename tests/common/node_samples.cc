@@ -1,5 +1,6 @@
 #include "common/node_samples.h"
 
+#include "common/graph_node_samples.h"
 #include "common/te_node_samples.h"
 
 #include <cmath>
@@ -266,6 +267,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
     };
   }
   add_te_node_samples(s);
+  add_graph_node_samples(s);
   return s;
 }
 

@@ -1,0 +1,66 @@
+/// \file
+/// Graph passes. Each takes a graph and returns a new one; the input cannot
+/// change (nodes are immutable), and unchanged parts are shared. Values no
+/// output depends on are dropped by every pass (a graph is what its outputs
+/// reach). The compile path and task extraction run the same pipeline,
+/// optimize(), so that the tasks extracted are exactly those compiled.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "tensortune/graph/graph.h"
+
+namespace tensortune::graph {
+
+/// Rebuilds `graph` call by call, producers first: `f` gets each call and
+/// its arguments as already rewritten, and returns the value that replaces
+/// it (or null: the call with the new arguments, itself when they are the
+/// same). The building block of the passes below.
+Graph rewrite(const Graph& graph,
+              const std::function<Value(const CallNode& call, const std::vector<Value>& args)>& f);
+
+/// Every call whose arguments are all constants becomes a constant, its
+/// value computed by the operator's tensor expressions in the reference
+/// evaluator (transposes and reshapes directly).
+Graph fold_constants(const Graph& graph);
+
+/// `v` as a constant when it is a call whose arguments are all constants
+/// (evaluated as fold_constants does); `v` itself otherwise.
+Value fold_call(const Value& v);
+
+/// Inference-time simplification: batch_norm with constant statistics
+/// becomes a scale and a shift per channel, and when it follows a conv2d
+/// with a constant kernel (optionally through a bias_add) the scale is
+/// folded into the kernel and the shift into a bias_add.
+Graph simplify_inference(const Graph& graph);
+
+/// Moves 2-D convolutions and the layout-agnostic operations around them
+/// (elementwise, pools, bias_add, concat) to NHWC with HWIO kernels, with
+/// transposes only where a value must be NCHW (a reshape, a graph output):
+/// the layout the search finds fast CPU kernels for. Kernels are
+/// transposed at compile time.
+Graph convert_layout_nhwc(const Graph& graph);
+
+/// Elementwise operations move before the reshapes they read: a unary one
+/// always, a binary one when its other operand is a constant that
+/// broadcasts along trailing dimensions the reshape keeps (a bias). The
+/// operation then fuses into the conv, dense or matmul before the reshape,
+/// and the reshape is left a view, which costs nothing.
+Graph sink_reshapes(const Graph& graph);
+
+/// Testing: a pipeline pass named `name` in optimize() that fails (throws
+/// a kRuntime error) halfway through, for extraction's fallback test. Set
+/// through the config option "testing.fail_graph_pass".
+std::string failing_pass_for_testing();
+
+/// The pipeline of the compile path (and of task extraction): simplify_inference,
+/// fold_constants, convert_layout_nhwc (which ends by folding constants
+/// again), sink_reshapes. Runs under the
+/// current PassContext: a pass in its disabled list is skipped.
+Graph optimize(const Graph& graph);
+
+/// The names of optimize()'s passes, in order.
+std::vector<std::string> optimize_pass_names();
+
+}  // namespace tensortune::graph

@@ -1,0 +1,1004 @@
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "tensortune/frontend/onnx.h"
+#include "tensortune/graph/passes.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::frontend {
+namespace {
+
+using graph::Attrs;
+using graph::Value;
+using ir::DataType;
+
+constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+DataType dtype_of(int32_t elem_type, const std::string& what) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return DataType::float32();
+    case onnx::TensorProto::DOUBLE: return DataType::float64();
+    case onnx::TensorProto::FLOAT16: return DataType::float16();
+    case onnx::TensorProto::INT64: return DataType::int64();
+    case onnx::TensorProto::INT32: return DataType::int32();
+    case onnx::TensorProto::INT8: return DataType::int_(8);
+    case onnx::TensorProto::UINT8: return DataType::uint(8);
+    case onnx::TensorProto::BOOL: return DataType::boolean();
+    default:
+      fail(ErrorKind::kInvalidArgument, what, " has ONNX element type ", elem_type,
+           ", not supported (float, double, float16, int64, int32, int8, uint8, bool)");
+  }
+}
+
+/// The array a TensorProto holds.
+te::NDArray to_array(const onnx::TensorProto& t) {
+  std::string what = "tensor '" + t.name() + "'";
+  TT_CHECK(t.data_location() != onnx::TensorProto::EXTERNAL, kInvalidArgument, what,
+           " keeps its data in an external file, which is not supported");
+  DataType dtype = dtype_of(t.data_type(), what);
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape) TT_CHECK(d >= 0, kParse, what, " has a negative dimension");
+  te::NDArray a(dtype, shape);
+  const size_t n = static_cast<size_t>(a.size());
+  if (t.has_raw_data()) {
+    TT_CHECK(t.raw_data().size() == a.nbytes(), kParse, what, " is ", a.describe(), " (",
+             a.nbytes(), " bytes) but holds ", t.raw_data().size(), " bytes");
+    std::memcpy(a.data(), t.raw_data().data(), a.nbytes());
+    return a;
+  }
+  auto expect = [&](size_t have) {
+    TT_CHECK(have == n, kParse, what, " is ", a.describe(), " but holds ", have, " values");
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      expect(static_cast<size_t>(t.float_data_size()));
+      std::memcpy(a.data(), t.float_data().data(), a.nbytes());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      expect(static_cast<size_t>(t.double_data_size()));
+      std::memcpy(a.data(), t.double_data().data(), a.nbytes());
+      break;
+    case onnx::TensorProto::INT64:
+      expect(static_cast<size_t>(t.int64_data_size()));
+      std::memcpy(a.data(), t.int64_data().data(), a.nbytes());
+      break;
+    case onnx::TensorProto::FLOAT16: {
+      expect(static_cast<size_t>(t.int32_data_size()));
+      auto* out = static_cast<uint16_t*>(a.data());
+      for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+      break;
+    }
+    default:  // int32, int8, uint8, bool: in int32_data
+      expect(static_cast<size_t>(t.int32_data_size()));
+      for (size_t i = 0; i < n; ++i)
+        a.set_int(static_cast<int64_t>(i), t.int32_data(static_cast<int>(i)));
+      break;
+  }
+  return a;
+}
+
+/// An int64 vector as a constant array.
+te::NDArray int64_array(const std::vector<int64_t>& v) {
+  te::NDArray a(DataType::int64(), {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) a.set_int(static_cast<int64_t>(i), v[i]);
+  return a;
+}
+
+std::vector<int64_t> ints_of(const te::NDArray& a) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    out.push_back(a.dtype().is_float() ? static_cast<int64_t>(a.get(i)) : a.get_int(i));
+  }
+  return out;
+}
+
+template <class T>
+Ref<T> attrs(std::shared_ptr<T> n) {
+  if (const auto& check = n->type_info().validate) check(*n);
+  return Ref<T>(std::move(n));
+}
+
+class Importer {
+ public:
+  explicit Importer(const OnnxImportOptions& options) : options_(options) {}
+
+  graph::Graph run(const onnx::ModelProto& model) {
+    for (const auto& o : model.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    }
+    TT_CHECK(opset_ != 0 && model.has_graph(), kParse,
+             "not an ONNX model: it declares no ai.onnx opset or has no graph");
+    TT_CHECK(opset_ >= kMinOpset && opset_ <= kMaxOpset, kInvalidArgument,
+             "the model uses ONNX opset ", opset_, "; supported are opsets ", kMinOpset, " to ",
+             kMaxOpset);
+    TT_CHECK(model.has_graph(), kParse, "the model has no graph");
+    const onnx::GraphProto& g = model.graph();
+    for (const auto& init : g.initializer()) {
+      te::NDArray a = to_array(init);
+      // An empty tensor (Resize's roi, an unused scales) reads as an
+      // omitted input: no graph value can have a zero extent.
+      values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
+    }
+    std::set<std::string> given;
+    for (const auto& [name, shape] : options_.input_shapes) given.insert(name);
+    for (const auto& in : g.input()) {
+      if (values_.count(in.name())) continue;  // an initializer listed as an input
+      inputs_.push_back(make_input(in));
+      values_[in.name()] = Value(inputs_.back());
+      given.erase(in.name());
+    }
+    TT_CHECK(given.empty(), kInvalidArgument, "--input-shape names '", *given.begin(),
+             "', which is not an input of the model");
+    for (const auto& node : g.node()) import_node(node);
+    std::vector<Value> outputs;
+    std::vector<std::string> names;
+    for (const auto& out : g.output()) {
+      auto it = values_.find(out.name());
+      TT_CHECK(it != values_.end(), kParse, "graph output '", out.name(),
+               "' is computed by no node");
+      outputs.push_back(it->second);
+      names.push_back(out.name());
+    }
+    TT_CHECK(!outputs.empty(), kParse, "the model has no outputs");
+    return graph::Graph::make(inputs_, outputs, names);
+  }
+
+  /// The ONNX op types it maps, sorted.
+  std::vector<std::string> handled_ops() {
+    std::vector<std::string> out;
+    for (const auto& [name, h] : handlers()) out.push_back(name);
+    return out;
+  }
+
+ private:
+  using Handler =
+      std::function<std::vector<Value>(const onnx::NodeProto&, const std::vector<Value>&)>;
+
+  Ref<graph::InputNode> make_input(const onnx::ValueInfoProto& in) {
+    TT_CHECK(in.type().has_tensor_type(), kInvalidArgument, "input '", in.name(),
+             "' is not a tensor");
+    const auto& tt = in.type().tensor_type();
+    DataType dtype = dtype_of(tt.elem_type(), "input '" + in.name() + "'");
+    auto it = options_.input_shapes.find(in.name());
+    std::vector<int64_t> shape;
+    if (it != options_.input_shapes.end()) {
+      shape = it->second;
+      TT_CHECK(!tt.has_shape() || tt.shape().dim_size() == static_cast<int>(shape.size()),
+               kInvalidArgument, "--input-shape gives input '", in.name(), "' ", shape.size(),
+               " dimensions; the model says ", tt.shape().dim_size());
+      for (int d = 0; tt.has_shape() && d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        TT_CHECK(!dim.has_dim_value() || dim.dim_value() == shape[static_cast<size_t>(d)],
+                 kInvalidArgument, "--input-shape gives input '", in.name(), "' extent ",
+                 shape[static_cast<size_t>(d)], " for dimension ", d, ", fixed at ",
+                 dim.dim_value(), " in the model");
+      }
+    } else {
+      TT_CHECK(tt.has_shape(), kInvalidArgument, "input '", in.name(),
+               "' has no shape; give one with --input-shape ", in.name(), "=D0,D1,...");
+      for (const auto& dim : tt.shape().dim()) {
+        TT_CHECK(dim.has_dim_value() && dim.dim_value() > 0, kInvalidArgument, "input '", in.name(),
+                 "' has a dynamic dimension",
+                 dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string(),
+                 "; give its shape with --input-shape ", in.name(), "=D0,D1,...");
+        shape.push_back(dim.dim_value());
+      }
+    }
+    return graph::input(in.name(), shape, dtype);
+  }
+
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) const {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+  int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const {
+    const auto* a = attr(n, name);
+    return a ? a->i() : fallback;
+  }
+  double attr_float(const onnx::NodeProto& n, const char* name, double fallback) const {
+    const auto* a = attr(n, name);
+    return a ? a->f() : fallback;
+  }
+  std::string attr_string(const onnx::NodeProto& n, const char* name, std::string fallback) const {
+    const auto* a = attr(n, name);
+    return a ? a->s() : fallback;
+  }
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const char* name,
+                                 std::vector<int64_t> fallback) const {
+    const auto* a = attr(n, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
+  }
+
+  static const graph::ConstantNode* constant_of(const Value& v) {
+    return dynamic_cast<const graph::ConstantNode*>(v.get());
+  }
+  /// The constant input `i` of `n` as integers; an error naming it when it is not one.
+  std::vector<int64_t> const_ints(const onnx::NodeProto& n, const std::vector<Value>& in, size_t i,
+                                  const char* what) const {
+    TT_CHECK(i < in.size() && in[i], kInvalidArgument, "needs its ", what, " input");
+    const auto* c = constant_of(in[i]);
+    TT_CHECK(c, kInvalidArgument, "its ", what,
+             " must be a constant (or computed from static shapes)");
+    return ints_of(c->data.array());
+  }
+
+  Value make(const std::string& op, std::vector<Value> args, Attrs a, const onnx::NodeProto& n) {
+    // Calls on constants fold at once: later nodes may need their values
+    // (a reshape's target shape computed from a Shape).
+    return graph::fold_call(graph::call(op, std::move(args), std::move(a), n.name()));
+  }
+
+  void import_node(const onnx::NodeProto& n) {
+    std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
+    TT_CHECK(n.domain().empty() || n.domain() == "ai.onnx", kInvalidArgument, where,
+             ": operator domain '", n.domain(), "' is not supported (only the default ai.onnx)");
+    const auto& table = handlers();
+    auto h = table.find(n.op_type());
+    if (h == table.end()) {
+      fail(ErrorKind::kInvalidArgument, where, ": operator ", n.op_type(),
+           " is not supported; the supported operators are: ", join(supported_onnx_ops(), ", "));
+    }
+    std::vector<Value> in;
+    for (const auto& name : n.input()) {
+      if (name.empty()) {
+        in.emplace_back();  // an optional input left out
+        continue;
+      }
+      auto it = values_.find(name);
+      TT_CHECK(it != values_.end(), kParse, where, ": input '", name,
+               "' is produced by no earlier node, initializer or graph input");
+      in.push_back(it->second);
+    }
+    std::vector<Value> out;
+    try {
+      out = h->second(n, in);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInternal) throw;
+      fail(e.kind(), where, ": ", e.what());
+    }
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (n.output(k).empty()) continue;
+      if (n.op_type() == "Constant" && k == 0 && !out.empty() && !out[0]) {
+        values_[n.output(k)] = Value();  // an empty tensor, read as an omitted input
+        continue;
+      }
+      if (static_cast<size_t>(k) >= out.size() || !out[static_cast<size_t>(k)]) {
+        // Outputs the importer does not compute (BatchNorm's training
+        // statistics, MaxPool's indices): an error if anything reads them.
+        unavailable_.insert(n.output(k));
+        continue;
+      }
+      values_[n.output(k)] = out[static_cast<size_t>(k)];
+    }
+  }
+
+  const std::map<std::string, Handler>& handlers();
+
+  const OnnxImportOptions& options_;
+  int64_t opset_ = 0;
+  std::map<std::string, Value> values_;
+  std::set<std::string> unavailable_;
+  std::vector<Ref<graph::InputNode>> inputs_;
+  std::map<std::string, Handler> handlers_;
+};
+
+Attrs axis_attrs(int64_t axis) {
+  auto a = make_node<graph::AxisAttrsNode>();
+  a->axis = axis;
+  return Attrs(attrs(std::move(a)));
+}
+Attrs reshape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<graph::ReshapeAttrsNode>();
+  a->shape = std::move(shape);
+  return Attrs(attrs(std::move(a)));
+}
+Attrs transpose_attrs(std::vector<int64_t> perm) {
+  auto a = make_node<graph::TransposeAttrsNode>();
+  a->perm = std::move(perm);
+  return Attrs(attrs(std::move(a)));
+}
+Attrs scalar_attrs(double alpha, double beta = 0) {
+  auto a = make_node<graph::ScalarAttrsNode>();
+  a->alpha = alpha;
+  a->beta = beta;
+  return Attrs(attrs(std::move(a)));
+}
+
+int64_t normalise(int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  TT_CHECK(axis >= -r && axis < r, kInvalidArgument, "axis ", axis, " is out of range for rank ",
+           rank);
+  return axis < 0 ? axis + r : axis;
+}
+
+/// Pads of a 2-D window op: explicit (ONNX order x1_begin, x2_begin, x1_end,
+/// x2_end, as ours), or from auto_pad for the input extents.
+std::vector<int64_t> window_pads(const std::string& auto_pad, std::vector<int64_t> pads,
+                                 const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations) {
+  if (auto_pad.empty() || auto_pad == "NOTSET") {
+    if (pads.empty()) pads = {0, 0, 0, 0};
+    TT_CHECK(pads.size() == 4, kInvalidArgument, "pads needs 4 values for a 2-D window, got ",
+             pads.size());
+    return pads;
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  TT_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", kInvalidArgument, "auto_pad '",
+           auto_pad, "' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
+  std::vector<int64_t> out(4);
+  for (size_t d = 0; d < 2; ++d) {
+    int64_t o = (in[d] + strides[d] - 1) / strides[d];
+    int64_t total =
+        std::max<int64_t>(0, (o - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d]);
+    int64_t small = total / 2, big = total - small;
+    out[d] = auto_pad == "SAME_UPPER" ? small : big;
+    out[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return out;
+}
+
+const std::map<std::string, Importer::Handler>& Importer::handlers() {
+  if (!handlers_.empty()) return handlers_;
+  auto& h = handlers_;
+  auto one = [](Value v) { return std::vector<Value>{std::move(v)}; };
+  auto need = [](const std::vector<Value>& in, size_t k, const char* what) -> const Value& {
+    TT_CHECK(k < in.size() && in[k], kInvalidArgument, "needs its ", what, " input");
+    return in[k];
+  };
+
+  // ---- shapes and constants ----
+  h["Constant"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>&) {
+    if (const auto* v = attr(n, "value")) {
+      te::NDArray a = to_array(v->t());
+      return one(a.size() == 0 ? Value() : graph::constant(std::move(a), n.output(0)));
+    }
+    if (const auto* v = attr(n, "value_float")) {
+      te::NDArray a(DataType::float32(), {});
+      a.set(0, v->f());
+      return one(graph::constant(std::move(a), n.output(0)));
+    }
+    if (const auto* v = attr(n, "value_floats")) {
+      te::NDArray a(DataType::float32(), {v->floats_size()});
+      for (int i = 0; i < v->floats_size(); ++i) a.set(i, v->floats(i));
+      return one(graph::constant(std::move(a), n.output(0)));
+    }
+    if (const auto* v = attr(n, "value_int")) {
+      te::NDArray a(DataType::int64(), {});
+      a.set_int(0, v->i());
+      return one(graph::constant(std::move(a), n.output(0)));
+    }
+    if (const auto* v = attr(n, "value_ints")) {
+      return one(graph::constant(int64_array({v->ints().begin(), v->ints().end()}), n.output(0)));
+    }
+    fail(ErrorKind::kInvalidArgument,
+         "needs a value, value_float(s) or value_int(s) attribute (sparse values are not "
+         "supported)");
+  };
+  h["Identity"] = [need, one](const onnx::NodeProto&, const std::vector<Value>& in) {
+    return one(need(in, 0, "data"));
+  };
+  h["Dropout"] = h["Identity"];
+  h["Shape"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    std::vector<int64_t> shape = need(in, 0, "data")->shape;
+    int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+    return one(
+        graph::constant(int64_array({shape.begin() + start, shape.begin() + end}), n.output(0)));
+  };
+  h["ConstantOfShape"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    std::vector<int64_t> shape = const_ints(n, in, 0, "shape");
+    te::NDArray fill_value(DataType::float32(), {1});
+    if (const auto* v = attr(n, "value")) fill_value = to_array(v->t());
+    te::NDArray a(fill_value.dtype(), shape);
+    for (int64_t i = 0; i < a.size(); ++i) {
+      a.dtype().is_float() ? a.set(i, fill_value.get(0)) : a.set_int(i, fill_value.get_int(0));
+    }
+    return one(graph::constant(std::move(a), n.output(0)));
+  };
+  h["Gather"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& data = need(in, 0, "data");
+    std::vector<int64_t> indices = const_ints(n, in, 1, "indices");
+    const auto* index_const = constant_of(in[1]);
+    int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
+    int64_t extent = data->shape[axis];
+    for (auto& i : indices) {
+      if (i < 0) i += extent;
+      TT_CHECK(i >= 0 && i < extent, kInvalidArgument, "index ", i, " is out of range for extent ",
+               extent);
+    }
+    // One slice per index, joined along the axis; a scalar index drops it.
+    std::vector<Value> parts;
+    for (int64_t i : indices) {
+      auto s = make_node<graph::SliceAttrsNode>();
+      s->begin.assign(data->shape.size(), 0);
+      s->end = data->shape;
+      s->strides.assign(data->shape.size(), 1);
+      s->begin[axis] = i;
+      s->end[axis] = i + 1;
+      parts.push_back(make("slice", {data}, Attrs(attrs(std::move(s))), n));
+    }
+    Value joined = parts.size() == 1 ? parts[0] : make("concat", parts, axis_attrs(axis), n);
+    std::vector<int64_t> shape(data->shape.begin(), data->shape.begin() + axis);
+    for (int64_t d : index_const->shape) shape.push_back(d);
+    shape.insert(shape.end(), data->shape.begin() + axis + 1, data->shape.end());
+    return one(make("reshape", {joined}, reshape_attrs(shape), n));
+  };
+
+  // ---- convolution, dense, matmul ----
+  h["Conv"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "data");
+    const Value& w = need(in, 1, "weight");
+    TT_CHECK(x->shape.size() == 4, kInvalidArgument,
+             "only 2-D convolutions (4-D data) are supported, got data ", shape_text(x->shape));
+    auto a = make_node<graph::Conv2dAttrsNode>();
+    std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {w->shape[2], w->shape[3]});
+    a->strides = attr_ints(n, "strides", {1, 1});
+    a->dilation = attr_ints(n, "dilations", {1, 1});
+    a->groups = attr_int(n, "group", 1);
+    a->padding = window_pads(attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads", {}),
+                             {x->shape[2], x->shape[3]}, kernel, a->strides, a->dilation);
+    Value out = make("nn.conv2d", {x, w}, Attrs(attrs(std::move(a))), n);
+    if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
+    return one(out);
+  };
+  h["ConvTranspose"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "data");
+    TT_CHECK(attr_int(n, "group", 1) == 1, kInvalidArgument, "group must be 1");
+    for (int64_t d : attr_ints(n, "dilations", {1, 1})) {
+      TT_CHECK(d == 1, kInvalidArgument, "dilations must be 1");
+    }
+    TT_CHECK(attr(n, "output_shape") == nullptr, kInvalidArgument,
+             "output_shape is not supported; give pads and output_padding");
+    std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    TT_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID", kInvalidArgument, "auto_pad '", auto_pad,
+             "' is not supported (NOTSET or VALID)");
+    auto a = make_node<graph::Conv2dTransposeAttrsNode>();
+    a->strides = attr_ints(n, "strides", {1, 1});
+    a->padding =
+        auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0} : attr_ints(n, "pads", {0, 0, 0, 0});
+    a->output_padding = attr_ints(n, "output_padding", {0, 0});
+    Value out =
+        make("nn.conv2d_transpose", {x, need(in, 1, "weight")}, Attrs(attrs(std::move(a))), n);
+    if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
+    return one(out);
+  };
+  h["Gemm"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    TT_CHECK(a->shape.size() == 2 && b->shape.size() == 2, kInvalidArgument,
+             "A and B must be 2-D, got ", shape_text(a->shape), " and ", shape_text(b->shape));
+    if (attr_int(n, "transA", 0)) a = make("transpose", {a}, transpose_attrs({1, 0}), n);
+    // nn.dense wants the weight as [N, K]: that is B transposed, or B with transB.
+    if (!attr_int(n, "transB", 0)) b = make("transpose", {b}, transpose_attrs({1, 0}), n);
+    Value out = make("nn.dense", {a, b}, Attrs(), n);
+    double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+    auto scalar = [&](double v) {
+      te::NDArray s(out->dtype, {});
+      s.set(0, v);
+      return graph::constant(std::move(s), n.name() + ".scalar");
+    };
+    if (alpha != 1.0) out = make("multiply", {out, scalar(alpha)}, Attrs(), n);
+    if (in.size() > 2 && in[2]) {
+      Value c = in[2];
+      if (beta != 1.0) c = make("multiply", {c, scalar(beta)}, Attrs(), n);
+      out = make("add", {out, c}, Attrs(), n);
+    }
+    return one(out);
+  };
+  h["MatMul"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    // 1-D operands as numpy treats them: a row, or a column, then dropped.
+    bool a_vector = a->shape.size() == 1, b_vector = b->shape.size() == 1;
+    if (a_vector) a = make("reshape", {a}, reshape_attrs({1, a->shape[0]}), n);
+    if (b_vector) b = make("reshape", {b}, reshape_attrs({b->shape[0], 1}), n);
+    Value out;
+    if (constant_of(b) && b->shape.size() == 2 && a->shape.size() >= 2 &&
+        a->shape.back() == b->shape[0]) {
+      // A weight: dense on the rows of A, with the weight as [N, K].
+      int64_t k = b->shape[0], rows = 1;
+      for (size_t d = 0; d + 1 < a->shape.size(); ++d) rows *= a->shape[d];
+      Value flat = a->shape.size() == 2 ? a : make("reshape", {a}, reshape_attrs({rows, k}), n);
+      Value weight = make("transpose", {b}, transpose_attrs({1, 0}), n);
+      out = make("nn.dense", {flat, weight}, Attrs(), n);
+      std::vector<int64_t> shape(a->shape.begin(), a->shape.end() - 1);
+      shape.push_back(b->shape[1]);
+      if (a->shape.size() != 2) out = make("reshape", {out}, reshape_attrs(shape), n);
+    } else {
+      out = make("nn.matmul", {a, b}, Attrs(), n);
+    }
+    if (a_vector || b_vector) {
+      std::vector<int64_t> shape = out->shape;
+      if (b_vector) shape.pop_back();
+      if (a_vector) shape.erase(shape.end() - (b_vector ? 1 : 2));
+      out =
+          make("reshape", {out}, reshape_attrs(shape.empty() ? std::vector<int64_t>{1} : shape), n);
+    }
+    return one(out);
+  };
+
+  // ---- elementwise ----
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+    static const std::map<std::string, std::string> ours = {{"Add", "add"},
+                                                            {"Sub", "subtract"},
+                                                            {"Mul", "multiply"},
+                                                            {"Div", "divide"},
+                                                            {"Pow", "power"}};
+    std::string name = ours.at(op);
+    h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      Value a = need(in, 0, "A"), b = need(in, 1, "B");
+      if (name == "power" && b->dtype != a->dtype && constant_of(b)) {
+        // An integer exponent constant: as the base's type.
+        auto c = make_node<graph::CastAttrsNode>();
+        c->dtype = a->dtype;
+        b = make("cast", {b}, Attrs(attrs(std::move(c))), n);
+      }
+      return one(make(name, {a, b}, Attrs(), n));
+    };
+  }
+  for (const char* op :
+       {"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Neg", "Floor"}) {
+    static const std::map<std::string, std::string> ours = {
+        {"Relu", "relu"},    {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"},
+        {"Sqrt", "sqrt"},    {"Exp", "exp"},         {"Log", "log"},   {"Abs", "abs"},
+        {"Neg", "negative"}, {"Floor", "floor"}};
+    std::string name = ours.at(op);
+    h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      return one(make(name, {need(in, 0, "X")}, Attrs(), n));
+    };
+  }
+  h["HardSwish"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(make("hard_swish", {need(in, 0, "X")}, Attrs(), n));
+  };
+  h["LeakyRelu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(
+        make("leaky_relu", {need(in, 0, "X")}, scalar_attrs(attr_float(n, "alpha", 0.01)), n));
+  };
+  h["HardSigmoid"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(make("hard_sigmoid", {need(in, 0, "X")},
+                    scalar_attrs(attr_float(n, "alpha", 0.2), attr_float(n, "beta", 0.5)), n));
+  };
+  h["PRelu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "X"), slope = need(in, 1, "slope");
+    // A slope of [C] is per channel (axis 1) for data of rank > 2.
+    if (slope->shape.size() == 1 && x->shape.size() > 2 && slope->shape[0] == x->shape[1] &&
+        slope->shape[0] != x->shape.back()) {
+      std::vector<int64_t> s(x->shape.size() - 1, 1);
+      s[0] = slope->shape[0];
+      slope = make("reshape", {slope}, reshape_attrs(s), n);
+    }
+    return one(make("prelu", {x, slope}, Attrs(), n));
+  };
+  h["Clip"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    double low = -3.4028234663852886e38, high = 3.4028234663852886e38;
+    auto bound = [&](size_t k, double& v, const char* what) {
+      if (k >= in.size() || !in[k]) return;
+      const auto* c = constant_of(in[k]);
+      TT_CHECK(c, kInvalidArgument, "its ", what, " must be a constant");
+      v = c->data.array().get(0);
+    };
+    if (opset_ < 11) {
+      low = attr_float(n, "min", low);
+      high = attr_float(n, "max", high);
+    }
+    bound(1, low, "min");
+    bound(2, high, "max");
+    return one(make("clip", {need(in, 0, "X")}, scalar_attrs(low, high), n));
+  };
+  h["Cast"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto c = make_node<graph::CastAttrsNode>();
+    c->dtype = dtype_of(static_cast<int32_t>(attr_int(n, "to", 1)), "the target type");
+    return one(make("cast", {need(in, 0, "input")}, Attrs(attrs(std::move(c))), n));
+  };
+
+  // ---- normalisation, pooling, softmax, reductions ----
+  h["BatchNormalization"] = [this, need, one](const onnx::NodeProto& n,
+                                              const std::vector<Value>& in) {
+    TT_CHECK(attr_int(n, "training_mode", 0) == 0, kInvalidArgument,
+             "training_mode is not supported");
+    auto a = make_node<graph::NormAttrsNode>();
+    a->axis = 1;
+    a->epsilon = attr_float(n, "epsilon", 1e-5);
+    return one(make("nn.batch_norm",
+                    {need(in, 0, "X"), need(in, 1, "scale"), need(in, 2, "B"), need(in, 3, "mean"),
+                     need(in, 4, "var")},
+                    Attrs(attrs(std::move(a))), n));
+  };
+  h["LayerNormalization"] = [this, need, one](const onnx::NodeProto& n,
+                                              const std::vector<Value>& in) {
+    Value x = need(in, 0, "X");
+    int64_t axis = normalise(attr_int(n, "axis", -1), x->shape.size());
+    // Normalised over every axis from `axis` on: as one axis of their
+    // product, the scale and bias flattened to match, the result reshaped back.
+    int64_t inner = 1, outer = 1;
+    for (size_t d = 0; d < x->shape.size(); ++d) {
+      (static_cast<int64_t>(d) < axis ? outer : inner) *= x->shape[d];
+    }
+    Value scale = need(in, 1, "Scale"), bias;
+    if (in.size() > 2 && in[2]) {
+      bias = in[2];
+    } else {
+      te::NDArray zeros(x->dtype, {inner});
+      bias = graph::constant(std::move(zeros), n.name() + ".bias");
+    }
+    auto a = make_node<graph::NormAttrsNode>();
+    a->axis = -1;
+    a->epsilon = attr_float(n, "epsilon", 1e-5);
+    if (axis + 1 == static_cast<int64_t>(x->shape.size())) {
+      return one(make("nn.layer_norm", {x, scale, bias}, Attrs(attrs(std::move(a))), n));
+    }
+    auto flat = [&](const Value& v) {
+      return v->shape.size() == 1 ? v : make("reshape", {v}, reshape_attrs({inner}), n);
+    };
+    TT_CHECK(scale->shape.size() == x->shape.size() - static_cast<size_t>(axis) ||
+                 scale->shape.size() == 1,
+             kInvalidArgument, "Scale must have the shape of the normalised axes");
+    Value y =
+        make("nn.layer_norm",
+             {make("reshape", {x}, reshape_attrs({outer, inner}), n), flat(scale), flat(bias)},
+             Attrs(attrs(std::move(a))), n);
+    return one(make("reshape", {y}, reshape_attrs(x->shape), n));
+  };
+  h["InstanceNormalization"] = [this, need, one](const onnx::NodeProto& n,
+                                                 const std::vector<Value>& in) {
+    auto a = make_node<graph::NormAttrsNode>();
+    a->epsilon = attr_float(n, "epsilon", 1e-5);
+    return one(make("nn.instance_norm",
+                    {need(in, 0, "input"), need(in, 1, "scale"), need(in, 2, "B")},
+                    Attrs(attrs(std::move(a))), n));
+  };
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    bool is_max = std::string(op) == "MaxPool";
+    h[op] = [this, need, one, is_max](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      const Value& x = need(in, 0, "X");
+      TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 2-D pooling (4-D data) is supported");
+      auto a = make_node<graph::Pool2dAttrsNode>();
+      a->kernel = attr_ints(n, "kernel_shape", {});
+      TT_CHECK(a->kernel.size() == 2, kInvalidArgument, "kernel_shape needs 2 values");
+      a->strides = attr_ints(n, "strides", {1, 1});
+      for (int64_t d : attr_ints(n, "dilations", {1, 1})) {
+        TT_CHECK(d == 1, kInvalidArgument, "dilations other than 1 are not supported");
+      }
+      TT_CHECK(attr_int(n, "storage_order", 0) == 0, kInvalidArgument,
+               "storage_order 1 is not supported");
+      a->padding = window_pads(attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads", {}),
+                               {x->shape[2], x->shape[3]}, a->kernel, a->strides, {1, 1});
+      a->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+      a->count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+      return one(
+          make(is_max ? "nn.max_pool2d" : "nn.avg_pool2d", {x}, Attrs(attrs(std::move(a))), n));
+    };
+  }
+  h["GlobalAveragePool"] = [this, need, one](const onnx::NodeProto& n,
+                                             const std::vector<Value>& in) {
+    auto a = make_node<graph::LayoutAttrsNode>();
+    return one(make("nn.global_avg_pool2d", {need(in, 0, "X")}, Attrs(attrs(std::move(a))), n));
+  };
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    bool log = std::string(op) == "LogSoftmax";
+    h[op] = [this, need, one, log](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      Value x = need(in, 0, "input");
+      int64_t rank = static_cast<int64_t>(x->shape.size());
+      int64_t axis = normalise(attr_int(n, "axis", opset_ >= 13 ? -1 : 1), x->shape.size());
+      const char* ours = log ? "nn.log_softmax" : "nn.softmax";
+      if (opset_ >= 13 || axis == rank - 1) return one(make(ours, {x}, axis_attrs(axis), n));
+      // Before opset 13: the input as 2-D at `axis`, normalised over the second part.
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x->shape[d];
+      Value flat = make("reshape", {x}, reshape_attrs({outer, inner}), n);
+      Value s = make(ours, {flat}, axis_attrs(1), n);
+      return one(make("reshape", {s}, reshape_attrs(x->shape), n));
+    };
+  }
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"}) {
+    static const std::map<std::string, std::string> ours = {
+        {"ReduceMean", "reduce_mean"}, {"ReduceSum", "reduce_sum"}, {"ReduceMax", "reduce_max"}};
+    std::string name = ours.at(op), onnx_op = op;
+    h[op] = [this, need, one, name, onnx_op](const onnx::NodeProto& n,
+                                             const std::vector<Value>& in) {
+      Value x = need(in, 0, "data");
+      auto a = make_node<graph::ReduceAttrsNode>();
+      a->keepdims = attr_int(n, "keepdims", 1) != 0;
+      if (onnx_op == "ReduceSum" && opset_ >= 13) {
+        if (in.size() > 1 && in[1]) a->axes = const_ints(n, in, 1, "axes");
+        if (a->axes.empty() && attr_int(n, "noop_with_empty_axes", 0)) return one(x);
+      } else {
+        a->axes = attr_ints(n, "axes", {});
+      }
+      for (auto& axis : a->axes) axis = normalise(axis, x->shape.size());
+      return one(make(name, {x}, Attrs(attrs(std::move(a))), n));
+    };
+  }
+
+  // ---- data movement ----
+  h["Flatten"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "input");
+    int64_t rank = static_cast<int64_t>(x->shape.size());
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    TT_CHECK(axis >= 0 && axis <= rank, kInvalidArgument, "axis ", attr_int(n, "axis", 1),
+             " is out of range for rank ", rank);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x->shape[d];
+    return one(make("reshape", {x}, reshape_attrs({outer, inner}), n));
+  };
+  h["Reshape"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    std::vector<int64_t> shape = const_ints(n, in, 1, "shape");
+    bool allow_zero = attr_int(n, "allowzero", 0) != 0;
+    int64_t known = 1, total = 1;
+    int inferred = -1;
+    for (int64_t d : x->shape) total *= d;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 0 && !allow_zero) {
+        TT_CHECK(d < x->shape.size(), kInvalidArgument, "0 at dimension ", d,
+                 " copies an input dimension that does not exist");
+        shape[d] = x->shape[d];
+      }
+      if (shape[d] == -1) {
+        TT_CHECK(inferred < 0, kInvalidArgument, "the shape has two -1 entries");
+        inferred = static_cast<int>(d);
+      } else {
+        TT_CHECK(shape[d] >= 1, kInvalidArgument, "the shape ", shape_text(shape),
+                 " has an extent below 1");
+        known *= shape[d];
+      }
+    }
+    if (inferred >= 0) {
+      TT_CHECK(known > 0 && total % known == 0, kInvalidArgument, "cannot infer the -1 of ",
+               shape_text(shape), " for ", total, " elements");
+      shape[static_cast<size_t>(inferred)] = total / known;
+    }
+    return one(make("reshape", {x}, reshape_attrs(shape), n));
+  };
+  h["Transpose"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    std::vector<int64_t> perm(x->shape.size());
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    perm = attr_ints(n, "perm", perm);
+    return one(make("transpose", {x}, transpose_attrs(perm), n));
+  };
+  h["Concat"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    TT_CHECK(!in.empty() && in[0], kInvalidArgument, "needs inputs");
+    int64_t axis = normalise(attr_int(n, "axis", 0), in[0]->shape.size());
+    return one(make("concat", in, axis_attrs(axis), n));
+  };
+  h["Split"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "input");
+    int64_t axis = normalise(attr_int(n, "axis", 0), x->shape.size());
+    std::vector<int64_t> sizes;
+    if (opset_ >= 13) {
+      if (in.size() > 1 && in[1]) sizes = const_ints(n, in, 1, "split");
+    } else {
+      sizes = attr_ints(n, "split", {});
+    }
+    int64_t parts = n.output_size(), extent = x->shape[axis];
+    if (sizes.empty()) {
+      TT_CHECK(parts >= 1 && extent % parts == 0, kInvalidArgument, "extent ", extent,
+               " does not split evenly into ", parts, " outputs");
+      sizes.assign(static_cast<size_t>(parts), extent / parts);
+    }
+    TT_CHECK(static_cast<int64_t>(sizes.size()) == parts &&
+                 std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == extent,
+             kInvalidArgument, "split sizes ", shape_text(sizes), " do not cover extent ", extent,
+             " in ", parts, " outputs");
+    std::vector<Value> out;
+    int64_t at = 0;
+    for (int64_t s : sizes) {
+      auto a = make_node<graph::SliceAttrsNode>();
+      a->begin.assign(x->shape.size(), 0);
+      a->end = x->shape;
+      a->strides.assign(x->shape.size(), 1);
+      a->begin[axis] = at;
+      a->end[axis] = at + s;
+      at += s;
+      out.push_back(make("slice", {x}, Attrs(attrs(std::move(a))), n));
+    }
+    return out;
+  };
+  h["Slice"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    std::vector<int64_t> starts = const_ints(n, in, 1, "starts"),
+                         ends = const_ints(n, in, 2, "ends");
+    std::vector<int64_t> axes, steps;
+    if (in.size() > 3 && in[3]) {
+      axes = const_ints(n, in, 3, "axes");
+    } else {
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    if (in.size() > 4 && in[4]) steps = const_ints(n, in, 4, "steps");
+    steps.resize(starts.size(), 1);
+    TT_CHECK(starts.size() == ends.size() && axes.size() == starts.size(), kInvalidArgument,
+             "starts, ends and axes differ in length");
+    auto a = make_node<graph::SliceAttrsNode>();
+    size_t rank = x->shape.size();
+    a->begin.assign(rank, 0);
+    a->end = x->shape;
+    a->strides.assign(rank, 1);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t d = normalise(axes[i], rank), extent = x->shape[static_cast<size_t>(d)];
+      // INT64_MAX / INT64_MIN ends mean "to the end": clamp to what slice takes.
+      auto clampv = [&](int64_t v) { return std::clamp<int64_t>(v, -extent - 1, extent); };
+      a->begin[static_cast<size_t>(d)] = clampv(starts[i]);
+      a->end[static_cast<size_t>(d)] = clampv(ends[i]);
+      a->strides[static_cast<size_t>(d)] = steps[i];
+      if (steps[i] < 0 && ends[i] < -extent) a->end[static_cast<size_t>(d)] = -extent - 1;
+    }
+    return one(make("slice", {x}, Attrs(attrs(std::move(a))), n));
+  };
+  for (const char* op : {"Squeeze", "Unsqueeze"}) {
+    bool squeeze = std::string(op) == "Squeeze";
+    h[op] = [this, need, one, squeeze](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      Value x = need(in, 0, "data");
+      std::vector<int64_t> axes =
+          opset_ >= 13
+              ? (in.size() > 1 && in[1] ? const_ints(n, in, 1, "axes") : std::vector<int64_t>{})
+              : attr_ints(n, "axes", {});
+      std::vector<int64_t> shape;
+      if (squeeze) {
+        std::set<int64_t> drop;
+        for (int64_t a : axes) drop.insert(normalise(a, x->shape.size()));
+        for (size_t d = 0; d < x->shape.size(); ++d) {
+          bool gone = axes.empty() ? x->shape[d] == 1 : drop.count(static_cast<int64_t>(d)) > 0;
+          if (gone) {
+            TT_CHECK(x->shape[d] == 1, kInvalidArgument, "dimension ", d, " has extent ",
+                     x->shape[d], ", not 1");
+          } else {
+            shape.push_back(x->shape[d]);
+          }
+        }
+      } else {
+        size_t rank = x->shape.size() + axes.size();
+        std::set<int64_t> add;
+        for (int64_t a : axes) add.insert(normalise(a, rank));
+        size_t k = 0;
+        for (size_t d = 0; d < rank; ++d) {
+          shape.push_back(add.count(static_cast<int64_t>(d)) ? 1 : x->shape[k++]);
+        }
+      }
+      if (shape.empty()) shape = {1};
+      return one(make("reshape", {x}, reshape_attrs(shape), n));
+    };
+  }
+  h["Pad"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    std::string mode = attr_string(n, "mode", "constant");
+    TT_CHECK(mode == "constant", kInvalidArgument, "mode '", mode,
+             "' is not supported (only constant)");
+    std::vector<int64_t> pads = const_ints(n, in, 1, "pads");
+    size_t rank = x->shape.size();
+    TT_CHECK(pads.size() == 2 * rank, kInvalidArgument, "pads needs ", 2 * rank, " values, got ",
+             pads.size());
+    double value = 0;
+    if (in.size() > 2 && in[2]) {
+      const auto* c = constant_of(in[2]);
+      TT_CHECK(c, kInvalidArgument, "its constant_value must be a constant");
+      value = c->data.array().get(0);
+    }
+    // Positive pads pad; negative ones crop, as a slice after the pad.
+    auto a = make_node<graph::PadAttrsNode>();
+    bool crops = false;
+    for (size_t d = 0; d < rank; ++d) {
+      a->before.push_back(std::max<int64_t>(pads[d], 0));
+      a->after.push_back(std::max<int64_t>(pads[d + rank], 0));
+      crops |= pads[d] < 0 || pads[d + rank] < 0;
+    }
+    a->value = value;
+    bool pads_any = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p > 0; });
+    Value padded = pads_any ? make("pad", {x}, Attrs(attrs(std::move(a))), n) : x;
+    if (!crops) return one(padded);
+    auto s = make_node<graph::SliceAttrsNode>();
+    for (size_t d = 0; d < rank; ++d) {
+      s->begin.push_back(std::max<int64_t>(-pads[d], 0));
+      s->end.push_back(padded->shape[d] - std::max<int64_t>(-pads[d + rank], 0));
+      s->strides.push_back(1);
+      TT_CHECK(s->end.back() > s->begin.back(), kInvalidArgument, "pads ", shape_text(pads),
+               " crop dimension ", d, " of ", x->shape[d], " to nothing");
+    }
+    return one(make("slice", {padded}, Attrs(attrs(std::move(s))), n));
+  };
+  h["Resize"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "X");
+    TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 4-D (NCHW) data is supported");
+    std::string mode = attr_string(n, "mode", "nearest");
+    std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    std::string nearest_mode = attr_string(n, "nearest_mode", "round_prefer_floor");
+    std::vector<int64_t> size;
+    if (in.size() > 3 && in[3]) {
+      size = const_ints(n, in, 3, "sizes");
+    } else {
+      TT_CHECK(in.size() > 2 && in[2] && constant_of(in[2]), kInvalidArgument,
+               "needs constant scales or sizes");
+      const te::NDArray& scales = constant_of(in[2])->data.array();
+      TT_CHECK(scales.size() == 4, kInvalidArgument, "scales needs 4 values");
+      for (int64_t d = 0; d < 4; ++d) {
+        size.push_back(
+            static_cast<int64_t>(std::floor(static_cast<double>(x->shape[d]) * scales.get(d))));
+      }
+    }
+    TT_CHECK(size.size() == 4 && size[0] == x->shape[0] && size[1] == x->shape[1], kInvalidArgument,
+             "only the two spatial axes may be resized");
+    TT_CHECK(mode == "nearest" || mode == "linear", kInvalidArgument, "mode '", mode,
+             "' is not supported (nearest or linear)");
+    if (coord == "pytorch_half_pixel") coord = "half_pixel";
+    TT_CHECK(coord == "half_pixel" || coord == "asymmetric" || coord == "align_corners",
+             kInvalidArgument, "coordinate_transformation_mode '", coord,
+             "' is not supported (half_pixel, pytorch_half_pixel, asymmetric, align_corners)");
+    if (mode == "nearest") {
+      const char* wanted = coord == "asymmetric" ? "floor" : "round_prefer_floor";
+      TT_CHECK(nearest_mode == wanted, kInvalidArgument, "nearest_mode '", nearest_mode,
+               "' with coordinate_transformation_mode '", coord, "' is not supported (use '",
+               wanted, "')");
+    }
+    auto a = make_node<graph::ResizeAttrsNode>();
+    a->size = {size[2], size[3]};
+    a->method = mode;
+    a->coordinate_mode = coord;
+    return one(make("resize2d", {x}, Attrs(attrs(std::move(a))), n));
+  };
+  return handlers_;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_onnx_ops() {
+  OnnxImportOptions none;
+  Importer importer(none);
+  return importer.handled_ops();
+}
+
+graph::Graph import_onnx_bytes(std::string_view bytes, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  TT_CHECK(bytes.size() < (size_t{1} << 31) &&
+               model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+           kParse, "not a valid ONNX model (the protobuf does not parse; is the file truncated?)");
+  Importer importer(options);
+  return importer.run(model);
+}
+
+graph::Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::optional<std::string> bytes = read_file_if_exists(path);
+  TT_CHECK(bytes, kNotFound, "cannot read the model file '", path, "'");
+  try {
+    return import_onnx_bytes(*bytes, options);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    fail(e.kind(), path, ": ", e.what());
+  }
+}
+
+te::NDArray read_tensor_proto(const std::string& path) {
+  std::optional<std::string> bytes = read_file_if_exists(path);
+  TT_CHECK(bytes, kNotFound, "cannot read the tensor file '", path, "'");
+  onnx::TensorProto t;
+  TT_CHECK(bytes->size() < (size_t{1} << 31) &&
+               t.ParseFromArray(bytes->data(), static_cast<int>(bytes->size())),
+           kParse, path, ": not a serialised ONNX TensorProto");
+  try {
+    return to_array(t);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    fail(e.kind(), path, ": ", e.what());
+  }
+}
+
+}  // namespace tensortune::frontend

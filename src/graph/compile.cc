@@ -1,0 +1,531 @@
+#include "tensortune/graph/compile.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "tensortune/codegen/backend.h"
+#include "tensortune/graph/passes.h"
+#include "tensortune/graph/tasks.h"
+#include "tensortune/lower/lower.h"
+#include "tensortune/lower/pipeline.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/search/default_schedule.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::graph {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr int64_t kAlign = 64;
+constexpr const char* kFormat = "tensortune.model";
+constexpr int kFormatVersion = 1;
+
+int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+int64_t bytes_of(const std::vector<int64_t>& shape, ir::DataType dtype) {
+  int64_t n = dtype.bytes();
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+json tensor_json(const std::string& name, const std::vector<int64_t>& shape, ir::DataType dtype) {
+  return {{"name", name}, {"shape", shape}, {"dtype", dtype.str()}};
+}
+
+/// First-fit allocation of intermediates in one arena: a buffer gets the
+/// lowest offset free for its whole lifetime.
+class ArenaPlanner {
+ public:
+  int64_t place(int64_t bytes, int first, int last) {
+    bytes = aligned(std::max<int64_t>(bytes, 1));
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of overlapping lifetimes
+    for (const auto& b : placed_) {
+      if (b.first <= last && first <= b.last) busy.emplace_back(b.offset, b.offset + b.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + bytes <= begin) break;
+      offset = std::max(offset, end);
+    }
+    placed_.push_back({offset, bytes, first, last});
+    size_ = std::max(size_, offset + bytes);
+    return offset;
+  }
+  int64_t size() const { return size_; }
+
+ private:
+  struct Placed {
+    int64_t offset, bytes;
+    int first, last;
+  };
+  std::vector<Placed> placed_;
+  int64_t size_ = 0;
+};
+
+/// One distinct task of the model and how it is built.
+struct Kernel {
+  te::Task task;
+  ApplyEntry entry;
+  schedule::State state;
+  std::string function;
+  std::vector<lower::Packer> packers;
+};
+
+}  // namespace
+
+json CompileReport::to_json() const {
+  json list = json::array();
+  for (const auto& t : tasks) {
+    list.push_back({{"workload_key", t.workload_key},
+                    {"function", t.function},
+                    {"description", t.description},
+                    {"occurrences", t.occurrences},
+                    {"tuned", t.tuned},
+                    {"why", t.why},
+                    {"tuned_latency_s", t.tuned ? json(t.tuned_latency_s) : json(nullptr)}});
+  }
+  json out = {{"tasks", list},
+              {"kernels", kernels},
+              {"planned_bytes", planned_bytes},
+              {"intermediate_bytes", intermediate_bytes},
+              {"weight_bytes", weight_bytes},
+              {"seconds", seconds}};
+  if (!fallback_reason.empty()) out["fallback_reason"] = fallback_reason;
+  return out;
+}
+
+CompileReport compile_model(const Graph& model, const CompileOptions& options,
+                            const std::string& out_dir) {
+  auto start = std::chrono::steady_clock::now();
+  TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
+  // The graph extraction sees: optimised, or as given when a pass fails.
+  CompileReport report;
+  Graph g = model;
+  try {
+    g = optimize(model);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    report.fallback_reason = e.what();
+  }
+  std::vector<FusedGroup> groups = fuse_groups(g);
+  const ir::PassContext context = ir::PassContext::current();
+  measure::ContextMatch match = options.any_pass_context ? measure::ContextMatch::any()
+                                                         : measure::ContextMatch::only(context);
+
+  // The distinct tasks, each with its schedule.
+  std::vector<Kernel> kernels;
+  std::map<std::string, size_t> kernel_of_key;
+  std::vector<size_t> kernel_of_group;
+  std::vector<std::string> missing;
+  for (const FusedGroup& group : groups) {
+    if (group.is_view()) {
+      kernel_of_group.push_back(SIZE_MAX);
+      continue;
+    }
+    te::Workload w = group_workload(group);
+    std::string key = te::workload_key(w);
+    auto it = kernel_of_key.find(key);
+    if (it != kernel_of_key.end()) {
+      ++kernels[it->second].entry.occurrences;
+      kernel_of_group.push_back(it->second);
+      continue;
+    }
+    Kernel k;
+    k.task = te::Task::make(w, options.target);
+    k.entry.workload_key = key;
+    k.entry.description = group.description();
+    k.entry.occurrences = 1;
+    k.function = "k" + std::to_string(kernels.size());
+    k.entry.function = k.function;
+    std::optional<measure::Record> best = measure::best_for(options.records, k.task, match);
+    schedule::ComputeDAG dag(te::workload_tensors(w));
+    if (best) {
+      try {
+        schedule::replay(dag, best->input.state);
+        k.state = best->input.state;
+        k.entry.tuned = true;
+        k.entry.tuned_latency_s = best->result.mean_cost();
+        k.entry.why = "the log's best of its records";
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kInternal) throw;
+        k.entry.why = std::string("the log's best record does not replay here: ") + e.what();
+      }
+    } else {
+      k.entry.why = options.records.empty()
+                        ? "no log given"
+                        : measure::why_no_record(options.records, k.task, match);
+    }
+    if (!k.entry.tuned) {
+      missing.push_back(key + " (" + k.entry.description + "): " + k.entry.why);
+      k.state = search::default_schedule(k.task);
+    }
+    kernel_of_key[key] = kernels.size();
+    kernel_of_group.push_back(kernels.size());
+    kernels.push_back(std::move(k));
+  }
+  // A log whose records of this model's tasks are all for another target
+  // is the wrong log or the wrong --target, not a reason for default schedules.
+  if (!options.records.empty() && missing.size() == kernels.size()) {
+    std::set<std::string> others;
+    for (const measure::Record& r : options.records) {
+      if (r.result.ok() && kernel_of_key.count(r.input.task.workload_key()) &&
+          r.input.task->target.str() != options.target.str()) {
+        others.insert(r.input.task->target.str());
+      }
+    }
+    if (!others.empty()) {
+      fail(ErrorKind::kInvalidArgument, "the log's records of this model's tasks are for ",
+           others.size() == 1 ? "another target, " : "other targets: ",
+           join({others.begin(), others.end()}, "; "), ", not '", options.target.str(),
+           "': compile with that --target, or give a log tuned for this one");
+    }
+  }
+  if (options.fail_on_default && !missing.empty()) {
+    fail(ErrorKind::kNotFound, missing.size(), " of ", kernels.size(),
+         " tasks have no tuned schedule (--fail-on-default): ", missing.front(),
+         missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : "");
+  }
+
+  // One module: every kernel and its packers.
+  std::unique_ptr<codegen::KernelSources> sources = codegen::kernel_sources(options.target);
+  std::vector<size_t> all;
+  for (Kernel& k : kernels) {
+    schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
+    schedule::LoopState loops = schedule::replay(dag, k.state);
+    all.push_back(sources->add(lower::lower(loops, k.function)));
+    k.packers = lower::lower_packers(loops, k.function);
+    for (const auto& p : k.packers) all.push_back(sources->add(lower::run_pipeline(p.func)));
+  }
+  codegen::Module module = sources->compile(sources->source(all), options.module_options);
+
+  // Buffers: inputs, constants, packed constants, intermediates, outputs.
+  json buffers = json::array();
+  std::unordered_map<const Object*, int> buffer_of;
+  std::string weights;
+  auto add_buffer = [&](json b) {
+    buffers.push_back(std::move(b));
+    return static_cast<int>(buffers.size()) - 1;
+  };
+  json inputs = json::array(), outputs = json::array();
+  for (const auto& in : g->inputs) {
+    buffer_of[in.get()] = add_buffer({{"kind", "input"},
+                                      {"bytes", bytes_of(in->shape, in->dtype)},
+                                      {"shape", in->shape},
+                                      {"dtype", in->dtype.str()}});
+    inputs.push_back(tensor_json(in->name, in->shape, in->dtype));
+    inputs.back()["buffer"] = buffer_of[in.get()];
+  }
+  auto constant_buffer = [&](const Value& v) {
+    auto it = buffer_of.find(v.get());
+    if (it != buffer_of.end()) return it->second;
+    const auto* c = dynamic_cast<const ConstantNode*>(v.get());
+    TT_ICHECK(c, "a value read by a kernel has no buffer");
+    const te::NDArray& a = c->data.array();
+    int64_t offset = aligned(static_cast<int64_t>(weights.size()));
+    weights.resize(static_cast<size_t>(offset), '\0');
+    weights.append(static_cast<const char*>(a.data()), a.nbytes());
+    int id = add_buffer({{"kind", "constant"},
+                         {"bytes", static_cast<int64_t>(a.nbytes())},
+                         {"offset", offset},
+                         {"shape", a.shape()},
+                         {"dtype", a.dtype().str()},
+                         {"name", c->name}});
+    buffer_of[v.get()] = id;
+    return id;
+  };
+  // Lifetimes of the intermediates, in group order.
+  std::unordered_map<const Object*, int> output_index;
+  for (size_t i = 0; i < g->outputs.size(); ++i)
+    output_index.emplace(g->outputs[i].get(), static_cast<int>(i));
+  // A view's memory is its operand's: uses of the view are uses of the
+  // value it views (through chains of views).
+  std::unordered_map<const Object*, const Object*> viewed;
+  for (const FusedGroup& group : groups) {
+    if (!group.is_view()) continue;
+    const Object* in = group.inputs[0].get();
+    auto it = viewed.find(in);
+    viewed[group.calls[0].get()] = it == viewed.end() ? in : it->second;
+  }
+  auto root_of = [&](const Object* v) {
+    auto it = viewed.find(v);
+    return it == viewed.end() ? v : it->second;
+  };
+  std::unordered_map<const Object*, int> last_use;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (const auto& v : groups[gi].inputs) last_use[root_of(v.get())] = static_cast<int>(gi);
+  }
+  // A graph output that is a view keeps what it views alive to the end.
+  for (const auto& o : g->outputs) {
+    if (viewed.count(o.get())) last_use[root_of(o.get())] = static_cast<int>(groups.size());
+  }
+  ArenaPlanner arena;
+  std::vector<std::pair<int, int64_t>> arena_buffers;  // id, offset
+  json steps = json::array();
+  std::map<std::pair<int, std::string>, int> packed_of;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const FusedGroup& group = groups[gi];
+    if (group.is_view()) {
+      const Value& in = group.inputs[0];
+      buffer_of[group.calls[0].get()] =
+          buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
+      continue;
+    }
+    const Kernel& k = kernels[kernel_of_group[gi]];
+    std::vector<int> args;
+    for (const auto& v : group.inputs) {
+      args.push_back(buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v));
+    }
+    for (const auto& p : k.packers) {
+      int& packed = packed_of[{args[static_cast<size_t>(p.input)], p.func->name}];
+      if (!packed) {
+        const Value& v = group.inputs[static_cast<size_t>(p.input)];
+        packed = add_buffer({{"kind", "packed"},
+                             {"bytes", p.elements * v->dtype.bytes()},
+                             {"elements", p.elements},
+                             {"dtype", v->dtype.str()},
+                             {"source", args[static_cast<size_t>(p.input)]},
+                             {"packer", p.func->name}});
+      }
+      args[static_cast<size_t>(p.input)] = packed;
+    }
+    const Ref<CallNode>& out = group.calls.back();
+    int64_t bytes = bytes_of(out->shape, out->dtype);
+    int id;
+    if (output_index.count(out.get()) && !buffer_of.count(out.get())) {
+      id = add_buffer({{"kind", "output"},
+                       {"bytes", bytes},
+                       {"shape", out->shape},
+                       {"dtype", out->dtype.str()}});
+    } else {
+      auto lu = last_use.find(out.get());
+      int last = lu == last_use.end() ? static_cast<int>(gi) : lu->second;
+      int64_t offset = arena.place(bytes, static_cast<int>(gi), last);
+      id = add_buffer({{"kind", "arena"}, {"bytes", bytes}, {"offset", offset}});
+      report.intermediate_bytes += aligned(bytes);
+    }
+    buffer_of[out.get()] = id;
+    args.push_back(id);
+    steps.push_back({{"function", k.function}, {"args", args}});
+  }
+  // Graph outputs: the buffer a group wrote, or a copy of an input, a
+  // constant or another output.
+  std::set<int> used_outputs;
+  for (size_t i = 0; i < g->outputs.size(); ++i) {
+    const Value& v = g->outputs[i];
+    int id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
+    if (buffers[static_cast<size_t>(id)]["kind"] != "output" || !used_outputs.insert(id).second) {
+      int copy = add_buffer({{"kind", "output"},
+                             {"bytes", bytes_of(v->shape, v->dtype)},
+                             {"shape", v->shape},
+                             {"dtype", v->dtype.str()}});
+      steps.push_back({{"copy_from", id}, {"copy_to", copy}});
+      id = copy;
+      used_outputs.insert(id);
+    }
+    outputs.push_back(tensor_json(g->output_names[i], v->shape, v->dtype));
+    outputs.back()["buffer"] = id;
+  }
+  report.kernels = static_cast<int64_t>(steps.size());
+  report.planned_bytes = arena.size();
+  report.weight_bytes = static_cast<int64_t>(weights.size());
+  for (const auto& k : kernels) report.tasks.push_back(k.entry);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  json plan = {{"format", kFormat}, {"version", kFormatVersion},   {"target", options.target.str()},
+               {"inputs", inputs},  {"outputs", outputs},          {"buffers", buffers},
+               {"steps", steps},    {"arena_bytes", arena.size()}, {"report", report.to_json()}};
+  // Written next to the destination, then moved into place: the folder is
+  // whole or absent.
+  fs::path dest(out_dir);
+  fs::path tmp = dest.string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  TT_CHECK(!ec, kIO, "cannot create '", tmp.string(), "': ", ec.message());
+  try {
+    std::optional<std::string> library = read_file_if_exists(module.library_path());
+    TT_CHECK(library, kIO, "the built library ", module.library_path(), " cannot be read");
+    write_file_atomically((tmp / "model.so").string(), *library);
+    write_file_atomically((tmp / "weights.bin").string(), weights);
+    write_file_atomically((tmp / "plan.json").string(), plan.dump(1));
+    fs::remove_all(dest, ec);
+    fs::rename(tmp, dest, ec);
+    TT_CHECK(!ec, kIO, "cannot move the compiled model to '", dest.string(), "': ", ec.message());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return report;
+}
+
+// ---------------------------------------------------------------------------
+// CompiledModel
+
+CompiledModel CompiledModel::load(const std::string& dir) {
+  auto file = [&](const char* name) { return (fs::path(dir) / name).string(); };
+  CompiledModel m;
+  std::optional<std::string> plan_text = read_file_if_exists(file("plan.json"));
+  TT_CHECK(plan_text, kNotFound, "'", dir,
+           "' is not a compiled model (no plan.json); make one with `tensortune compile`");
+  try {
+    m.plan_ = parse_json_text(*plan_text, "plan.json");
+    TT_CHECK(m.plan_.is_object() && m.plan_.value("format", "") == kFormat, kParse,
+             "plan.json is not a tensortune model plan");
+    TT_CHECK(m.plan_.value("version", 0) == kFormatVersion, kParse, "plan.json has format version ",
+             m.plan_.value("version", 0), "; this build reads ", kFormatVersion);
+    m.module_ = codegen::Module::load(file("model.so"));
+    std::optional<std::string> weights = read_file_if_exists(file("weights.bin"));
+    TT_CHECK(weights, kNotFound, "no weights.bin");
+    const json& buffers = m.plan_.at("buffers");
+    m.constants_.resize(buffers.size());
+    m.arena_offset_.assign(buffers.size(), -1);
+    m.buffer_bytes_.resize(buffers.size());
+    for (size_t id = 0; id < buffers.size(); ++id) {
+      const json& b = buffers[id];
+      std::string kind = b.at("kind");
+      m.buffer_bytes_[id] = b.at("bytes").get<size_t>();
+      if (kind == "constant") {
+        te::NDArray a(ir::DataType::parse(b.at("dtype").get<std::string>()),
+                      b.at("shape").get<std::vector<int64_t>>());
+        int64_t offset = b.at("offset");
+        TT_CHECK(offset >= 0 && offset + static_cast<int64_t>(a.nbytes()) <=
+                                    static_cast<int64_t>(weights->size()),
+                 kParse, "weights.bin is shorter than the plan says");
+        std::memcpy(a.data(), weights->data() + offset, a.nbytes());
+        m.constants_[id] = std::move(a);
+      } else if (kind == "packed") {
+        // Packed once, at load time.
+        te::NDArray a(ir::DataType::parse(b.at("dtype").get<std::string>()),
+                      {b.at("elements").get<int64_t>()});
+        size_t source = b.at("source");
+        TT_CHECK(source < id && m.constants_[source].defined(), kParse,
+                 "a packed buffer's source is not a constant before it");
+        void* args[] = {m.constants_[source].data(), a.data()};
+        int32_t rc = m.module_.get(b.at("packer").get<std::string>())(args);
+        TT_CHECK(rc == 0, kRuntime, "packing a weight failed (", rc, ")");
+        m.constants_[id] = std::move(a);
+      } else if (kind == "arena") {
+        m.arena_offset_[id] = b.at("offset");
+      }
+    }
+    m.arena_ = te::NDArray(ir::DataType::uint(8),
+                           {std::max<int64_t>(m.plan_.at("arena_bytes").get<int64_t>(), 1)});
+    auto infos = [](const json& list, std::vector<TensorInfo>& out, std::vector<int>& ids) {
+      for (const auto& t : list) {
+        out.push_back({t.at("name"), t.at("shape").get<std::vector<int64_t>>(),
+                       ir::DataType::parse(t.at("dtype").get<std::string>())});
+        ids.push_back(t.at("buffer"));
+      }
+    };
+    infos(m.plan_.at("inputs"), m.inputs_, m.input_buffers_);
+    infos(m.plan_.at("outputs"), m.outputs_, m.output_buffers_);
+    for (const auto& s : m.plan_.at("steps")) {
+      Step step;
+      if (s.contains("copy_from")) {
+        step.copy_from = s.at("copy_from");
+        step.copy_to = s.at("copy_to");
+      } else {
+        step.fn = m.module_.get(s.at("function").get<std::string>());
+        step.args = s.at("args").get<std::vector<int>>();
+        for (int a : step.args) {
+          TT_CHECK(a >= 0 && a < static_cast<int>(buffers.size()), kParse, "a step reads buffer ",
+                   a, ", which the plan lacks");
+        }
+      }
+      m.steps_.push_back(std::move(step));
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    fail(e.kind(), dir, ": ", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kParse, dir, ": plan.json: ", e.what());
+  }
+  return m;
+}
+
+void CompiledModel::set_threads(int threads) {
+  if (!module_.has("tt_set_num_threads")) return;
+  // Not a kernel: the module's int32_t tt_set_num_threads(int32_t).
+  using SetThreads = int32_t (*)(int32_t);
+  SetThreads set =
+      reinterpret_cast<SetThreads>(reinterpret_cast<void*>(module_.get("tt_set_num_threads")));
+  set(threads);
+}
+
+std::vector<te::NDArray> CompiledModel::run(const std::vector<te::NDArray>& inputs) {
+  return run_steps(inputs, nullptr);
+}
+
+std::vector<te::NDArray> CompiledModel::run_timed(const std::vector<te::NDArray>& inputs,
+                                                  std::vector<double>& step_seconds) {
+  step_seconds.assign(steps_.size(), 0.0);
+  return run_steps(inputs, &step_seconds);
+}
+
+std::vector<std::string> CompiledModel::step_names() const {
+  std::map<std::string, std::string> ops;
+  for (const auto& t : plan_.at("report").at("tasks"))
+    ops[t.value("function", "")] = t.value("description", "");
+  std::vector<std::string> names;
+  for (const auto& s : plan_.at("steps")) {
+    names.push_back(s.contains("copy_from") ? "copy" : ops[s.at("function").get<std::string>()]);
+  }
+  return names;
+}
+
+std::vector<te::NDArray> CompiledModel::run_steps(const std::vector<te::NDArray>& inputs,
+                                                  std::vector<double>* step_seconds) {
+  TT_CHECK(inputs.size() == inputs_.size(), kInvalidArgument, "the model takes ", inputs_.size(),
+           " inputs, got ", inputs.size());
+  std::vector<void*> pointer(buffer_bytes_.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& want = inputs_[i];
+    TT_CHECK(inputs[i].shape() == want.shape && inputs[i].dtype() == want.dtype, kInvalidArgument,
+             "input '", want.name, "' must be ", want.dtype.str(), " of shape ",
+             te::NDArray(want.dtype, want.shape).describe(), ", got ", inputs[i].describe());
+    pointer[static_cast<size_t>(input_buffers_[i])] = const_cast<void*>(inputs[i].data());
+  }
+  std::vector<te::NDArray> outputs;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    outputs.emplace_back(outputs_[i].dtype, outputs_[i].shape);
+    pointer[static_cast<size_t>(output_buffers_[i])] = outputs.back().data();
+  }
+  auto* arena = static_cast<char*>(arena_.data());
+  for (size_t id = 0; id < pointer.size(); ++id) {
+    if (constants_[id].defined()) pointer[id] = constants_[id].data();
+    if (arena_offset_[id] >= 0) pointer[id] = arena + arena_offset_[id];
+  }
+  std::vector<void*> args;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    auto start = std::chrono::steady_clock::now();
+    if (!s.fn) {
+      std::memcpy(pointer[static_cast<size_t>(s.copy_to)],
+                  pointer[static_cast<size_t>(s.copy_from)],
+                  buffer_bytes_[static_cast<size_t>(s.copy_to)]);
+    } else {
+      args.clear();
+      for (int a : s.args) args.push_back(pointer[static_cast<size_t>(a)]);
+      int32_t rc = s.fn(args.data());
+      TT_CHECK(rc == 0, kRuntime, "a kernel of the model returned ", rc);
+    }
+    if (step_seconds) {
+      (*step_seconds)[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  return outputs;
+}
+
+}  // namespace tensortune::graph

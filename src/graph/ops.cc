@@ -1,0 +1,751 @@
+// The graph operators: attributes, type inference and lowering to tensor
+// expressions, registered at static initialisation.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "tensortune/graph/op.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/ops.h"
+
+namespace tensortune::graph {
+namespace {
+
+using ir::Expr;
+using te::Tensor;
+using Types = std::vector<TensorType>;
+using Tensors = std::vector<Tensor>;
+
+template <class T>
+const T& attrs_as(const AttrsNode* a) {
+  const T* t = dynamic_cast<const T*>(a);
+  TT_ICHECK(t, "attributes of the wrong type reached an operator");
+  return *t;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+/// `axis` in [-rank, rank) as a position; kInvalidArgument otherwise.
+int64_t normalise_axis(int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  TT_CHECK(axis >= -r && axis < r, kInvalidArgument, "axis ", axis, " is out of range for rank ",
+           rank, " (valid: ", -r, " to ", r - 1, ")");
+  return axis < 0 ? axis + r : axis;
+}
+
+void check_rank(const TensorType& t, size_t rank, const char* what) {
+  TT_CHECK(t.shape.size() == rank, kInvalidArgument, what, " must have rank ", rank, ", got ",
+           shape_text(t.shape));
+}
+
+void check_float(const TensorType& t, const char* what) {
+  TT_CHECK(t.dtype.is_float(), kInvalidArgument, what, " must be a float type, got ",
+           t.dtype.str());
+}
+
+void check_same_dtype(const Types& args) {
+  for (const auto& a : args) {
+    TT_CHECK(a.dtype == args[0].dtype, kInvalidArgument, "the arguments' types differ (",
+             args[0].dtype.str(), " and ", a.dtype.str(), ")");
+  }
+}
+
+void check_layout(const std::string& layout) {
+  TT_CHECK(layout == "NCHW" || layout == "NHWC", kInvalidArgument, "layout '", layout,
+           "' is not supported (NCHW or NHWC)");
+}
+
+te::Conv2dAttrs conv_attrs(const Conv2dAttrsNode& a) {
+  te::Conv2dAttrs c;
+  c.stride = {a.strides[0], a.strides[1]};
+  c.padding = {a.padding[0], a.padding[1], a.padding[2], a.padding[3]};
+  c.dilation = {a.dilation[0], a.dilation[1]};
+  c.groups = a.groups;
+  return c;
+}
+
+te::Pool2dAttrs pool_attrs(const Pool2dAttrsNode& a) {
+  te::Pool2dAttrs p;
+  p.kernel = {a.kernel[0], a.kernel[1]};
+  p.stride = {a.strides[0], a.strides[1]};
+  p.padding = {a.padding[0], a.padding[1], a.padding[2], a.padding[3]};
+  p.ceil_mode = a.ceil_mode;
+  p.count_include_pad = a.count_include_pad;
+  return p;
+}
+
+int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after,
+                    bool ceil_mode) {
+  int64_t span = in + before + after - k;
+  TT_CHECK(span >= 0, kInvalidArgument, "a window of ", k, " does not fit an extent of ", in,
+           " padded by ", before, " and ", after);
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // The last window must start inside the input or the leading padding.
+  if (ceil_mode && (out - 1) * s >= in + before) --out;
+  return out;
+}
+
+/// NHWC as a view of the NCHW computation: transposes around it, which the
+/// search inlines.
+Tensor to_nchw(const Tensor& x) { return te::transpose(x, {0, 3, 1, 2}, "to_nchw"); }
+Tensor to_nhwc(const Tensor& x) { return te::transpose(x, {0, 2, 3, 1}, "to_nhwc"); }
+
+// ---- registration helpers ----
+
+void unary(const std::string& name, const std::string& doc, std::function<Tensor(const Tensor&)> f,
+           bool float_only = true) {
+  register_op({name, doc, 1, 1, "", OpPattern::kElemwise,
+               [float_only](const Types& a, const AttrsNode*) {
+                 if (float_only) check_float(a[0], "the operand");
+                 return a[0];
+               },
+               [f](const Tensors& a, const AttrsNode*) { return f(a[0]); }});
+}
+
+void binary(const std::string& name, const std::string& doc,
+            std::function<Tensor(const Tensor&, const Tensor&)> f) {
+  register_op({name, doc, 2, 2, "", OpPattern::kBroadcast,
+               [](const Types& a, const AttrsNode*) {
+                 check_same_dtype(a);
+                 return TensorType{te::broadcast_shape(a[0].shape, a[1].shape), a[0].dtype};
+               },
+               [f](const Tensors& a, const AttrsNode*) { return f(a[0], a[1]); }});
+}
+
+void scalar_unary(const std::string& name, const std::string& doc,
+                  std::function<Tensor(const Tensor&, const ScalarAttrsNode&)> f) {
+  register_op({name, doc, 1, 1, ScalarAttrsNode::kTypeKey, OpPattern::kElemwise,
+               [](const Types& a, const AttrsNode*) {
+                 check_float(a[0], "the operand");
+                 return a[0];
+               },
+               [f](const Tensors& a, const AttrsNode* attrs) {
+                 return f(a[0], attrs_as<ScalarAttrsNode>(attrs));
+               }});
+}
+
+Expr float_const(ir::DataType t, double v) { return ir::make_const(t, v); }
+
+bool register_all() {
+  // ---- anchors: data reuse worth tiling ----
+  register_op({"nn.conv2d", "2-D convolution (NCHW with OIHW kernel, or NHWC with HWIO kernel)", 2,
+               2, Conv2dAttrsNode::kTypeKey, OpPattern::kAnchor,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<Conv2dAttrsNode>(attrs);
+                 check_layout(c.data_layout);
+                 check_rank(a[0], 4, "the data");
+                 check_rank(a[1], 4, "the kernel");
+                 check_same_dtype(a);
+                 bool nchw = c.data_layout == "NCHW";
+                 int64_t n = a[0].shape[0], ch = a[0].shape[nchw ? 1 : 3],
+                         h = a[0].shape[nchw ? 2 : 1], w = a[0].shape[nchw ? 3 : 2];
+                 int64_t k = a[1].shape[nchw ? 0 : 3], cg = a[1].shape[nchw ? 1 : 2],
+                         r = a[1].shape[nchw ? 2 : 0], s = a[1].shape[nchw ? 3 : 1];
+                 TT_CHECK(c.groups >= 1 && ch % c.groups == 0 && k % c.groups == 0 &&
+                              cg * c.groups == ch,
+                          kInvalidArgument, "groups ", c.groups, " do not fit ", ch,
+                          " input channels, a kernel of ", cg, " channels per group and ", k,
+                          " output channels");
+                 int64_t oh = pool_extent(h, c.dilation[0] * (r - 1) + 1, c.strides[0],
+                                          c.padding[0], c.padding[2], false);
+                 int64_t ow = pool_extent(w, c.dilation[1] * (s - 1) + 1, c.strides[1],
+                                          c.padding[1], c.padding[3], false);
+                 return TensorType{
+                     nchw ? std::vector<int64_t>{n, k, oh, ow} : std::vector<int64_t>{n, oh, ow, k},
+                     a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<Conv2dAttrsNode>(attrs);
+                 return c.data_layout == "NCHW" ? te::conv2d_nchw(a[0], a[1], conv_attrs(c))
+                                                : te::conv2d_nhwc(a[0], a[1], conv_attrs(c));
+               }});
+  register_op({"nn.conv2d_transpose",
+               "transposed 2-D convolution, NCHW data and a [C, K, R, S] kernel", 2, 2,
+               Conv2dTransposeAttrsNode::kTypeKey, OpPattern::kAnchor,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
+                 check_rank(a[0], 4, "the data");
+                 check_rank(a[1], 4, "the kernel");
+                 check_same_dtype(a);
+                 TT_CHECK(a[1].shape[0] == a[0].shape[1], kInvalidArgument, "the kernel's ",
+                          a[1].shape[0], " input channels differ from the data's ", a[0].shape[1]);
+                 int64_t oh = (a[0].shape[2] - 1) * c.strides[0] - c.padding[0] - c.padding[2] +
+                              a[1].shape[2] + c.output_padding[0];
+                 int64_t ow = (a[0].shape[3] - 1) * c.strides[1] - c.padding[1] - c.padding[3] +
+                              a[1].shape[3] + c.output_padding[1];
+                 TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "the output would be empty");
+                 return TensorType{{a[0].shape[0], a[1].shape[1], oh, ow}, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
+                 te::Conv2dTransposeAttrs t;
+                 t.stride = {c.strides[0], c.strides[1]};
+                 t.padding = {c.padding[0], c.padding[1], c.padding[2], c.padding[3]};
+                 t.output_padding = {c.output_padding[0], c.output_padding[1]};
+                 return te::conv2d_transpose_nchw(a[0], a[1], t);
+               }});
+  register_op({"nn.dense", "out[M, N] = data[M, K] . weight[N, K]^T", 2, 2, "", OpPattern::kAnchor,
+               [](const Types& a, const AttrsNode*) {
+                 check_rank(a[0], 2, "the data");
+                 check_rank(a[1], 2, "the weight");
+                 check_same_dtype(a);
+                 TT_CHECK(a[0].shape[1] == a[1].shape[1], kInvalidArgument, "data ",
+                          shape_text(a[0].shape), " and weight ", shape_text(a[1].shape),
+                          " differ in K");
+                 return TensorType{{a[0].shape[0], a[1].shape[0]}, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode*) { return te::dense(a[0], a[1]); }});
+  register_op({"nn.matmul", "numpy's matmul of [..., M, K] and [..., K, N] (batch dims broadcast)",
+               2, 2, "", OpPattern::kAnchor,
+               [](const Types& a, const AttrsNode*) {
+                 check_same_dtype(a);
+                 TT_CHECK(a[0].shape.size() >= 2 && a[1].shape.size() >= 2, kInvalidArgument,
+                          "both operands need rank 2 or more, got ", shape_text(a[0].shape),
+                          " and ", shape_text(a[1].shape));
+                 size_t ra = a[0].shape.size(), rb = a[1].shape.size();
+                 TT_CHECK(a[0].shape[ra - 1] == a[1].shape[rb - 2], kInvalidArgument,
+                          "K differs: ", shape_text(a[0].shape), " and ", shape_text(a[1].shape));
+                 std::vector<int64_t> ba(a[0].shape.begin(), a[0].shape.end() - 2),
+                     bb(a[1].shape.begin(), a[1].shape.end() - 2);
+                 std::vector<int64_t> batch = te::broadcast_shape(ba, bb);
+                 // Broadcast either way along the batch, but only whole: one side's
+                 // batch all ones or both the same.
+                 auto product = [](const std::vector<int64_t>& s) {
+                   return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+                 };
+                 TT_CHECK(product(ba) == 1 || product(bb) == 1 || ba == bb, kInvalidArgument,
+                          "batch dimensions ", shape_text(ba), " and ", shape_text(bb),
+                          " broadcast only partly; not supported");
+                 batch.push_back(a[0].shape[ra - 2]);
+                 batch.push_back(a[1].shape[rb - 1]);
+                 return TensorType{batch, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode*) {
+                 auto shape_a = a[0].shape(), shape_b = a[1].shape();
+                 if (shape_a.size() == 2 && shape_b.size() == 2) return te::matmul(a[0], a[1]);
+                 int64_t m = shape_a[shape_a.size() - 2], k = shape_a.back(), n = shape_b.back();
+                 auto batch = [](const std::vector<int64_t>& s) {
+                   return std::accumulate(s.begin(), s.end() - 2, int64_t{1}, std::multiplies<>());
+                 };
+                 int64_t ba = batch(shape_a), bb = batch(shape_b);
+                 Tensor x = te::reshape(a[0], {ba, m, k}, "matmul_a");
+                 Tensor y = te::reshape(a[1], {bb, k, n}, "matmul_b");
+                 Tensor out = te::batch_matmul(x, y);
+                 std::vector<int64_t> shape((ba >= bb ? shape_a : shape_b).begin(),
+                                            (ba >= bb ? shape_a : shape_b).end() - 2);
+                 shape.push_back(m);
+                 shape.push_back(n);
+                 return te::reshape(out, shape, "matmul_out");
+               }});
+
+  // ---- elementwise ----
+  unary("relu", "max(x, 0)", te::relu, false);
+  unary("sigmoid", "1 / (1 + e^-x)", te::sigmoid);
+  unary("tanh", "hyperbolic tangent", te::tanh);
+  unary("erf", "error function", te::erf);
+  unary("sqrt", "square root", te::sqrt);
+  unary("exp", "e^x", te::exp);
+  unary("log", "natural logarithm", te::log);
+  unary("abs", "|x|", te::abs, false);
+  unary("negative", "-x", te::negative, false);
+  unary("floor", "round down", te::floor);
+  unary("hard_swish", "x * clip(x / 6 + 1/2, 0, 1)", [](const Tensor& x) {
+    return te::elemwise(
+        x,
+        [&](const Expr& e) {
+          Expr t = e * float_const(e.dtype(), 1.0 / 6) + float_const(e.dtype(), 0.5);
+          return e * ir::min(ir::max(t, float_const(e.dtype(), 0)), float_const(e.dtype(), 1));
+        },
+        "hard_swish");
+  });
+  scalar_unary(
+      "leaky_relu", "x for x > 0, alpha * x elsewhere",
+      [](const Tensor& x, const ScalarAttrsNode& a) { return te::leaky_relu(x, a.alpha); });
+  scalar_unary("clip", "min(max(x, alpha), beta)", [](const Tensor& x, const ScalarAttrsNode& a) {
+    return te::clip(x, a.alpha, a.beta);
+  });
+  scalar_unary(
+      "hard_sigmoid", "clip(alpha * x + beta, 0, 1)",
+      [](const Tensor& x, const ScalarAttrsNode& a) {
+        return te::elemwise(
+            x,
+            [&](const Expr& e) {
+              Expr t = e * float_const(e.dtype(), a.alpha) + float_const(e.dtype(), a.beta);
+              return ir::min(ir::max(t, float_const(e.dtype(), 0)), float_const(e.dtype(), 1));
+            },
+            "hard_sigmoid");
+      });
+  binary("add", "a + b, broadcast", te::add);
+  binary("subtract", "a - b, broadcast", te::subtract);
+  binary("multiply", "a * b, broadcast", te::multiply);
+  binary("divide", "a / b, broadcast", te::divide);
+  binary("power", "a ^ b, broadcast", te::power);
+  binary("maximum", "max(a, b), broadcast", te::maximum);
+  binary("minimum", "min(a, b), broadcast", te::minimum);
+  binary("prelu", "x for x > 0, slope * x elsewhere (slope broadcast)",
+         [](const Tensor& x, const Tensor& slope) {
+           return te::broadcast_binary(
+               x, slope,
+               [](const Expr& a, const Expr& s) {
+                 return ir::select(a > ir::make_const(a.dtype(), 0), a, a * s);
+               },
+               "prelu");
+         });
+  register_op({"cast", "conversion to another element type", 1, 1, CastAttrsNode::kTypeKey,
+               OpPattern::kElemwise,
+               [](const Types& a, const AttrsNode* attrs) {
+                 return TensorType{a[0].shape, attrs_as<CastAttrsNode>(attrs).dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::cast(a[0], attrs_as<CastAttrsNode>(attrs).dtype);
+               }});
+  register_op(
+      {"nn.bias_add", "data + bias along `axis`", 2, 2, AxisAttrsNode::kTypeKey,
+       OpPattern::kBroadcast,
+       [](const Types& a, const AttrsNode* attrs) {
+         check_same_dtype(a);
+         int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
+         TT_CHECK(a[1].shape.size() == 1 && a[1].shape[0] == a[0].shape[axis], kInvalidArgument,
+                  "the bias must be [", a[0].shape[axis], "], got ", shape_text(a[1].shape));
+         return a[0];
+       },
+       [](const Tensors& a, const AttrsNode* attrs) {
+         int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].ndim());
+         return te::bias_add(a[0], a[1], static_cast<int>(axis));
+       }});
+
+  // ---- normalisation and pooling ----
+  register_op({"nn.batch_norm", "inference batch normalisation along `axis`", 5, 5,
+               NormAttrsNode::kTypeKey, OpPattern::kBroadcast,
+               [](const Types& a, const AttrsNode* attrs) {
+                 check_same_dtype(a);
+                 int64_t axis =
+                     normalise_axis(attrs_as<NormAttrsNode>(attrs).axis, a[0].shape.size());
+                 for (size_t i = 1; i < 5; ++i) {
+                   TT_CHECK(a[i].shape.size() == 1 && a[i].shape[0] == a[0].shape[axis],
+                            kInvalidArgument, "scale, bias, mean and variance must be [",
+                            a[0].shape[axis], "], got ", shape_text(a[i].shape));
+                 }
+                 return a[0];
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& n = attrs_as<NormAttrsNode>(attrs);
+                 int64_t axis = normalise_axis(n.axis, a[0].ndim());
+                 return te::batch_norm_inference(a[0], a[1], a[2], a[3], a[4],
+                                                 static_cast<int>(axis), n.epsilon);
+               }});
+  register_op({"nn.layer_norm", "layer normalisation over the last axis, with scale and bias", 3, 3,
+               NormAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 check_same_dtype(a);
+                 check_float(a[0], "the data");
+                 int64_t axis =
+                     normalise_axis(attrs_as<NormAttrsNode>(attrs).axis, a[0].shape.size());
+                 TT_CHECK(axis + 1 == static_cast<int64_t>(a[0].shape.size()), kInvalidArgument,
+                          "only the last axis is normalised, got axis ", axis);
+                 for (size_t i = 1; i < 3; ++i) {
+                   TT_CHECK(a[i].shape.size() == 1 && a[i].shape[0] == a[0].shape.back(),
+                            kInvalidArgument, "scale and bias must be [", a[0].shape.back(),
+                            "], got ", shape_text(a[i].shape));
+                 }
+                 return a[0];
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::layer_norm(a[0], a[1], a[2], attrs_as<NormAttrsNode>(attrs).epsilon);
+               }});
+  register_op(
+      {"nn.instance_norm", "per sample and channel normalisation over the spatial axes (NC...)", 3,
+       3, NormAttrsNode::kTypeKey, OpPattern::kReduction,
+       [](const Types& a, const AttrsNode*) {
+         check_same_dtype(a);
+         check_float(a[0], "the data");
+         TT_CHECK(a[0].shape.size() >= 3, kInvalidArgument, "the data needs rank 3 or more");
+         for (size_t i = 1; i < 3; ++i) {
+           TT_CHECK(a[i].shape.size() == 1 && a[i].shape[0] == a[0].shape[1], kInvalidArgument,
+                    "scale and bias must be [", a[0].shape[1], "], got ", shape_text(a[i].shape));
+         }
+         return a[0];
+       },
+       [](const Tensors& a, const AttrsNode* attrs) {
+         const Tensor& x = a[0];
+         std::vector<int> spatial;
+         for (int d = 2; d < x.ndim(); ++d) spatial.push_back(d);
+         Tensor mean = te::reduce_mean(x, spatial, true, "in_mean");
+         Tensor centred = te::subtract(x, mean);
+         Tensor var = te::reduce_mean(te::multiply(centred, centred), spatial, true, "in_var");
+         double eps = attrs_as<NormAttrsNode>(attrs).epsilon;
+         Tensor inv = te::elemwise(
+             var, [&](const Expr& v) { return ir::rsqrt(v + float_const(v.dtype(), eps)); },
+             "in_rsqrt");
+         std::vector<int64_t> cshape(static_cast<size_t>(x.ndim() - 1), 1);
+         cshape[0] = x.shape()[1];
+         Tensor scale = te::reshape(a[1], cshape, "in_scale"),
+                bias = te::reshape(a[2], cshape, "in_bias");
+         return te::add(te::multiply(te::multiply(centred, inv), scale), bias);
+       }});
+  for (const char* name : {"nn.max_pool2d", "nn.avg_pool2d"}) {
+    bool is_max = std::string(name) == "nn.max_pool2d";
+    register_op({name, is_max ? "max over 2-D windows" : "mean over 2-D windows", 1, 1,
+                 Pool2dAttrsNode::kTypeKey, OpPattern::kReduction,
+                 [](const Types& a, const AttrsNode* attrs) {
+                   const auto& p = attrs_as<Pool2dAttrsNode>(attrs);
+                   check_layout(p.layout);
+                   check_rank(a[0], 4, "the data");
+                   bool nchw = p.layout == "NCHW";
+                   int64_t h = a[0].shape[nchw ? 2 : 1], w = a[0].shape[nchw ? 3 : 2];
+                   int64_t oh = pool_extent(h, p.kernel[0], p.strides[0], p.padding[0],
+                                            p.padding[2], p.ceil_mode);
+                   int64_t ow = pool_extent(w, p.kernel[1], p.strides[1], p.padding[1],
+                                            p.padding[3], p.ceil_mode);
+                   std::vector<int64_t> s = a[0].shape;
+                   s[nchw ? 2 : 1] = oh;
+                   s[nchw ? 3 : 2] = ow;
+                   return TensorType{s, a[0].dtype};
+                 },
+                 [is_max](const Tensors& a, const AttrsNode* attrs) {
+                   const auto& p = attrs_as<Pool2dAttrsNode>(attrs);
+                   Tensor x = p.layout == "NCHW" ? a[0] : to_nchw(a[0]);
+                   Tensor out = is_max ? te::max_pool2d_nchw(x, pool_attrs(p))
+                                       : te::avg_pool2d_nchw(x, pool_attrs(p));
+                   return p.layout == "NCHW" ? out : to_nhwc(out);
+                 }});
+  }
+  register_op({"nn.global_avg_pool2d", "mean over the two spatial axes (kept with extent 1)", 1, 1,
+               LayoutAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& l = attrs_as<LayoutAttrsNode>(attrs);
+                 check_layout(l.layout);
+                 check_rank(a[0], 4, "the data");
+                 std::vector<int64_t> s = a[0].shape;
+                 s[l.layout == "NCHW" ? 2 : 1] = 1;
+                 s[l.layout == "NCHW" ? 3 : 2] = 1;
+                 return TensorType{s, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 bool nchw = attrs_as<LayoutAttrsNode>(attrs).layout == "NCHW";
+                 return nchw ? te::global_avg_pool2d_nchw(a[0])
+                             : te::reduce_mean(a[0], {1, 2}, true, "global_avg_pool2d");
+               }});
+  for (const char* name : {"nn.softmax", "nn.log_softmax"}) {
+    bool log = std::string(name) == "nn.log_softmax";
+    register_op({name, log ? "log of softmax along `axis`" : "softmax along `axis`", 1, 1,
+                 AxisAttrsNode::kTypeKey, OpPattern::kReduction,
+                 [](const Types& a, const AttrsNode* attrs) {
+                   check_float(a[0], "the data");
+                   normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
+                   return a[0];
+                 },
+                 [log](const Tensors& a, const AttrsNode* attrs) {
+                   int axis = static_cast<int>(
+                       normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].ndim()));
+                   return log ? te::log_softmax(a[0], axis) : te::softmax(a[0], axis);
+                 }});
+  }
+  for (const char* name : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    std::string op = name;
+    register_op({op, op.substr(7) + " over `axes` (all when empty)", 1, 1,
+                 ReduceAttrsNode::kTypeKey, OpPattern::kReduction,
+                 [](const Types& a, const AttrsNode* attrs) {
+                   const auto& r = attrs_as<ReduceAttrsNode>(attrs);
+                   std::vector<bool> reduced(a[0].shape.size(), r.axes.empty());
+                   for (int64_t axis : r.axes)
+                     reduced[normalise_axis(axis, a[0].shape.size())] = true;
+                   std::vector<int64_t> s;
+                   for (size_t d = 0; d < a[0].shape.size(); ++d) {
+                     if (!reduced[d]) {
+                       s.push_back(a[0].shape[d]);
+                     } else if (r.keepdims) {
+                       s.push_back(1);
+                     }
+                   }
+                   return TensorType{s, a[0].dtype};
+                 },
+                 [op](const Tensors& a, const AttrsNode* attrs) {
+                   const auto& r = attrs_as<ReduceAttrsNode>(attrs);
+                   std::vector<int> axes;
+                   for (int64_t axis : r.axes) {
+                     axes.push_back(static_cast<int>(normalise_axis(axis, a[0].ndim())));
+                   }
+                   std::sort(axes.begin(), axes.end());
+                   if (op == "reduce_sum") return te::reduce_sum(a[0], axes, r.keepdims);
+                   if (op == "reduce_mean") return te::reduce_mean(a[0], axes, r.keepdims);
+                   return te::reduce_max(a[0], axes, r.keepdims);
+                 }});
+  }
+
+  // ---- data movement ----
+  register_op({"reshape", "the same elements in another shape", 1, 1, ReshapeAttrsNode::kTypeKey,
+               OpPattern::kInjective,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& r = attrs_as<ReshapeAttrsNode>(attrs);
+                 int64_t in = 1, out = 1;
+                 for (int64_t d : a[0].shape) in *= d;
+                 for (int64_t d : r.shape) {
+                   TT_CHECK(d >= 1, kInvalidArgument, "the new shape ", shape_text(r.shape),
+                            " has an extent below 1");
+                   out *= d;
+                 }
+                 TT_CHECK(in == out, kInvalidArgument, "cannot reshape ", shape_text(a[0].shape),
+                          " (", in, " elements) to ", shape_text(r.shape), " (", out, ")");
+                 return TensorType{r.shape, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::reshape(a[0], attrs_as<ReshapeAttrsNode>(attrs).shape);
+               }});
+  register_op({"transpose", "output dimension d is input dimension perm[d]", 1, 1,
+               TransposeAttrsNode::kTypeKey, OpPattern::kInjective,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& t = attrs_as<TransposeAttrsNode>(attrs);
+                 TT_CHECK(t.perm.size() == a[0].shape.size(), kInvalidArgument, "perm has ",
+                          t.perm.size(), " entries for rank ", a[0].shape.size());
+                 std::vector<bool> seen(t.perm.size(), false);
+                 std::vector<int64_t> s;
+                 for (int64_t p : t.perm) {
+                   TT_CHECK(p >= 0 && p < static_cast<int64_t>(t.perm.size()) && !seen[p],
+                            kInvalidArgument, "perm is not a permutation of 0..",
+                            t.perm.size() - 1);
+                   seen[p] = true;
+                   s.push_back(a[0].shape[p]);
+                 }
+                 return TensorType{s, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 auto perm = attrs_as<TransposeAttrsNode>(attrs).perm;
+                 return te::transpose(a[0], std::vector<int>(perm.begin(), perm.end()));
+               }});
+  register_op(
+      {"concat", "the arguments joined along `axis`", 1, 1024, AxisAttrsNode::kTypeKey,
+       OpPattern::kInjective,
+       [](const Types& a, const AttrsNode* attrs) {
+         check_same_dtype(a);
+         int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
+         std::vector<int64_t> s = a[0].shape;
+         s[axis] = 0;
+         for (const auto& t : a) {
+           TT_CHECK(t.shape.size() == s.size(), kInvalidArgument, "ranks differ");
+           for (size_t d = 0; d < s.size(); ++d) {
+             TT_CHECK(static_cast<int64_t>(d) == axis || t.shape[d] == a[0].shape[d],
+                      kInvalidArgument, "extents off the axis differ: ", shape_text(a[0].shape),
+                      " and ", shape_text(t.shape));
+           }
+           s[axis] += t.shape[axis];
+         }
+         return TensorType{s, a[0].dtype};
+       },
+       [](const Tensors& a, const AttrsNode* attrs) {
+         int axis =
+             static_cast<int>(normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].ndim()));
+         return a.size() == 1 ? te::reshape(a[0], a[0].shape(), "concat") : te::concat(a, axis);
+       }});
+  register_op({"slice", "numpy's x[begin:end:stride]", 1, 1, SliceAttrsNode::kTypeKey,
+               OpPattern::kInjective,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& s = attrs_as<SliceAttrsNode>(attrs);
+                 TT_CHECK(s.begin.size() == a[0].shape.size() && s.end.size() == s.begin.size() &&
+                              s.strides.size() == s.begin.size(),
+                          kInvalidArgument, "begin, end and strides need one entry per dimension");
+                 std::vector<int64_t> shape;
+                 for (size_t d = 0; d < s.begin.size(); ++d) {
+                   int64_t n = a[0].shape[d], st = s.strides[d];
+                   TT_CHECK(st != 0, kInvalidArgument, "a stride of 0");
+                   auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+                     if (v < 0) v += n;
+                     return std::clamp(v, lo, hi);
+                   };
+                   int64_t b = st > 0 ? clamp(s.begin[d], 0, n) : clamp(s.begin[d], -1, n - 1);
+                   int64_t e = st > 0 ? clamp(s.end[d], 0, n) : clamp(s.end[d], -1, n - 1);
+                   int64_t len = st > 0 ? (e - b + st - 1) / st : (b - e - st - 1) / -st;
+                   TT_CHECK(len >= 1, kInvalidArgument, "the slice of dimension ", d, " is empty");
+                   shape.push_back(len);
+                 }
+                 return TensorType{shape, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& s = attrs_as<SliceAttrsNode>(attrs);
+                 return te::slice(a[0], s.begin, s.end, s.strides);
+               }});
+  register_op({"pad", "a constant border", 1, 1, PadAttrsNode::kTypeKey, OpPattern::kInjective,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& p = attrs_as<PadAttrsNode>(attrs);
+                 TT_CHECK(p.before.size() == a[0].shape.size() && p.after.size() == p.before.size(),
+                          kInvalidArgument, "before and after need one entry per dimension");
+                 std::vector<int64_t> s = a[0].shape;
+                 for (size_t d = 0; d < s.size(); ++d) {
+                   TT_CHECK(p.before[d] >= 0 && p.after[d] >= 0, kInvalidArgument,
+                            "negative padding is not supported");
+                   s[d] += p.before[d] + p.after[d];
+                 }
+                 return TensorType{s, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& p = attrs_as<PadAttrsNode>(attrs);
+                 return te::pad(a[0], p.before, p.after, p.value, "pad");
+               }});
+  register_op(
+      {"resize2d", "resize of the two last axes (nearest or linear)", 1, 1,
+       ResizeAttrsNode::kTypeKey, OpPattern::kInjective,
+       [](const Types& a, const AttrsNode* attrs) {
+         const auto& r = attrs_as<ResizeAttrsNode>(attrs);
+         check_rank(a[0], 4, "the data");
+         check_float(a[0], "the data");
+         TT_CHECK(r.method == "nearest" || r.method == "linear", kInvalidArgument, "method '",
+                  r.method, "' (nearest or linear)");
+         TT_CHECK(r.coordinate_mode == "half_pixel" || r.coordinate_mode == "asymmetric" ||
+                      r.coordinate_mode == "align_corners",
+                  kInvalidArgument, "coordinate mode '", r.coordinate_mode,
+                  "' (half_pixel, asymmetric or align_corners)");
+         TT_CHECK(r.size.size() == 2 && r.size[0] >= 1 && r.size[1] >= 1, kInvalidArgument,
+                  "size needs two extents >= 1");
+         return TensorType{{a[0].shape[0], a[0].shape[1], r.size[0], r.size[1]}, a[0].dtype};
+       },
+       [](const Tensors& a, const AttrsNode* attrs) {
+         const auto& r = attrs_as<ResizeAttrsNode>(attrs);
+         return te::resize2d_nchw(a[0], r.size[0], r.size[1], r.method, r.coordinate_mode);
+       }});
+  return true;
+}
+
+const bool registered = register_all();
+
+}  // namespace
+
+void Conv2dAttrsNode::declare(FieldList<Conv2dAttrsNode>& f) {
+  f.def("strides", &Conv2dAttrsNode::strides)
+      .def("padding", &Conv2dAttrsNode::padding)
+      .def("dilation", &Conv2dAttrsNode::dilation)
+      .def("groups", &Conv2dAttrsNode::groups)
+      .def("data_layout", &Conv2dAttrsNode::data_layout)
+      .validate([](const Conv2dAttrsNode& a) {
+        TT_CHECK(a.strides.size() == 2 && a.padding.size() == 4 && a.dilation.size() == 2,
+                 kInvalidArgument, "conv2d needs 2 strides, 4 paddings and 2 dilations");
+        for (int64_t s : a.strides) TT_CHECK(s >= 1, kInvalidArgument, "strides must be >= 1");
+        for (int64_t d : a.dilation) TT_CHECK(d >= 1, kInvalidArgument, "dilations must be >= 1");
+        for (int64_t p : a.padding) TT_CHECK(p >= 0, kInvalidArgument, "paddings must be >= 0");
+        TT_CHECK(a.groups >= 1, kInvalidArgument, "groups must be >= 1");
+      });
+}
+
+void Conv2dTransposeAttrsNode::declare(FieldList<Conv2dTransposeAttrsNode>& f) {
+  f.def("strides", &Conv2dTransposeAttrsNode::strides)
+      .def("padding", &Conv2dTransposeAttrsNode::padding)
+      .def("output_padding", &Conv2dTransposeAttrsNode::output_padding)
+      .validate([](const Conv2dTransposeAttrsNode& a) {
+        TT_CHECK(a.strides.size() == 2 && a.padding.size() == 4 && a.output_padding.size() == 2,
+                 kInvalidArgument,
+                 "conv2d_transpose needs 2 strides, 4 paddings, 2 output paddings");
+        for (size_t d = 0; d < 2; ++d) {
+          TT_CHECK(
+              a.strides[d] >= 1 && a.output_padding[d] >= 0 && a.output_padding[d] < a.strides[d],
+              kInvalidArgument, "strides must be >= 1 and output padding in [0, stride)");
+        }
+      });
+}
+
+void Pool2dAttrsNode::declare(FieldList<Pool2dAttrsNode>& f) {
+  f.def("kernel", &Pool2dAttrsNode::kernel)
+      .def("strides", &Pool2dAttrsNode::strides)
+      .def("padding", &Pool2dAttrsNode::padding)
+      .def("ceil_mode", &Pool2dAttrsNode::ceil_mode)
+      .def("count_include_pad", &Pool2dAttrsNode::count_include_pad)
+      .def("layout", &Pool2dAttrsNode::layout)
+      .validate([](const Pool2dAttrsNode& a) {
+        TT_CHECK(a.kernel.size() == 2 && a.strides.size() == 2 && a.padding.size() == 4,
+                 kInvalidArgument, "pool2d needs a 2-D window, 2 strides and 4 paddings");
+        for (size_t d = 0; d < 2; ++d) {
+          TT_CHECK(a.kernel[d] >= 1 && a.strides[d] >= 1, kInvalidArgument,
+                   "window and strides must be >= 1");
+        }
+        for (int64_t p : a.padding) TT_CHECK(p >= 0, kInvalidArgument, "paddings must be >= 0");
+      });
+}
+
+void LayoutAttrsNode::declare(FieldList<LayoutAttrsNode>& f) {
+  f.def("layout", &LayoutAttrsNode::layout);
+}
+void AxisAttrsNode::declare(FieldList<AxisAttrsNode>& f) { f.def("axis", &AxisAttrsNode::axis); }
+void NormAttrsNode::declare(FieldList<NormAttrsNode>& f) {
+  f.def("axis", &NormAttrsNode::axis)
+      .def("epsilon", &NormAttrsNode::epsilon)
+      .validate([](const NormAttrsNode& a) {
+        TT_CHECK(a.epsilon >= 0, kInvalidArgument, "epsilon must be >= 0");
+      });
+}
+void ReshapeAttrsNode::declare(FieldList<ReshapeAttrsNode>& f) {
+  f.def("shape", &ReshapeAttrsNode::shape);
+}
+void TransposeAttrsNode::declare(FieldList<TransposeAttrsNode>& f) {
+  f.def("perm", &TransposeAttrsNode::perm);
+}
+void SliceAttrsNode::declare(FieldList<SliceAttrsNode>& f) {
+  f.def("begin", &SliceAttrsNode::begin)
+      .def("end", &SliceAttrsNode::end)
+      .def("strides", &SliceAttrsNode::strides);
+}
+void PadAttrsNode::declare(FieldList<PadAttrsNode>& f) {
+  f.def("before", &PadAttrsNode::before)
+      .def("after", &PadAttrsNode::after)
+      .def("value", &PadAttrsNode::value);
+}
+void ReduceAttrsNode::declare(FieldList<ReduceAttrsNode>& f) {
+  f.def("axes", &ReduceAttrsNode::axes).def("keepdims", &ReduceAttrsNode::keepdims);
+}
+void ScalarAttrsNode::declare(FieldList<ScalarAttrsNode>& f) {
+  f.def("alpha", &ScalarAttrsNode::alpha).def("beta", &ScalarAttrsNode::beta);
+}
+void CastAttrsNode::declare(FieldList<CastAttrsNode>& f) { f.def("dtype", &CastAttrsNode::dtype); }
+void ResizeAttrsNode::declare(FieldList<ResizeAttrsNode>& f) {
+  f.def("size", &ResizeAttrsNode::size)
+      .def("method", &ResizeAttrsNode::method)
+      .def("coordinate_mode", &ResizeAttrsNode::coordinate_mode);
+}
+
+TT_REGISTER_NODE(Conv2dAttrsNode);
+TT_REGISTER_NODE(Conv2dTransposeAttrsNode);
+TT_REGISTER_NODE(Pool2dAttrsNode);
+TT_REGISTER_NODE(LayoutAttrsNode);
+TT_REGISTER_NODE(AxisAttrsNode);
+TT_REGISTER_NODE(NormAttrsNode);
+TT_REGISTER_NODE(ReshapeAttrsNode);
+TT_REGISTER_NODE(TransposeAttrsNode);
+TT_REGISTER_NODE(SliceAttrsNode);
+TT_REGISTER_NODE(PadAttrsNode);
+TT_REGISTER_NODE(ReduceAttrsNode);
+TT_REGISTER_NODE(ScalarAttrsNode);
+TT_REGISTER_NODE(CastAttrsNode);
+TT_REGISTER_NODE(ResizeAttrsNode);
+
+namespace {
+std::map<std::string, OpInfo>& op_table() {
+  static std::map<std::string, OpInfo> table;
+  return table;
+}
+}  // namespace
+
+void register_op(OpInfo info) {
+  TT_ICHECK(!info.name.empty() && info.infer && info.lower,
+            "an operator needs a name, infer and lower");
+  std::string name = info.name;
+  TT_ICHECK(op_table().emplace(name, std::move(info)).second, "operator '", name,
+            "' is registered twice");
+}
+
+const OpInfo& find_op(std::string_view name) {
+  auto it = op_table().find(std::string(name));
+  if (it == op_table().end()) {
+    fail(ErrorKind::kNotFound, "unknown graph operator '", name,
+         "'; the operators are: ", join(op_names(), ", "));
+  }
+  return it->second;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, info] : op_table()) names.push_back(name);
+  return names;
+}
+
+}  // namespace tensortune::graph

@@ -1,0 +1,415 @@
+#include "tensortune/graph/passes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/te/evaluator.h"
+#include "tensortune/te/ops.h"
+
+namespace tensortune::graph {
+namespace {
+
+const ConstantNode* as_constant(const Value& v) {
+  return dynamic_cast<const ConstantNode*>(v.get());
+}
+const CallNode* as_call(const Value& v) { return dynamic_cast<const CallNode*>(v.get()); }
+
+template <class T>
+Ref<T> attrs_node(std::shared_ptr<T> n) {
+  if (const auto& check = n->type_info().validate) check(*n);
+  return Ref<T>(std::move(n));
+}
+
+Attrs axis_attrs(int64_t axis) {
+  auto a = make_node<AxisAttrsNode>();
+  a->axis = axis;
+  return Attrs(attrs_node(std::move(a)));
+}
+
+Attrs transpose_attrs(std::vector<int64_t> perm) {
+  auto a = make_node<TransposeAttrsNode>();
+  a->perm = std::move(perm);
+  return Attrs(attrs_node(std::move(a)));
+}
+
+/// `a` with its dimensions permuted: out dimension d is a's dimension perm[d].
+te::NDArray transpose_array(const te::NDArray& a, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(a.shape()[p]);
+  te::NDArray out(a.dtype(), shape);
+  const size_t rank = shape.size(), elem = static_cast<size_t>(a.dtype().bytes());
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * a.shape()[d];
+  std::vector<int64_t> index(rank, 0);
+  const auto* src = static_cast<const char*>(a.data());
+  auto* dst = static_cast<char*>(out.data());
+  for (int64_t flat = 0; flat < out.size(); ++flat) {
+    int64_t from = 0;
+    for (size_t d = 0; d < rank; ++d) from += index[d] * in_strides[perm[d]];
+    std::memcpy(dst + flat * elem, src + from * elem, elem);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+te::NDArray reshape_array(const te::NDArray& a, const std::vector<int64_t>& shape) {
+  te::NDArray out(a.dtype(), shape);
+  std::memcpy(out.data(), a.data(), a.nbytes());
+  return out;
+}
+
+/// The value of a call on constants, through the operator's tensor expressions.
+te::NDArray evaluate_call(const CallNode& call, const std::vector<Value>& args) {
+  if (call.op == "transpose") {
+    return transpose_array(as_constant(args[0])->data.array(),
+                           dynamic_cast<const TransposeAttrsNode&>(*call.attrs).perm);
+  }
+  if (call.op == "reshape") {
+    return reshape_array(as_constant(args[0])->data.array(), call.shape);
+  }
+  std::vector<te::Tensor> placeholders;
+  std::vector<te::NDArray> arrays;
+  for (size_t i = 0; i < args.size(); ++i) {
+    placeholders.push_back(
+        te::placeholder(args[i]->shape, args[i]->dtype, "c" + std::to_string(i)));
+    arrays.push_back(as_constant(args[i])->data.array());
+  }
+  te::Tensor out = find_op(call.op).lower(placeholders, call.attrs.get());
+  return te::evaluate({out}, placeholders, arrays)[0];
+}
+
+/// A constant `a` of shape [C] as the broadcast shape that puts C on `axis`
+/// of a rank-`rank` value: [C, 1, ..., 1] with rank - axis dimensions.
+std::vector<int64_t> channel_shape(int64_t c, int64_t axis, size_t rank) {
+  std::vector<int64_t> s(rank - static_cast<size_t>(axis), 1);
+  s[0] = c;
+  return s;
+}
+
+}  // namespace
+
+Graph rewrite(const Graph& graph,
+              const std::function<Value(const CallNode& call, const std::vector<Value>& args)>& f) {
+  std::unordered_map<const Object*, Value> map;
+  auto mapped = [&](const Value& v) {
+    auto it = map.find(v.get());
+    return it == map.end() ? v : it->second;
+  };
+  for (const auto& c : calls_in_order(graph)) {
+    std::vector<Value> args;
+    bool changed = false;
+    for (const auto& a : c->args) {
+      args.push_back(mapped(a));
+      changed |= !args.back().same_as(a);
+    }
+    Value out = f(*c, args);
+    if (!out) out = changed ? call(c->op, args, c->attrs, c->name) : Value(c);
+    map[c.get()] = out;
+  }
+  std::vector<Value> outputs;
+  for (const auto& o : graph->outputs) outputs.push_back(mapped(o));
+  return Graph::make(graph->inputs, outputs, graph->output_names);
+}
+
+Graph fold_constants(const Graph& graph) {
+  return rewrite(graph, [](const CallNode& c, const std::vector<Value>& args) -> Value {
+    for (const auto& a : args) {
+      if (!as_constant(a)) return Value();
+    }
+    return constant(evaluate_call(c, args), c.name.empty() ? c.op : c.name);
+  });
+}
+
+Value fold_call(const Value& v) {
+  const CallNode* c = as_call(v);
+  if (!c) return v;
+  for (const auto& a : c->args) {
+    if (!as_constant(a)) return v;
+  }
+  return constant(evaluate_call(*c, c->args), c->name.empty() ? c->op : c->name);
+}
+
+Graph simplify_inference(const Graph& graph) {
+  return rewrite(graph, [](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.batch_norm") return Value();
+    for (size_t i = 1; i < 5; ++i) {
+      if (!as_constant(args[i])) return Value();
+    }
+    const auto& attrs = dynamic_cast<const NormAttrsNode&>(*c.attrs);
+    const size_t rank = args[0]->shape.size();
+    const int64_t axis = attrs.axis < 0 ? attrs.axis + static_cast<int64_t>(rank) : attrs.axis;
+    const te::NDArray& gamma = as_constant(args[1])->data.array();
+    const te::NDArray& beta = as_constant(args[2])->data.array();
+    const te::NDArray& mean = as_constant(args[3])->data.array();
+    const te::NDArray& var = as_constant(args[4])->data.array();
+    const int64_t channels = gamma.size();
+    // y = x * scale + shift, scale = gamma / sqrt(var + eps), shift = beta - mean * scale.
+    te::NDArray scale(gamma.dtype(), {channels}), shift(gamma.dtype(), {channels});
+    for (int64_t k = 0; k < channels; ++k) {
+      double s = gamma.get(k) / std::sqrt(var.get(k) + attrs.epsilon);
+      scale.set(k, s);
+      shift.set(k, beta.get(k) - mean.get(k) * s);
+    }
+    // conv2d (constant kernel, NCHW, output channels on axis 1), maybe
+    // through a bias_add: the scale goes into the kernel, the shift into
+    // the bias.
+    Value x = args[0];
+    const CallNode* bias = as_call(x);
+    te::NDArray bias_values;
+    if (bias && bias->op == "nn.bias_add" && as_constant(bias->args[1])) {
+      bias_values = as_constant(bias->args[1])->data.array();
+      x = bias->args[0];
+    } else {
+      bias = nullptr;
+    }
+    const CallNode* conv = as_call(x);
+    if (axis == 1 && conv && conv->op == "nn.conv2d" && as_constant(conv->args[1]) &&
+        dynamic_cast<const Conv2dAttrsNode&>(*conv->attrs).data_layout == "NCHW") {
+      te::NDArray w = as_constant(conv->args[1])->data.array();  // a copy: [K, C/g, R, S]
+      int64_t per_channel = w.size() / channels;
+      for (int64_t k = 0; k < channels; ++k) {
+        for (int64_t i = 0; i < per_channel; ++i) {
+          w.set(k * per_channel + i, w.get(k * per_channel + i) * scale.get(k));
+        }
+      }
+      te::NDArray b = shift;
+      if (bias) {
+        for (int64_t k = 0; k < channels; ++k)
+          b.set(k, shift.get(k) + bias_values.get(k) * scale.get(k));
+      }
+      Value folded =
+          call("nn.conv2d", {conv->args[0], constant(std::move(w), conv->name + ".folded")},
+               conv->attrs, conv->name);
+      return call("nn.bias_add", {folded, constant(std::move(b), c.name + ".shift")}, axis_attrs(1),
+                  c.name);
+    }
+    std::vector<int64_t> cs = channel_shape(channels, axis, rank);
+    Value scaled =
+        call("multiply", {args[0], constant(reshape_array(scale, cs), c.name + ".scale")}, Attrs(),
+             c.name);
+    return call("add", {scaled, constant(reshape_array(shift, cs), c.name + ".shift")}, Attrs(),
+                c.name);
+  });
+}
+
+Graph convert_layout_nhwc(const Graph& graph) {
+  static const std::vector<int64_t> kToNhwc = {0, 2, 3, 1}, kToNchw = {0, 3, 1, 2};
+  // Each value in the forms made so far: as it is (NCHW for 4-D values)
+  // and, once something asked, transposed to NHWC.
+  std::unordered_map<const Object*, Value> nchw, nhwc;
+  auto nchw_of = [&](const Value& v) -> Value {
+    auto it = nchw.find(v.get());
+    if (it != nchw.end()) return it->second;
+    auto t = nhwc.find(v.get());
+    if (t == nhwc.end()) return v;  // never moved: as it is
+    Value back = call("transpose", {t->second}, transpose_attrs(kToNchw), "to_nchw");
+    nchw[v.get()] = back;
+    return back;
+  };
+  auto nhwc_of = [&](const Value& v) -> Value {
+    auto it = nhwc.find(v.get());
+    if (it != nhwc.end()) return it->second;
+    Value src = nchw_of(v);
+    Value moved;
+    if (auto c = as_constant(src)) {
+      moved = constant(transpose_array(c->data.array(), kToNhwc), c->name + ".nhwc");
+    } else {
+      moved = call("transpose", {src}, transpose_attrs(kToNhwc), "to_nhwc");
+    }
+    nhwc[v.get()] = moved;
+    return moved;
+  };
+  auto is_4d = [](const Value& v) { return v->shape.size() == 4; };
+  auto has_nhwc = [&](const Value& v) { return nhwc.count(v.get()) && !nchw.count(v.get()); };
+
+  for (const auto& c : calls_in_order(graph)) {
+    const std::string& op = c->op;
+    const OpInfo& info = find_op(op);
+    auto remember_nhwc = [&](Value v) {
+      nhwc[c.get()] = std::move(v);
+      return true;
+    };
+    bool done = false;
+    if (op == "nn.conv2d" &&
+        dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout == "NCHW") {
+      auto attrs = make_node<Conv2dAttrsNode>(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs));
+      attrs->data_layout = "NHWC";
+      Value kernel = nchw_of(c->args[1]);
+      if (auto k = as_constant(kernel)) {
+        kernel = constant(transpose_array(k->data.array(), {2, 3, 1, 0}), k->name + ".hwio");
+      } else {
+        kernel = call("transpose", {kernel}, transpose_attrs({2, 3, 1, 0}), "to_hwio");
+      }
+      done = remember_nhwc(
+          call(op, {nhwc_of(c->args[0]), kernel}, Attrs(attrs_node(std::move(attrs))), c->name));
+    } else if ((op == "nn.max_pool2d" || op == "nn.avg_pool2d") && has_nhwc(c->args[0])) {
+      auto attrs = make_node<Pool2dAttrsNode>(dynamic_cast<const Pool2dAttrsNode&>(*c->attrs));
+      attrs->layout = "NHWC";
+      done = remember_nhwc(
+          call(op, {nhwc_of(c->args[0])}, Attrs(attrs_node(std::move(attrs))), c->name));
+    } else if (op == "nn.global_avg_pool2d" && has_nhwc(c->args[0])) {
+      auto attrs = make_node<LayoutAttrsNode>();
+      attrs->layout = "NHWC";
+      done = remember_nhwc(
+          call(op, {nhwc_of(c->args[0])}, Attrs(attrs_node(std::move(attrs))), c->name));
+    } else if ((op == "nn.bias_add" || op == "concat") && is_4d(c) &&
+               dynamic_cast<const AxisAttrsNode&>(*c->attrs).axis % 4 == 1) {
+      bool any = false;
+      for (size_t i = 0; i < c->args.size(); ++i) {
+        if (op == "concat" || i == 0) any |= has_nhwc(c->args[i]);
+      }
+      if (any) {
+        std::vector<Value> args;
+        for (size_t i = 0; i < c->args.size(); ++i) {
+          args.push_back(op == "nn.bias_add" && i == 1 ? nchw_of(c->args[i]) : nhwc_of(c->args[i]));
+        }
+        done = remember_nhwc(call(op, args, axis_attrs(3), c->name));
+      }
+    } else if ((info.pattern == OpPattern::kElemwise || info.pattern == OpPattern::kBroadcast) &&
+               op != "nn.bias_add" && op != "nn.batch_norm" && is_4d(c)) {
+      // Elementwise on NHWC values; constants of the full rank or of one
+      // element come along (transposed at compile time).
+      bool any = false, all = true;
+      for (const auto& a : c->args) {
+        any |= has_nhwc(a);
+        bool movable = is_4d(a) || (as_constant(a) && a->shape.size() <= 4 &&
+                                    std::all_of(a->shape.begin(), a->shape.end(),
+                                                [](int64_t d) { return d == 1; }));
+        all &= movable;
+      }
+      if (any && all) {
+        std::vector<Value> args;
+        for (const auto& a : c->args) args.push_back(is_4d(a) ? nhwc_of(a) : nchw_of(a));
+        done = remember_nhwc(call(op, args, c->attrs, c->name));
+      }
+    }
+    if (done) continue;
+    // Anything else runs as it was, on NCHW values.
+    std::vector<Value> args;
+    bool changed = false;
+    for (const auto& a : c->args) {
+      args.push_back(nchw_of(a));
+      changed |= !args.back().same_as(a);
+    }
+    nchw[c.get()] = changed ? call(op, args, c->attrs, c->name) : Value(c);
+  }
+  std::vector<Value> outputs;
+  for (const auto& o : graph->outputs) outputs.push_back(nchw_of(o));
+  return fold_constants(Graph::make(graph->inputs, outputs, graph->output_names));
+}
+
+Graph sink_reshapes(const Graph& graph) {
+  auto reshape_of = [](const Value& v) -> const CallNode* {
+    const CallNode* c = as_call(v);
+    return c && c->op == "reshape" ? c : nullptr;
+  };
+  auto reshape_to = [](const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
+    auto a = make_node<ReshapeAttrsNode>();
+    a->shape = shape;
+    return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
+  };
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    OpPattern pattern = find_op(c.op).pattern;
+    if (pattern == OpPattern::kElemwise && args.size() == 1) {
+      const CallNode* r = reshape_of(args[0]);
+      if (!r) return Value();
+      return reshape_to(call(c.op, {r->args[0]}, c.attrs, c.name), c.shape, r->name);
+    }
+    if (pattern != OpPattern::kBroadcast || args.size() != 2) return Value();
+    // Both operands reshaped from the same shape to the result's.
+    const CallNode* ra = reshape_of(args[0]);
+    const CallNode* rb = reshape_of(args[1]);
+    if (ra && rb && ra->shape == c.shape && rb->shape == c.shape &&
+        ra->args[0]->shape == rb->args[0]->shape) {
+      return reshape_to(call(c.op, {ra->args[0], rb->args[0]}, c.attrs, c.name), c.shape, ra->name);
+    }
+    for (int side = 0; side < 2; ++side) {
+      const CallNode* r = reshape_of(args[static_cast<size_t>(side)]);
+      const Value& other = args[static_cast<size_t>(1 - side)];
+      // An operand of the result's shape, not broadcast: seen in the
+      // reshape's source shape (a view too).
+      if (r && !as_constant(other) && other->shape == c.shape && r->shape == c.shape) {
+        Value seen = reshape_to(other, r->args[0]->shape, r->name);
+        std::vector<Value> moved =
+            side == 0 ? std::vector<Value>{r->args[0], seen} : std::vector<Value>{seen, r->args[0]};
+        return reshape_to(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
+      }
+      const ConstantNode* k = as_constant(other);
+      if (!r || !k || c.shape != r->shape) continue;
+      // The constant's shape without leading ones must be the trailing
+      // dimensions the reshape keeps.
+      const std::vector<int64_t>& x = r->args[0]->shape;
+      std::vector<int64_t> trailing = k->shape;
+      while (!trailing.empty() && trailing.front() == 1) trailing.erase(trailing.begin());
+      if (trailing.size() > x.size() || trailing.size() > r->shape.size()) continue;
+      if (!std::equal(x.end() - static_cast<std::ptrdiff_t>(trailing.size()), x.end(),
+                      r->shape.end() - static_cast<std::ptrdiff_t>(trailing.size()))) {
+        continue;
+      }
+      Value kc = constant(
+          reshape_array(k->data.array(), trailing.empty() ? std::vector<int64_t>{1} : trailing),
+          k->name);
+      std::vector<Value> moved =
+          side == 0 ? std::vector<Value>{r->args[0], kc} : std::vector<Value>{kc, r->args[0]};
+      return reshape_to(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
+    }
+    return Value();
+  });
+}
+
+namespace {
+
+const char* kFailPassOption = "testing.fail_graph_pass";
+
+struct PipelinePass {
+  const char* name;
+  Graph (*run)(const Graph&);
+};
+
+const std::vector<PipelinePass>& pipeline() {
+  static const std::vector<PipelinePass> passes = {
+      {"simplify_inference", simplify_inference},
+      {"fold_constants", fold_constants},
+      {"convert_layout_nhwc", convert_layout_nhwc},
+      {"sink_reshapes", sink_reshapes},
+  };
+  return passes;
+}
+
+}  // namespace
+
+std::vector<std::string> optimize_pass_names() {
+  std::vector<std::string> out;
+  for (const auto& p : pipeline()) out.push_back(p.name);
+  return out;
+}
+
+std::string failing_pass_for_testing() {
+  return ir::PassContext::current()->get_config<std::string>(kFailPassOption);
+}
+
+Graph optimize(const Graph& graph) {
+  std::string fail_in = failing_pass_for_testing();
+  Graph g = graph;
+  for (const auto& p : pipeline()) {
+    g = ir::run_pass(p.name, g, [&](const Graph& in) {
+      Graph out = p.run(in);
+      // Testing: a pass that fails halfway, after its work was done.
+      TT_CHECK(fail_in != p.name, kRuntime, "graph pass ", p.name, " failed (planted by ",
+               kFailPassOption, ")");
+      return out;
+    });
+  }
+  return g;
+}
+
+TT_REGISTER_CONFIG_OPTION(kFailPassOption, ir::ConfigType::kString, "",
+                          "testing: the graph pass of optimize() that fails halfway (for tests)");
+
+}  // namespace tensortune::graph

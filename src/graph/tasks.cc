@@ -1,0 +1,141 @@
+#include "tensortune/graph/tasks.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tensortune/graph/passes.h"
+#include "tensortune/schedule/compute_dag.h"
+#include "tensortune/support/strings.h"
+
+namespace tensortune::graph {
+
+bool FusedGroup::is_view() const { return calls.size() == 1 && calls[0]->op == "reshape"; }
+
+std::string FusedGroup::description() const {
+  std::vector<std::string> ops;
+  for (const auto& c : calls) ops.push_back(c->op);
+  return join(ops, "+");
+}
+
+std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
+  std::vector<Ref<CallNode>> calls = calls_in_order(graph);
+  // Readers of each value (calls, and the graph's outputs).
+  std::unordered_map<const Object*, int> readers;
+  for (const auto& c : calls) {
+    for (const auto& a : c->args) ++readers[a.get()];
+  }
+  for (const auto& o : graph->outputs) readers[o.get()] += 1000;  // an output is never fused away
+  struct Building {
+    FusedGroup group;
+    bool heavy = false;  ///< has an anchor or a reduction
+    size_t last = 0;     ///< position of its last call
+  };
+  std::vector<Building> groups;
+  std::unordered_map<const Object*, size_t> group_of;
+  for (size_t position = 0; position < calls.size(); ++position) {
+    const Ref<CallNode>& c = calls[position];
+    OpPattern pattern = find_op(c->op).pattern;
+    std::optional<size_t> joined;
+    // A reshape is a view of its operand's memory, never part of a kernel,
+    // and nothing joins a view.
+    if (c->op != "reshape" && pattern != OpPattern::kAnchor) {
+      for (const auto& a : c->args) {
+        auto it = group_of.find(a.get());
+        if (it == group_of.end() || readers[a.get()] != 1) continue;
+        Building& g = groups[it->second];
+        if (!g.group.calls.back().same_as(a) || g.group.calls.size() >= max_calls) continue;
+        if (g.group.is_view()) continue;
+        if (pattern == OpPattern::kInjective && g.heavy) continue;
+        // A reduction takes in the elementwise work before it (a residual
+        // add before a norm), not another reduction or an anchor.
+        if (pattern == OpPattern::kReduction && g.heavy) continue;
+        joined = it->second;
+        break;
+      }
+    }
+    if (!joined) {
+      groups.emplace_back();
+      joined = groups.size() - 1;
+    }
+    Building& g = groups[*joined];
+    g.group.calls.push_back(c);
+    g.heavy |= pattern == OpPattern::kAnchor || pattern == OpPattern::kReduction;
+    g.last = position;
+    group_of[c.get()] = *joined;
+  }
+  // In the order of their last calls: a call that joined a group may read a
+  // group made after it (a residual add reading the shortcut's conv), and
+  // only a group's last call is read from outside it, so this order runs
+  // every producer first.
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Building& a, const Building& b) { return a.last < b.last; });
+  std::vector<FusedGroup> out;
+  for (auto& g : groups) {
+    std::unordered_set<const Object*> inside, seen;
+    for (const auto& c : g.group.calls) inside.insert(c.get());
+    for (const auto& c : g.group.calls) {
+      for (const auto& a : c->args) {
+        if (!inside.count(a.get()) && seen.insert(a.get()).second) g.group.inputs.push_back(a);
+      }
+    }
+    out.push_back(std::move(g.group));
+  }
+  return out;
+}
+
+te::Workload group_workload(const FusedGroup& group) {
+  std::vector<te::Tensor> placeholders;
+  std::vector<int> constants;
+  std::unordered_map<const Object*, te::Tensor> tensor_of;
+  for (size_t i = 0; i < group.inputs.size(); ++i) {
+    const Value& v = group.inputs[i];
+    placeholders.push_back(te::placeholder(v->shape, v->dtype, "p" + std::to_string(i)));
+    tensor_of[v.get()] = placeholders.back();
+    if (dynamic_cast<const ConstantNode*>(v.get())) constants.push_back(static_cast<int>(i));
+  }
+  te::Tensor out;
+  for (const auto& c : group.calls) {
+    std::vector<te::Tensor> args;
+    for (const auto& a : c->args) args.push_back(tensor_of.at(a.get()));
+    out = find_op(c->op).lower(args, c->attrs.get());
+    TT_ICHECK(out.shape() == c->shape && out.dtype() == c->dtype, "operator ", c->op,
+              " lowered to a tensor of another type than it infers");
+    tensor_of[c.get()] = out;
+  }
+  return te::make_dag_workload(placeholders, {out}, constants);
+}
+
+Extraction extract_tasks(const Graph& model, const ir::Target& target) {
+  Extraction result;
+  Graph optimised = model;
+  try {
+    optimised = optimize(model);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    // The graph as given is still whole: nothing can have changed it.
+    result.fallback_reason = e.what();
+    optimised = model;
+  }
+  std::map<std::string, size_t> index;
+  for (const FusedGroup& g : fuse_groups(optimised)) {
+    if (g.is_view()) continue;
+    te::Workload w = group_workload(g);
+    std::string key = te::workload_key(w);
+    auto it = index.find(key);
+    if (it != index.end()) {
+      ++result.tasks[it->second].weight;
+      continue;
+    }
+    index[key] = result.tasks.size();
+    ExtractedTask t;
+    t.task = te::Task::make(w, target);
+    t.description = g.description();
+    t.flops = schedule::ComputeDAG(te::workload_tensors(w)).flop_count();
+    result.tasks.push_back(std::move(t));
+  }
+  return result;
+}
+
+}  // namespace tensortune::graph

@@ -1,0 +1,297 @@
+// The graph IR and its passes: type inference and its errors, graphs that
+// cannot be malformed, passes that compute what the graph did (checked
+// against the reference evaluator, call by call) and never change their
+// input, fusion in an order that runs producers first, reshapes as free
+// views, and the compiled model's memory plan and runtime errors.
+#include "tensortune/graph/graph.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unordered_map>
+
+#include "common/module_cache.h"
+#include "common/test_util.h"
+#include "tensortune/graph/compile.h"
+#include "tensortune/graph/passes.h"
+#include "tensortune/graph/tasks.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/evaluator.h"
+
+namespace tensortune::graph {
+namespace {
+
+namespace fs = std::filesystem;
+using ir::DataType;
+const DataType kF32 = DataType::float32();
+
+/// The graph's outputs by the reference evaluator, one call at a time.
+std::vector<te::NDArray> evaluate_graph(const Graph& g, const std::vector<te::NDArray>& inputs) {
+  std::unordered_map<const Object*, te::NDArray> value;
+  for (size_t i = 0; i < g->inputs.size(); ++i) value[g->inputs[i].get()] = inputs[i];
+  auto of = [&](const Value& v) -> te::NDArray {
+    if (auto c = dynamic_cast<const ConstantNode*>(v.get())) return c->data.array();
+    return value.at(v.get());
+  };
+  for (const auto& c : calls_in_order(g)) {
+    std::vector<te::Tensor> ps;
+    std::vector<te::NDArray> args;
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      ps.push_back(te::placeholder(c->args[i]->shape, c->args[i]->dtype, "a" + std::to_string(i)));
+      args.push_back(of(c->args[i]));
+    }
+    value[c.get()] = te::evaluate({find_op(c->op).lower(ps, c->attrs.get())}, ps, args)[0];
+  }
+  std::vector<te::NDArray> out;
+  for (const auto& o : g->outputs) out.push_back(of(o));
+  return out;
+}
+
+Value weight(std::vector<int64_t> shape, uint64_t seed) {
+  return constant(te::NDArray::random(kF32, std::move(shape), seed, -0.5, 0.5),
+                  "w" + std::to_string(seed));
+}
+
+Attrs conv_attrs(std::vector<int64_t> padding, std::vector<int64_t> strides = {1, 1}) {
+  auto a = make_node<Conv2dAttrsNode>();
+  a->padding = std::move(padding);
+  a->strides = std::move(strides);
+  return Attrs(a);
+}
+
+Attrs norm_attrs(int64_t axis) {
+  auto a = make_node<NormAttrsNode>();
+  a->axis = axis;
+  return Attrs(a);
+}
+
+Attrs reshape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<ReshapeAttrsNode>();
+  a->shape = std::move(shape);
+  return Attrs(a);
+}
+
+/// x -> conv3x3 -> batch_norm -> relu -> (+ shortcut conv1x1 of x) -> relu:
+/// a residual block, NCHW, with everything the passes rewrite.
+Graph residual_block() {
+  auto x = input("x", {1, 4, 6, 6}, kF32);
+  Value y = call("nn.conv2d", {x, weight({8, 4, 3, 3}, 1)}, conv_attrs({1, 1, 1, 1}), "conv_a");
+  te::NDArray var = te::NDArray::random(kF32, {8}, 9, 0.5, 1.5);
+  y = call("nn.batch_norm",
+           {y, weight({8}, 2), weight({8}, 3), weight({8}, 4), constant(var, "var")}, norm_attrs(1),
+           "bn_a");
+  y = call("relu", {y}, Attrs(), "relu_a");
+  Value s = call("nn.conv2d", {x, weight({8, 4, 1, 1}, 5)}, conv_attrs({0, 0, 0, 0}), "conv_s");
+  Value out = call("relu", {call("add", {y, s}, Attrs(), "add")}, Attrs(), "relu_out");
+  return Graph::make({x}, {out}, {"out"});
+}
+
+TEST(GraphIr, CallsInferTheirTypeAndNameWhatIsWrong) {
+  auto x = input("x", {1, 4, 6, 6}, kF32);
+  Value y = call("nn.conv2d", {x, weight({8, 4, 3, 3}, 1)}, conv_attrs({1, 1, 1, 1}, {2, 2}), "c");
+  EXPECT_EQ(y->shape, (std::vector<int64_t>{1, 8, 3, 3}));
+  EXPECT_TT_ERROR(
+      call("nn.conv2d", {x, weight({8, 3, 3, 3}, 1)}, conv_attrs({0, 0, 0, 0}), "bad_conv"),
+      kInvalidArgument, "'nn.conv2d' (bad_conv): groups 1 do not fit 4 input channels");
+  EXPECT_TT_ERROR(call("nn.dense", {input("a", {2, 3}, kF32), weight({4, 5}, 1)}, Attrs(), "fc"),
+                  kInvalidArgument, "'nn.dense' (fc): data [2, 3] and weight [4, 5] differ in K");
+  EXPECT_TT_ERROR(call("relu", {x, x}), kInvalidArgument, "relu");
+  EXPECT_TT_ERROR(call("no_such_op", {x}), kNotFound, "no_such_op");
+  EXPECT_TT_ERROR(call("nn.conv2d", {x, weight({8, 4, 3, 3}, 1)}, norm_attrs(1)), kInvalidArgument,
+                  "graph.Conv2dAttrs");
+}
+
+TEST(GraphIr, GraphsCannotBeMalformed) {
+  auto x = input("x", {2}, kF32), z = input("z", {2}, kF32);
+  Value r = call("relu", {x});
+  EXPECT_TT_ERROR(Graph::make({}, {r}, {"out"}), kInvalidArgument,
+                  "the outputs use input 'x', which is not among the graph's inputs");
+  EXPECT_TT_ERROR(Graph::make({x, input("x", {3}, kF32)}, {r}, {"out"}), kInvalidArgument,
+                  "graph input name 'x' is used twice");
+  EXPECT_TT_ERROR(Graph::make({x}, {r}, {"out", "more"}), kInvalidArgument, "one name each");
+  EXPECT_TT_ERROR(Graph::make({x, z}, {r, r}, {"out", "out"}), kInvalidArgument,
+                  "'out' is used twice");
+  // A saved graph whose call does not type-checks is refused when loaded.
+  Graph g = Graph::make({x}, {r}, {"out"});
+  std::string text = save_string(g);
+  std::string broken = text;
+  size_t at = broken.find("\"shape\":[2]");
+  ASSERT_NE(at, std::string::npos);
+  broken.replace(at, 11, "\"shape\":[3]");
+  EXPECT_ANY_THROW(load_string(broken));
+  EXPECT_TRUE(structural_equal(load_string(text), ObjectPtr(g.ptr())));
+}
+
+TEST(GraphIr, PrintsOneLinePerCall) {
+  std::string text = to_string(residual_block());
+  EXPECT_NE(text.find("nn.conv2d("), std::string::npos) << text;
+  EXPECT_NE(text.find("[1, 8, 6, 6]"), std::string::npos) << text;
+  EXPECT_NE(text.find("float32"), std::string::npos) << text;
+}
+
+TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
+  Graph g = residual_block();
+  const std::string bytes = save_string(g);
+  const uint64_t hash = structural_hash(g);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 4, 6, 6}, 3)};
+  te::NDArray expected = evaluate_graph(g, in)[0];
+  for (auto [name, pass] : std::vector<std::pair<const char*, Graph (*)(const Graph&)>>{
+           {"fold_constants", fold_constants},
+           {"simplify_inference", simplify_inference},
+           {"convert_layout_nhwc", convert_layout_nhwc},
+           {"sink_reshapes", sink_reshapes},
+           {"optimize", optimize}}) {
+    SCOPED_TRACE(name);
+    Graph out = pass(g);
+    EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], expected, te::Tolerance{1e-5, 1e-4}));
+    EXPECT_EQ(save_string(g), bytes);
+    EXPECT_EQ(structural_hash(g), hash);
+  }
+  // The optimised block: no batch norm left, convolutions in NHWC.
+  std::string ops;
+  for (const auto& c : calls_in_order(optimize(g))) {
+    ops += c->op + " ";
+    if (c->op == "nn.conv2d") {
+      EXPECT_EQ(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout, "NHWC");
+    }
+  }
+  EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
+  EXPECT_EQ(optimize_pass_names(),
+            (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
+                                      "sink_reshapes"}));
+}
+
+TEST(GraphPasses, ADisabledPassIsSkipped) {
+  Graph g = residual_block();
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions().with_disabled("convert_layout_nhwc")));
+  for (const auto& c : calls_in_order(optimize(g))) {
+    if (c->op == "nn.conv2d") {
+      EXPECT_EQ(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout, "NCHW");
+    }
+  }
+}
+
+TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {
+  // dense -> reshape -> + bias -> + residual -> relu: after the pass the
+  // dense group takes the bias, the residual add and the relu, and the
+  // reshape is left a view.
+  auto x = input("x", {1, 6, 8}, kF32);
+  Value flat = call("reshape", {x}, reshape_attrs({6, 8}));
+  Value d = call("nn.dense", {flat, weight({8, 8}, 1)});
+  Value back = call("reshape", {d}, reshape_attrs({1, 6, 8}));
+  Value out = call("relu", {call("add", {call("add", {back, weight({8}, 2)}), x})});
+  Graph g = Graph::make({x}, {out}, {"out"});
+  Graph sunk = sink_reshapes(g);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 6, 8}, 4)};
+  EXPECT_TRUE(te::allclose(evaluate_graph(sunk, in)[0], evaluate_graph(g, in)[0]));
+  std::vector<std::string> groups;
+  for (const auto& grp : fuse_groups(sunk))
+    groups.push_back((grp.is_view() ? "view:" : "") + grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"view:reshape", "view:reshape",
+                                              "nn.dense+add+add+relu", "view:reshape"}));
+  // Views are no tasks.
+  graph::Extraction ex = extract_tasks(g, ir::Target::parse("c -num-cores=2"));
+  ASSERT_EQ(ex.tasks.size(), 1u);
+  EXPECT_EQ(ex.tasks[0].description, "nn.dense+add+add+relu");
+}
+
+TEST(GraphFusion, GroupsRunProducersFirst) {
+  // The residual add joins the first conv's group, which was made before
+  // the shortcut conv it reads: the groups must still come out in an order
+  // where every input is made before it is read.
+  Graph g = optimize(residual_block());
+  std::vector<FusedGroup> groups = fuse_groups(g);
+  std::set<const Object*> made;
+  for (const auto& in : g->inputs) made.insert(in.get());
+  for (const auto& grp : groups) {
+    for (const auto& v : grp.inputs) {
+      bool ready = made.count(v.get()) || dynamic_cast<const ConstantNode*>(v.get());
+      EXPECT_TRUE(ready) << grp.description() << " reads a value made later";
+    }
+    made.insert(grp.calls.back().get());
+  }
+  std::vector<std::string> d;
+  for (const auto& grp : groups) d.push_back(grp.description());
+  EXPECT_NE(std::find(d.begin(), d.end(), "nn.conv2d+nn.bias_add+relu+add+relu"), d.end())
+      << join(d, ", ");
+}
+
+class CompiledGraph : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "tt_graph_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CompileReport compile(const Graph& g, const std::string& name) {
+    CompileOptions o;
+    o.target = ir::Target::parse("c -num-cores=2");
+    o.module_options = testing::private_cache_options("graph");
+    return compile_model(g, o, dir_ + "/" + name);
+  }
+  std::string dir_;
+};
+
+TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
+  // Four denses in a chain, and outputs that are a view and an input.
+  auto x = input("x", {4, 16}, kF32);
+  Value v = x;
+  for (int i = 0; i < 4; ++i) v = call("relu", {call("nn.dense", {v, weight({16, 16}, 10 + i)})});
+  Value view = call("reshape", {v}, reshape_attrs({2, 32}));
+  Graph g = Graph::make({x}, {v, view, x}, {"y", "y_view", "x_again"});
+  CompileReport report = compile(g, "chain");
+  // One task: the weights differ, the program (weights as inputs) does not.
+  ASSERT_EQ(report.tasks.size(), 1u);
+  EXPECT_EQ(report.tasks[0].occurrences, 4);
+  EXPECT_LT(report.planned_bytes, report.intermediate_bytes);
+  CompiledModel m = CompiledModel::load(dir_ + "/chain");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {4, 16}, 1)};
+  std::vector<te::NDArray> ours = m.run(in), ref = evaluate_graph(g, in);
+  ASSERT_EQ(ours.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(te::allclose(ours[i], ref[i])) << i;
+  // Again, on other inputs: nothing of the first run leaks into the second.
+  in = {te::NDArray::random(kF32, {4, 16}, 2)};
+  ours = m.run(in);
+  ref = evaluate_graph(g, in);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(te::allclose(ours[i], ref[i])) << i;
+  m.set_threads(1);
+  EXPECT_TRUE(te::allclose(m.run(in)[0], ref[0]));
+  std::vector<double> seconds;
+  m.run_timed(in, seconds);
+  EXPECT_EQ(seconds.size(), m.step_names().size());
+
+  EXPECT_TT_ERROR(m.run({te::NDArray::random(kF32, {4, 15}, 1)}), kInvalidArgument,
+                  "input 'x' must be float32 of shape float32[4, 16], got float32[4, 15]");
+  EXPECT_TT_ERROR(m.run({}), kInvalidArgument, "the model takes 1 inputs, got 0");
+}
+
+TEST_F(CompiledGraph, BadFoldersAreNamedErrorsAndAFailedCompileLeavesNothing) {
+  EXPECT_TT_ERROR(CompiledModel::load(dir_ + "/none"), kNotFound,
+                  "is not a compiled model (no plan.json)");
+  auto x = input("x", {4, 16}, kF32);
+  Graph g = Graph::make({x}, {call("relu", {x})}, {"y"});
+  compile(g, "ok");
+  write_file_atomically(dir_ + "/ok/plan.json",
+                        "{\"format\": \"tensortune.model\", \"version\": 99}");
+  EXPECT_TT_ERROR(CompiledModel::load(dir_ + "/ok"), kParse, "format version 99");
+  write_file_atomically(dir_ + "/ok/plan.json", "{not json");
+  EXPECT_TT_ERROR(CompiledModel::load(dir_ + "/ok"), kParse, dir_ + "/ok: ");
+  // A compile that fails (no tuned schedule with fail_on_default) writes nothing.
+  CompileOptions o;
+  o.target = ir::Target::parse("c -num-cores=2");
+  o.fail_on_default = true;
+  EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/strict"), kNotFound,
+                  "1 of 1 tasks have no tuned schedule");
+  EXPECT_FALSE(fs::exists(dir_ + "/strict"));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace tensortune::graph

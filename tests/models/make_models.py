@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""Generate small ONNX test models with random weights (no downloads).
+
+Uses only Debian's python3-onnx (1.12: opset 17, IR 8) and python3-numpy.
+
+    /usr/bin/python3 make_models.py [--out models] [--seed 0] [--only mlp,cnn] [--opset 17]
+
+Models (all float32, batch 1, static shapes):
+  mlp          2-layer MLP: [1,784] -> Gemm 256 -> Relu -> Gemm 10
+  cnn          (Conv3x3-BN-Relu-MaxPool2) x2 -> GlobalAveragePool -> Flatten -> Gemm
+               input [1,3,32,32], output [1,10]
+  resnet18     ResNet-18 topology (torchvision layout, BN not folded),
+               input [1,3,224,224], output [1,1000]; ~45 MB of weights
+  transformer  one post-LN transformer encoder block (BERT style):
+               MatMul/Add/Reshape/Transpose/Softmax attention, LayerNormalization
+               (opset 17 op), GELU as 0.5*x*(1+Erf(x/sqrt 2)); input [1,128,256]
+  transformer_ln_decomposed
+               same block with LayerNormalization decomposed into
+               ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add (what opset<17 exporters emit)
+
+  bert_base_block
+               the transformer block at BERT-base size: hidden 768, 12 heads,
+               FFN 3072, input [1,128,768]
+
+For each model NAME it writes NAME.onnx, NAME.input_0.pb (a random input,
+ONNX TensorProto, same layout as the ONNX backend test data sets) and the
+same input as NAME.input_0.npy. Copied from ../shared/models and extended.
+
+--opset N (11..17, default 17) emits the same graphs for an older opset, as
+older exporters do (onnx 1.12's version_converter cannot down-convert
+BatchNormalization-15, so this is done at build time): below 17 the
+"transformer" model also decomposes LayerNormalization, and ir_version is the
+minimum for that opset (11 -> 6, 13 -> 7, 17 -> 8).  Op semantics used here are
+identical across 11..17 (Softmax axis=-1 on the last axis; ReduceMean axes as an
+attribute; Reshape shape as an input).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17  # highest ai.onnx opset known to onnx 1.12; --opset overrides
+
+
+class Builder:
+    """Tiny graph builder: collects nodes and initializers, names things uniquely."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes = []
+        self.inits = []
+        self.counter = {}
+
+    def name(self, prefix):
+        n = self.counter.get(prefix, 0)
+        self.counter[prefix] = n + 1
+        return f"{prefix}_{n}"
+
+    def const(self, prefix, arr):
+        nm = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), nm))
+        return nm
+
+    def rand(self, prefix, shape, scale):
+        return self.const(prefix, (self.rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def op(self, op_type, inputs, n_out=1, **attrs):
+        base = self.name(op_type.lower())
+        outs = [f"{base}_out{i}" if n_out > 1 else f"{base}_out" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=base, **attrs))
+        return outs if n_out > 1 else outs[0]
+
+    # layers -------------------------------------------------------------
+    def conv(self, x, cin, cout, k, stride=1, pad=0, bias=True):
+        w = self.rand("conv_w", (cout, cin, k, k), np.sqrt(2.0 / (cin * k * k)))
+        ins = [x, w]
+        if bias:
+            ins.append(self.rand("conv_b", (cout,), 0.01))
+        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride],
+                       pads=[pad, pad, pad, pad], dilations=[1, 1], group=1)
+
+    def bn(self, x, c):
+        r = self.rng
+        scale = self.const("bn_scale", (1.0 + 0.1 * r.standard_normal(c)).astype(np.float32))
+        bias = self.const("bn_bias", (0.1 * r.standard_normal(c)).astype(np.float32))
+        mean = self.const("bn_mean", (0.1 * r.standard_normal(c)).astype(np.float32))
+        var = self.const("bn_var", (1.0 + 0.1 * np.abs(r.standard_normal(c))).astype(np.float32))
+        return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5, momentum=0.9)
+
+    def gemm(self, x, cin, cout):
+        # PyTorch-export layout: weight [out, in], transB=1
+        w = self.rand("fc_w", (cout, cin), np.sqrt(1.0 / cin))
+        b = self.rand("fc_b", (cout,), 0.01)
+        return self.op("Gemm", [x, w, b], alpha=1.0, beta=1.0, transB=1)
+
+    def linear3d(self, x, cin, cout):
+        # transformer style: MatMul with weight [in, out] then Add bias
+        w = self.rand("lin_w", (cin, cout), np.sqrt(1.0 / cin))
+        b = self.rand("lin_b", (cout,), 0.01)
+        return self.op("Add", [self.op("MatMul", [x, w]), b])
+
+    def model(self, name, inputs, outputs, doc):
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
+        m = helper.make_model(graph, producer_name="make_models",
+                              opset_imports=[helper.make_opsetid("", OPSET)], doc_string=doc)
+        m.ir_version = helper.find_min_ir_version_for(list(m.opset_import))
+        return m
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def make_mlp(rng):
+    b = Builder(rng)
+    h = b.op("Relu", [b.gemm("input", 784, 256)])
+    out = b.gemm(h, 256, 10)
+    return b.model("mlp", [vi("input", [1, 784])], [vi(out, [1, 10])],
+                   "2-layer MLP 784-256-10"), (1, 784)
+
+
+def make_cnn(rng):
+    b = Builder(rng)
+    x, c = "input", 3
+    for cout in (16, 32):
+        x = b.conv(x, c, cout, 3, pad=1)
+        x = b.op("Relu", [b.bn(x, cout)])
+        x = b.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        c = cout
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.gemm(x, c, 10)
+    return b.model("cnn", [vi("input", [1, 3, 32, 32])], [vi(out, [1, 10])],
+                   "small CNN: (conv-bn-relu-maxpool)x2, GAP, gemm"), (1, 3, 32, 32)
+
+
+def make_resnet18(rng):
+    b = Builder(rng)
+    x = b.conv("input", 3, 64, 7, stride=2, pad=3, bias=False)
+    x = b.op("Relu", [b.bn(x, 64)])
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, cout in enumerate((64, 128, 256, 512)):
+        for blk in range(2):
+            stride = 2 if (stage > 0 and blk == 0) else 1
+            y = b.conv(x, cin, cout, 3, stride=stride, pad=1, bias=False)
+            y = b.op("Relu", [b.bn(y, cout)])
+            y = b.conv(y, cout, cout, 3, stride=1, pad=1, bias=False)
+            y = b.bn(y, cout)
+            if stride != 1 or cin != cout:
+                sc = b.bn(b.conv(x, cin, cout, 1, stride=stride, pad=0, bias=False), cout)
+            else:
+                sc = x
+            x = b.op("Relu", [b.op("Add", [y, sc])])
+            cin = cout
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.gemm(x, 512, 1000)
+    return b.model("resnet18", [vi("input", [1, 3, 224, 224])], [vi(out, [1, 1000])],
+                   "ResNet-18 topology, random weights"), (1, 3, 224, 224)
+
+
+def layer_norm(b, x, d, decomposed):
+    gamma = b.const("ln_gamma", (1.0 + 0.1 * b.rng.standard_normal(d)).astype(np.float32))
+    beta = b.const("ln_beta", (0.1 * b.rng.standard_normal(d)).astype(np.float32))
+    if not decomposed and OPSET >= 17:
+        return b.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-5)
+    mean = b.op("ReduceMean", [x], axes=[-1], keepdims=1)  # opset<18: axes is an attribute
+    xc = b.op("Sub", [x, mean])
+    var = b.op("ReduceMean", [b.op("Pow", [xc, b.const("two", np.float32(2.0))])], axes=[-1], keepdims=1)
+    std = b.op("Sqrt", [b.op("Add", [var, b.const("eps", np.float32(1e-5))])])
+    return b.op("Add", [b.op("Mul", [b.op("Div", [xc, std]), gamma]), beta])
+
+
+def gelu_erf(b, x):
+    inv_sqrt2 = b.const("inv_sqrt2", np.float32(1.0 / np.sqrt(2.0)))
+    e = b.op("Erf", [b.op("Mul", [x, inv_sqrt2])])
+    one_plus = b.op("Add", [e, b.const("one", np.float32(1.0))])
+    return b.op("Mul", [b.op("Mul", [x, one_plus]), b.const("half", np.float32(0.5))])
+
+
+def make_transformer(rng, decomposed=False, seq=128, d=256, heads=4, ffn=1024):
+    b = Builder(rng)
+    dh = d // heads
+    x = "input"
+    shape_heads = b.const("shape_heads", np.array([1, seq, heads, dh], dtype=np.int64))
+    shape_merge = b.const("shape_merge", np.array([1, seq, d], dtype=np.int64))
+
+    def split_heads(t, perm):
+        return b.op("Transpose", [b.op("Reshape", [t, shape_heads])], perm=perm)
+
+    q = split_heads(b.linear3d(x, d, d), [0, 2, 1, 3])   # [1,h,s,dh]
+    k = split_heads(b.linear3d(x, d, d), [0, 2, 3, 1])   # [1,h,dh,s]
+    v = split_heads(b.linear3d(x, d, d), [0, 2, 1, 3])   # [1,h,s,dh]
+    scores = b.op("Div", [b.op("MatMul", [q, k]), b.const("sqrt_dh", np.float32(np.sqrt(dh)))])
+    probs = b.op("Softmax", [scores], axis=-1)
+    ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])  # [1,s,h,dh]
+    ctx = b.op("Reshape", [ctx, shape_merge])
+    attn = b.linear3d(ctx, d, d)
+    h1 = layer_norm(b, b.op("Add", [attn, x]), d, decomposed)
+    f = gelu_erf(b, b.linear3d(h1, d, ffn))
+    f = b.linear3d(f, ffn, d)
+    out = layer_norm(b, b.op("Add", [f, h1]), d, decomposed)
+    name = "transformer_ln_decomposed" if decomposed else ("transformer" if d == 256 else "bert_base_block")
+    return b.model(name, [vi("input", [1, seq, d])], [vi(out, [1, seq, d])],
+                   f"post-LN encoder block seq={seq} d={d} heads={heads} ffn={ffn}"), (1, seq, d)
+
+
+MODELS = {
+    "mlp": make_mlp,
+    "cnn": make_cnn,
+    "resnet18": make_resnet18,
+    "transformer": lambda rng: make_transformer(rng, decomposed=False),
+    "transformer_ln_decomposed": lambda rng: make_transformer(rng, decomposed=True),
+    # BERT-base-sized block (benchmarks only: 28 MB of weights).
+    "bert_base_block": lambda rng: make_transformer(rng, d=768, heads=12, ffn=3072),
+}
+
+
+def count_macs(model):
+    """Multiply-accumulates of Conv/Gemm/MatMul, from inferred static shapes."""
+    m = onnx.shape_inference.infer_shapes(model)
+    g = m.graph
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(g.input) + list(g.value_info) + list(g.output)}
+    shapes.update({t.name: list(t.dims) for t in g.initializer})
+    macs = 0
+    for nd in g.node:
+        out = shapes.get(nd.output[0])
+        if nd.op_type == "Conv":
+            w = shapes[nd.input[1]]
+            macs += int(np.prod(out)) * int(np.prod(w[1:]))
+        elif nd.op_type == "Gemm":
+            w = shapes[nd.input[1]]
+            macs += int(np.prod(out)) * w[1 if any(a.name == "transB" and a.i for a in nd.attribute) else 0]
+        elif nd.op_type == "MatMul":
+            macs += int(np.prod(out)) * shapes[nd.input[0]][-1]
+    return macs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="models", help="output folder (default: models)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(MODELS))
+    ap.add_argument("--opset", type=int, default=OPSET, choices=range(11, 18), metavar="11..17")
+    args = ap.parse_args()
+    globals()["OPSET"] = args.opset
+    names = [n for n in args.only.split(",") if n] or [n for n in MODELS if n != "bert_base_block"]
+    for n in names:
+        if n not in MODELS:
+            sys.exit(f"unknown model {n!r}; choose from {', '.join(MODELS)}")
+    os.makedirs(args.out, exist_ok=True)
+    for n in names:
+        rng = np.random.default_rng([args.seed, sorted(MODELS).index(n)])
+        model, in_shape = MODELS[n](rng)
+        onnx.checker.check_model(model, full_check=True)  # also runs strict shape inference
+        path = os.path.join(args.out, n + ".onnx")
+        onnx.save(model, path)
+        inp = rng.standard_normal(in_shape).astype(np.float32)
+        onnx.save_tensor(numpy_helper.from_array(inp, "input"), os.path.join(args.out, n + ".input_0.pb"))
+        np.save(os.path.join(args.out, n + ".input_0.npy"), inp)
+        nparams = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+        ops = sorted({nd.op_type for nd in model.graph.node})
+        print(f"{path}: {os.path.getsize(path) / 1e6:.2f} MB, {len(model.graph.node)} nodes, "
+              f"{nparams} params, {count_macs(model) / 1e6:.1f} MMAC, ops={','.join(ops)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+#!/usr/bin/python3
+"""Single-operator ONNX models at their edge cases, for the importer's tests.
+
+Uses only Debian's python3-onnx (1.12) and python3-numpy.
+
+    /usr/bin/python3 make_op_models.py --out DIR [--only NAME,...] [--list]
+
+For each case NAME it writes DIR/NAME.onnx and its inputs DIR/NAME.in_K.npy
+(random, seeded by the case's name), and DIR/manifest.json lists every case:
+{"name", "model", "inputs": [{"name", "file"}], "ops": [...]}. Expected
+outputs come from ONNX Runtime (tools/ort/ort_run.js --manifest).
+DIR/bad_manifest.json lists models the importer must refuse, each with a
+piece of the error message it must give and its kind ("invalid argument"
+for what is valid ONNX but not supported, "parse" for a broken model):
+{"name", "model", "error", "kind"}.
+
+Cases cover padding (symmetric, asymmetric, auto_pad), strides, dilation,
+groups, broadcasting, negative axes and the opset differences of the
+operators the importer supports (attributes that became inputs at opset 13,
+Softmax's 2-D coercion before it, Clip's inputs from opset 11, ...).
+"""
+import argparse
+import json
+import os
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+CASES = {}
+
+
+def case(name, opset=17):
+    def register(fn):
+        CASES[name] = (fn, opset)
+        return fn
+    return register
+
+
+class G:
+    """Collects one model: inputs (with their random data), initializers, nodes."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.inputs, self.data, self.inits, self.nodes, self.outputs = [], [], [], [], []
+
+    def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
+        self.inputs.append(helper.make_tensor_value_info(
+            name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)], list(shape)))
+        self.data.append(self.rng.uniform(low, high, shape).astype(dtype))
+        return name
+
+    def const(self, name, array):
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, name, shape, scale=0.5):
+        return self.const(name, (self.rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def node(self, op, inputs, outputs=None, **attrs):
+        outputs = outputs or [f"{op.lower()}_{len(self.nodes)}"]
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=f"{op}_{len(self.nodes)}", **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def output(self, *names, elem=F, shape=None):
+        for n in names:
+            # Without a shape, the shape is inferred in build().
+            self.outputs.append(helper.make_tensor_value_info(n, elem, shape))
+
+
+# ---- convolutions -------------------------------------------------------------
+
+@case("conv_pads_strides")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [1, 3, 9, 9]), g.weight("w", [4, 3, 3, 3]), g.weight("b", [4])],
+                    kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 2, 1]))
+
+
+@case("conv_dilation_groups")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [1, 4, 10, 10]), g.weight("w", [6, 2, 3, 3])],
+                    dilations=[2, 2], group=2, pads=[2, 2, 2, 2]))
+
+
+@case("conv_depthwise")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [1, 8, 7, 7]), g.weight("w", [8, 1, 3, 3]), g.weight("b", [8])],
+                    group=8, pads=[1, 1, 1, 1]))
+
+
+@case("conv_auto_pad_same_upper", opset=11)
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [1, 2, 8, 7]), g.weight("w", [3, 2, 3, 3])],
+                    auto_pad="SAME_UPPER", strides=[2, 2]))
+
+
+@case("conv_1x1_batch2")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [2, 5, 6, 6]), g.weight("w", [7, 5, 1, 1])]))
+
+
+@case("conv_transpose")
+def _(g):
+    g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 5, 5]), g.weight("w", [4, 3, 3, 3]),
+                                      g.weight("b", [3])],
+                    strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+
+
+# ---- linear algebra -------------------------------------------------------------
+
+@case("gemm_transa_alpha_beta")
+def _(g):
+    g.output(g.node("Gemm", [g.input("a", [4, 6]), g.weight("b", [4, 5]), g.weight("c", [5])],
+                    transA=1, alpha=0.5, beta=2.0))
+
+
+@case("gemm_transb_row_bias", opset=11)
+def _(g):
+    g.output(g.node("Gemm", [g.input("a", [3, 8]), g.weight("b", [5, 8]), g.weight("c", [1, 5])], transB=1))
+
+
+@case("gemm_no_bias")
+def _(g):
+    g.output(g.node("Gemm", [g.input("a", [3, 8]), g.input("b", [8, 4])]))
+
+
+@case("matmul_2d_weight")
+def _(g):
+    g.output(g.node("MatMul", [g.input("a", [7, 9]), g.weight("b", [9, 5])]))
+
+
+@case("matmul_batched")
+def _(g):
+    g.output(g.node("MatMul", [g.input("a", [2, 3, 4, 5]), g.input("b", [2, 3, 5, 6])]))
+
+
+@case("matmul_broadcast_rhs")
+def _(g):
+    g.output(g.node("MatMul", [g.input("a", [2, 3, 4, 5]), g.input("b", [5, 6])]))
+
+
+@case("matmul_vector")
+def _(g):
+    g.output(g.node("MatMul", [g.input("a", [5]), g.weight("b", [5, 3])]))
+
+
+# ---- elementwise ----------------------------------------------------------------
+
+@case("add_broadcast")
+def _(g):
+    g.output(g.node("Add", [g.input("a", [2, 3, 4]), g.input("b", [4])]))
+
+
+@case("sub_broadcast_both")
+def _(g):
+    g.output(g.node("Sub", [g.input("a", [2, 1, 4]), g.input("b", [3, 1])]))
+
+
+@case("mul_scalar_constant")
+def _(g):
+    g.output(g.node("Mul", [g.input("a", [2, 3]), g.const("k", np.float32(-1.5))]))
+
+
+@case("div_same_shape")
+def _(g):
+    g.output(g.node("Div", [g.input("a", [2, 3, 4]), g.input("b", [2, 3, 4], 0.5, 2.0)]))
+
+
+for _op, _low, _high in [("Relu", -1, 1), ("Sigmoid", -4, 4), ("Tanh", -3, 3), ("Erf", -2, 2),
+                         ("Sqrt", 0.01, 4), ("Exp", -2, 2), ("Log", 0.01, 4)]:
+    def _make(op=_op, low=_low, high=_high):
+        @case(op.lower())
+        def _(g):
+            g.output(g.node(op, [g.input("x", [2, 3, 5], low, high)]))
+    _make()
+
+
+@case("leaky_relu")
+def _(g):
+    g.output(g.node("LeakyRelu", [g.input("x", [2, 7])], alpha=0.1))
+
+
+@case("prelu_channel_slope")
+def _(g):
+    g.output(g.node("PRelu", [g.input("x", [1, 3, 4, 4]), g.weight("slope", [3, 1, 1])]))
+
+
+@case("clip_inputs", opset=11)
+def _(g):
+    g.output(g.node("Clip", [g.input("x", [3, 4], -2, 2), g.const("lo", np.float32(-0.5)),
+                             g.const("hi", np.float32(0.75))]))
+
+
+@case("clip_min_only", opset=13)
+def _(g):
+    g.output(g.node("Clip", [g.input("x", [3, 4], -2, 2), g.const("lo", np.float32(0.1))]))
+
+
+@case("hard_sigmoid")
+def _(g):
+    g.output(g.node("HardSigmoid", [g.input("x", [3, 5], -4, 4)], alpha=0.3, beta=0.4))
+
+
+@case("hard_swish", opset=14)
+def _(g):
+    g.output(g.node("HardSwish", [g.input("x", [3, 5], -5, 5)]))
+
+
+@case("pow_constant_exponent")
+def _(g):
+    g.output(g.node("Pow", [g.input("x", [2, 6]), g.const("e", np.float32(3.0))]))
+
+
+@case("pow_general")
+def _(g):
+    g.output(g.node("Pow", [g.input("x", [2, 6], 0.1, 2.0), g.input("y", [6], -1.5, 1.5)]))
+
+
+# ---- normalisation ---------------------------------------------------------------
+
+@case("batch_norm", opset=14)
+def _(g):
+    g.output(g.node("BatchNormalization", [g.input("x", [2, 3, 4, 4]), g.weight("s", [3]), g.weight("b", [3]),
+                                           g.weight("m", [3]), g.const("v", np.float32([0.5, 1.0, 2.0]))],
+                    epsilon=1e-3))
+
+
+@case("batch_norm_opset11", opset=11)
+def _(g):
+    g.output(g.node("BatchNormalization", [g.input("x", [1, 3, 5]), g.weight("s", [3]), g.weight("b", [3]),
+                                           g.weight("m", [3]), g.const("v", np.float32([0.5, 1.0, 2.0]))]))
+
+
+@case("layer_norm_last_axis")
+def _(g):
+    g.output(g.node("LayerNormalization", [g.input("x", [2, 5, 8]), g.weight("s", [8]), g.weight("b", [8])],
+                    axis=-1, epsilon=1e-5))
+
+
+@case("layer_norm_axis1")
+def _(g):
+    g.output(g.node("LayerNormalization", [g.input("x", [2, 3, 4]), g.weight("s", [3, 4]), g.weight("b", [3, 4])],
+                    axis=1))
+
+
+@case("instance_norm")
+def _(g):
+    g.output(g.node("InstanceNormalization", [g.input("x", [2, 3, 5, 5]), g.weight("s", [3]), g.weight("b", [3])],
+                    epsilon=1e-4))
+
+
+# ---- pooling ---------------------------------------------------------------------
+
+@case("max_pool_pads_strides")
+def _(g):
+    g.output(g.node("MaxPool", [g.input("x", [1, 2, 9, 9])], kernel_shape=[3, 3], strides=[2, 2],
+                    pads=[1, 1, 1, 1]))
+
+
+@case("max_pool_ceil_mode")
+def _(g):
+    g.output(g.node("MaxPool", [g.input("x", [1, 2, 8, 8])], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1))
+
+
+@case("avg_pool_exclude_pad")
+def _(g):
+    g.output(g.node("AveragePool", [g.input("x", [1, 2, 7, 7])], kernel_shape=[3, 3], strides=[2, 2],
+                    pads=[1, 1, 1, 1]))
+
+
+@case("avg_pool_include_pad")
+def _(g):
+    g.output(g.node("AveragePool", [g.input("x", [1, 2, 7, 7])], kernel_shape=[2, 3], strides=[1, 2],
+                    pads=[0, 1, 1, 0], count_include_pad=1))
+
+
+@case("global_average_pool")
+def _(g):
+    g.output(g.node("GlobalAveragePool", [g.input("x", [2, 3, 5, 6])]))
+
+
+# ---- shapes and data movement -----------------------------------------------------
+
+@case("flatten_axis2")
+def _(g):
+    g.output(g.node("Flatten", [g.input("x", [2, 3, 4, 5])], axis=2))
+
+
+@case("reshape_minus_one_and_zero")
+def _(g):
+    g.output(g.node("Reshape", [g.input("x", [2, 3, 4]), g.const("s", np.int64([0, -1, 2]))]))
+
+
+@case("transpose_perm")
+def _(g):
+    g.output(g.node("Transpose", [g.input("x", [2, 3, 4, 5])], perm=[3, 1, 0, 2]))
+
+
+@case("concat_negative_axis")
+def _(g):
+    g.output(g.node("Concat", [g.input("a", [2, 3]), g.input("b", [2, 1]), g.weight("c", [2, 4])], axis=-1))
+
+
+@case("split_sizes_input", opset=13)
+def _(g):
+    a, b = g.node("Split", [g.input("x", [2, 7]), g.const("s", np.int64([3, 4]))], ["a", "b"], axis=1)
+    g.output(a, b)
+
+
+@case("split_equal_attr", opset=11)
+def _(g):
+    a, b, c = g.node("Split", [g.input("x", [6, 2])], ["a", "b", "c"], axis=0)
+    g.output(a, b, c)
+
+
+@case("slice_negative_steps", opset=13)
+def _(g):
+    g.output(g.node("Slice", [g.input("x", [5, 6, 7]), g.const("st", np.int64([-1, 1])),
+                              g.const("en", np.int64([-100, 6])), g.const("ax", np.int64([0, -1])),
+                              g.const("sp", np.int64([-2, 3]))]))
+
+
+@case("slice_clamped_ends", opset=11)
+def _(g):
+    g.output(g.node("Slice", [g.input("x", [4, 5]), g.const("st", np.int64([1])),
+                              g.const("en", np.int64([1000]))]))
+
+
+@case("squeeze_attr", opset=11)
+def _(g):
+    g.output(g.node("Squeeze", [g.input("x", [1, 3, 1, 2])], axes=[0, -2]))
+
+
+@case("squeeze_input", opset=13)
+def _(g):
+    g.output(g.node("Squeeze", [g.input("x", [1, 3, 1, 2]), g.const("ax", np.int64([2]))]))
+
+
+@case("unsqueeze_input", opset=13)
+def _(g):
+    g.output(g.node("Unsqueeze", [g.input("x", [3, 2]), g.const("ax", np.int64([0, -1]))]))
+
+
+@case("unsqueeze_attr", opset=11)
+def _(g):
+    g.output(g.node("Unsqueeze", [g.input("x", [3, 2])], axes=[1]))
+
+
+@case("softmax_last_axis", opset=13)
+def _(g):
+    g.output(g.node("Softmax", [g.input("x", [2, 3, 5], -3, 3)], axis=-1))
+
+
+@case("softmax_coerced_2d", opset=11)
+def _(g):
+    g.output(g.node("Softmax", [g.input("x", [2, 3, 4], -3, 3)], axis=1))
+
+
+@case("softmax_middle_axis", opset=13)
+def _(g):
+    g.output(g.node("Softmax", [g.input("x", [2, 3, 4], -3, 3)], axis=1))
+
+
+@case("log_softmax")
+def _(g):
+    g.output(g.node("LogSoftmax", [g.input("x", [3, 6], -3, 3)], axis=-1))
+
+
+@case("reduce_mean_attr_no_keepdims", opset=13)
+def _(g):
+    g.output(g.node("ReduceMean", [g.input("x", [2, 3, 4])], axes=[1, -1], keepdims=0))
+
+
+@case("reduce_sum_axes_input", opset=13)
+def _(g):
+    g.output(g.node("ReduceSum", [g.input("x", [2, 3, 4]), g.const("ax", np.int64([0]))], keepdims=1))
+
+
+@case("reduce_sum_all", opset=11)
+def _(g):
+    g.output(g.node("ReduceSum", [g.input("x", [2, 3, 4])], keepdims=0))
+
+
+@case("pad_constant_value", opset=13)
+def _(g):
+    g.output(g.node("Pad", [g.input("x", [2, 3, 4]), g.const("p", np.int64([0, 1, 2, 1, 0, 3])),
+                            g.const("v", np.float32(0.5))]))
+
+
+@case("pad_negative_crop", opset=11)
+def _(g):
+    g.output(g.node("Pad", [g.input("x", [1, 2, 5, 5]), g.const("p", np.int64([0, 0, 1, -1, 0, 0, -2, 2]))]))
+
+
+@case("resize_nearest_scales", opset=13)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 2, 3, 4]), "", g.const("sc", np.float32([1, 1, 2, 1.5]))],
+                    mode="nearest"))
+
+
+@case("resize_nearest_asymmetric_floor", opset=13)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 2, 4, 4]), "", g.const("sc", np.float32([1, 1, 0.5, 2]))],
+                    mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+
+
+@case("resize_linear_sizes", opset=13)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 2, 4, 5]), "", "", g.const("sz", np.int64([1, 2, 7, 3]))],
+                    mode="linear"))
+
+
+@case("resize_linear_align_corners", opset=11)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 1, 3, 3]), g.const("roi", np.float32([])),
+                               g.const("sc", np.float32([1, 1, 2, 2]))],
+                    mode="linear", coordinate_transformation_mode="align_corners"))
+
+
+@case("identity_and_constant")
+def _(g):
+    k = g.node("Constant", [], ["k"], value=numpy_helper.from_array(np.float32([[1, 2, 3]]), "kv"))
+    g.output(g.node("Add", [g.node("Identity", [g.input("x", [2, 3])]), k]))
+
+
+@case("odd_output_name")
+def _(g):
+    # An output name that is no file name: `run --output-dir` makes one of it.
+    g.output(g.node("Relu", [g.input("x", [3])], ["scores:0/final"]))
+
+
+@case("cast_to_int32")
+def _(g):
+    g.output(g.node("Cast", [g.input("x", [2, 5], -10, 10)], to=TensorProto.INT32), elem=TensorProto.INT32)
+
+
+@case("cast_roundtrip_float64")
+def _(g):
+    d = g.node("Cast", [g.input("x", [3, 3])], to=TensorProto.DOUBLE)
+    g.output(g.node("Cast", [g.node("Mul", [d, d])], to=TensorProto.FLOAT))
+
+
+@case("shape_subgraph_flatten")
+def _(g):
+    # What exporters emit for x.view(x.size(0), -1): folded when shapes are static.
+    x = g.input("x", [2, 3, 4])
+    n = g.node("Gather", [g.node("Shape", [x]), g.const("i0", np.int64(0))], axis=0)
+    shape = g.node("Concat", [g.node("Unsqueeze", [n, g.const("ax", np.int64([0]))]),
+                              g.const("m1", np.int64([-1]))], axis=0)
+    g.output(g.node("Reshape", [x, shape]), shape=[2, 12])
+
+
+@case("constant_of_shape_add")
+def _(g):
+    x = g.input("x", [2, 3])
+    ones = g.node("ConstantOfShape", [g.node("Shape", [x])],
+                  value=numpy_helper.from_array(np.float32([2.0]), "v"))
+    g.output(g.node("Add", [x, ones]))
+
+
+# ---- bad models: each with a piece of the error the importer must give ------------
+
+BAD = {}
+
+
+def bad(name, expect, opset=17, kind="invalid argument"):
+    def register(fn):
+        BAD[name] = (fn, opset, expect, kind)
+        return fn
+    return register
+
+
+@bad("bad_unknown_op", "node 'NonMaxSuppression_0' (NonMaxSuppression): operator NonMaxSuppression is not "
+     "supported; the supported operators are: ")
+def _(g):
+    g.output(g.node("NonMaxSuppression", [g.input("boxes", [1, 4, 4]), g.input("scores", [1, 1, 4])]),
+             elem=TensorProto.INT64, shape=[3, 3])
+
+
+@bad("bad_dynamic_input", "input 'x' has a dynamic dimension 'N'; give its shape with --input-shape x=D0,D1,...")
+def _(g):
+    g.input("x", [2, 3])
+    g.inputs[0] = helper.make_tensor_value_info("x", F, ["N", 3])
+    g.output(g.node("Relu", ["x"]), shape=["N", 3])
+
+
+@bad("bad_conv_groups", "node 'Conv_0' (Conv): ")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [1, 4, 5, 5]), g.weight("w", [3, 1, 3, 3])], group=3),
+             shape=[1, 3, 3, 3])
+
+
+@bad("bad_opset", "opset 18; supported are opsets 11 to 17", opset=18)
+def _(g):
+    g.output(g.node("Relu", [g.input("x", [2])]), shape=[2])
+
+
+@bad("bad_domain", "operator domain 'com.microsoft' is not supported")
+def _(g):
+    g.nodes.append(helper.make_node("FusedGemm", [g.input("x", [2, 2]), "x"], ["y"], name="FusedGemm_0",
+                                    domain="com.microsoft"))
+    g.output("y", shape=[2, 2])
+
+
+@bad("bad_softmax_axis", "node 'Softmax_0' (Softmax): ")
+def _(g):
+    g.output(g.node("Softmax", [g.input("x", [2, 3])], axis=4), shape=[2, 3])
+
+
+@bad("bad_missing_input", "input 'nowhere' is produced by no earlier node, initializer or graph input",
+     kind="parse")
+def _(g):
+    g.output(g.node("Add", [g.input("x", [2]), "nowhere"]), shape=[2])
+
+
+def build_bad(name, seed):
+    fn, opset, expect, kind = BAD[name]
+    g = G(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    fn(g)
+    graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
+    model = helper.make_model(graph, producer_name="make_op_models",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model, expect, kind
+
+
+def build(name, seed):
+    fn, opset = CASES[name]
+    g = G(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    fn(g)
+    graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
+    model = helper.make_model(graph, producer_name="make_op_models",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = helper.find_min_ir_version_for(list(model.opset_import))
+    # The outputs' shapes, from ONNX's shape inference (the checker wants them).
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for o in model.graph.output:
+        if o.type.tensor_type.HasField("shape"):
+            continue
+        if o.name in known and known[o.name].type.tensor_type.HasField("shape"):
+            o.type.CopyFrom(known[o.name].type)
+        else:
+            raise SystemExit(f"{name}: shape inference found no shape for output {o.name}")
+    onnx.checker.check_model(model, full_check=True)
+    return model, g
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="op_models")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--list", action="store_true", help="print the case names and exit")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return
+    names = [n for n in args.only.split(",") if n] or list(CASES)
+    for n in names:
+        if n not in CASES:
+            sys.exit(f"unknown case {n!r}; the cases are: {', '.join(CASES)}")
+    os.makedirs(args.out, exist_ok=True)
+    manifest = []
+    for n in names:
+        model, g = build(n, args.seed)
+        onnx.save(model, os.path.join(args.out, n + ".onnx"))
+        inputs = []
+        for k, (vi, data) in enumerate(zip(g.inputs, g.data)):
+            file = f"{n}.in_{k}.npy"
+            np.save(os.path.join(args.out, file), data)
+            inputs.append({"name": vi.name, "file": file})
+        manifest.append({"name": n, "model": n + ".onnx", "inputs": inputs,
+                         "ops": sorted({nd.op_type for nd in model.graph.node})})
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    bad_manifest = []
+    for n in BAD:
+        model, expect, kind = build_bad(n, args.seed)
+        onnx.save(model, os.path.join(args.out, n + ".onnx"))
+        bad_manifest.append({"name": n, "model": n + ".onnx", "error": expect, "kind": kind})
+    with open(os.path.join(args.out, "bad_manifest.json"), "w") as f:
+        json.dump(bad_manifest, f, indent=1)
+    print(f"{len(manifest)} models in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
