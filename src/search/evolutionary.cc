@@ -40,6 +40,13 @@ void SharedCostModel::retrain() {
     }
   }
   trained_on_ = data_.size();
+  if (!note_.empty() && !model_->trained() && data_.size() >= 64 && !warned_) {
+    std::fprintf(stderr,
+                 "warning: the %s cost model cannot train (%s); the search goes on with "
+                 "random scores\n",
+                 model_->name().c_str(), note_.c_str());
+    warned_ = true;
+  }
   training_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -65,6 +72,11 @@ EvolutionarySearchPolicy::EvolutionarySearchPolicy(const te::Task& task, uint64_
   TT_CHECK(model_, kInvalidArgument, "the evolutionary policy needs a cost model");
   TT_CHECK(options_.population >= 1 && options_.generations >= 0, kInvalidArgument,
            "the population must be >= 1 and the generations >= 0");
+  TT_CHECK(options_.mutation_prob + options_.crossover_prob <= 1 && options_.mutation_prob >= 0 &&
+               options_.crossover_prob >= 0 && options_.eps_greedy >= 0 && options_.eps_greedy <= 1,
+           kInvalidArgument,
+           "mutation and crossover probabilities must be >= 0 and add up to at most 1, and "
+           "eps-greedy lie in [0, 1]");
 }
 
 std::optional<EvolutionarySearchPolicy::Candidate> EvolutionarySearchPolicy::evaluate(

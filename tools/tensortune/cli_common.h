@@ -6,9 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "tensortune/graph/graph.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/measure/measurer.h"
 #include "tensortune/schedule/state.h"
@@ -84,5 +86,19 @@ Command add_sketches_command(CLI::App& app);
 Command add_train_model_command(CLI::App& app);
 /// The `apply` command: a log's best schedule built or printed (search_cmd.cc).
 Command add_apply_command(CLI::App& app);
+
+/// The `tasks` command: an ONNX model's tuning tasks (model_cmd.cc).
+Command add_tasks_command(CLI::App& app);
+/// The `compile` command: an ONNX model built with a log's schedules (model_cmd.cc).
+Command add_compile_command(CLI::App& app);
+/// The `run` command: a compiled model run and timed (model_cmd.cc).
+Command add_run_command(CLI::App& app);
+
+/// --input-shape NAME=DIMS options as a map; a malformed one is a
+/// kInvalidArgument error showing the form.
+std::map<std::string, std::vector<int64_t>> parse_input_shapes(
+    const std::vector<std::string>& specs);
+/// The ONNX model at `path`, with shapes for its open inputs.
+graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes);
 
 }  // namespace tensortune::cli

@@ -307,6 +307,9 @@ int main(int argc, char** argv) {
   commands.push_back(tt::cli::add_sketches_command(app));
   commands.push_back(tt::cli::add_train_model_command(app));
   commands.push_back(tt::cli::add_apply_command(app));
+  commands.push_back(tt::cli::add_tasks_command(app));
+  commands.push_back(tt::cli::add_compile_command(app));
+  commands.push_back(tt::cli::add_run_command(app));
 
   try {
     app.parse(argc, argv);

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "tensortune/graph/tasks.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/search/evolutionary.h"
 #include "tensortune/search/tuner.h"
@@ -24,6 +25,8 @@ namespace {
 using json = nlohmann::json;
 
 struct TuneCommandArgs {
+  std::string model;
+  std::vector<std::string> input_shapes;
   std::vector<std::string> task_paths;
   std::string tasks_file, workload, workload_args, target = "c", host, log_path;
   int64_t trials = 64;
@@ -34,8 +37,9 @@ struct TuneCommandArgs {
   std::string policy = "evolutionary", cost_model = "xgb", cost_model_file;
   std::string scheduler = "gradient", progress_json;
   double time_budget_s = 0;
-  bool time_budget_given = false;
+  bool time_budget_given = false, target_given = false;
   int64_t early_stopping = 0;
+  search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
 };
@@ -85,13 +89,39 @@ std::pair<te::Task, double> task_from_line(const json& line) {
 }
 
 /// The run's tasks and weights, from --task, --tasks or --workload.
-std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommandArgs& args) {
+/// What the table calls each task: a model's tasks by their operators.
+using TaskLabels = std::map<std::string, std::string>;
+
+std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommandArgs& args,
+                                                               TaskLabels& labels) {
   std::vector<te::Task> tasks;
   std::vector<double> weights;
-  int sources = (!args.task_paths.empty()) + (!args.tasks_file.empty()) + (!args.workload.empty());
+  int sources = (!args.task_paths.empty()) + (!args.tasks_file.empty()) + (!args.workload.empty()) +
+                (!args.model.empty());
   TT_CHECK(sources == 1, kInvalidArgument,
-           "give the tasks one way: --task FILE (repeatable), --tasks FILE, or --workload NAME "
-           "--args A,B,...");
+           "give the tasks one way: a model MODEL.onnx, --task FILE (repeatable), --tasks FILE, "
+           "or --workload NAME --args A,B,...");
+  TT_CHECK(args.input_shapes.empty() || !args.model.empty(), kInvalidArgument,
+           "--input-shape is for a model (tensortune tune MODEL.onnx)");
+  if (!args.model.empty()) {
+    // A model is tuned for this CPU unless told otherwise, as `tasks` and
+    // `compile` extract and compile it.
+    ir::Target target = ir::Target::parse(args.target_given ? args.target : "native");
+    if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
+    graph::Extraction ex = graph::extract_tasks(load_model(args.model, args.input_shapes), target);
+    if (!ex.fallback_reason.empty()) {
+      std::fprintf(
+          stderr,
+          "warning: the graph passes failed (%s); tuning the tasks of the graph as imported\n",
+          ex.fallback_reason.c_str());
+    }
+    for (const auto& t : ex.tasks) {
+      tasks.push_back(t.task);
+      weights.push_back(static_cast<double>(t.weight));
+      labels[t.task.workload_key()] = t.description;
+    }
+    TT_CHECK(!tasks.empty(), kInvalidArgument, args.model, " has no operator to tune");
+  }
   for (const auto& path : args.task_paths) {
     tasks.push_back(load_task(path));
     weights.push_back(1);
@@ -154,8 +184,8 @@ std::optional<double> estimated_left(const search::TuneReport& r, int64_t goal, 
 /// batch otherwise.
 class ProgressTable {
  public:
-  ProgressTable(int64_t goal, double budget)
-      : goal_(goal), budget_(budget), live_(::isatty(STDERR_FILENO) != 0) {}
+  ProgressTable(int64_t goal, double budget, const TaskLabels& labels)
+      : goal_(goal), budget_(budget), labels_(labels), live_(::isatty(STDERR_FILENO) != 0) {}
 
   void update(const search::TaskSummary& batch, const search::TuneReport& r) {
     auto left = estimated_left(r, goal_, budget_);
@@ -175,12 +205,12 @@ class ProgressTable {
     if (lines_ > 0) out += "\033[" + std::to_string(lines_) + "A";
     auto line = [&](const std::string& text) { out += "\033[2K" + text + "\n"; };
     line(head);
-    for (const std::string& row : rows(r)) line(row);
+    for (const std::string& row : rows(r, labels_)) line(row);
     lines_ = static_cast<int>(r.tasks.size()) + 2;
     std::fputs(out.c_str(), stderr);
   }
 
-  static std::vector<std::string> rows(const search::TuneReport& r) {
+  static std::vector<std::string> rows(const search::TuneReport& r, const TaskLabels& labels) {
     std::vector<std::string> out;
     char text[512];
     std::snprintf(text, sizeof text, "  %-44s %6s %7s %11s %9s %14s  %s", "task", "weight",
@@ -190,6 +220,7 @@ class ProgressTable {
       std::optional<double> weighted;
       if (auto l = s.best_latency()) weighted = *l * s.weight;
       std::string key = s.task.workload_key();
+      if (auto it = labels.find(key); it != labels.end()) key = it->second;
       if (key.size() > 44) key = key.substr(0, 41) + "...";
       std::snprintf(text, sizeof text, "  %-44s %6g %7lld %11s %9s %14s  %s%s", key.c_str(),
                     s.weight, static_cast<long long>(s.trials), ms(s.best_latency()).c_str(),
@@ -206,6 +237,7 @@ class ProgressTable {
  private:
   int64_t goal_;
   double budget_;
+  const TaskLabels& labels_;
   bool live_;
   int lines_ = 0;
 };
@@ -248,7 +280,8 @@ json time_json(const search::TimeSplit& t) {
 }
 
 int run_tune(const TuneCommandArgs& args) {
-  auto [tasks, weights] = tasks_of(args);
+  TaskLabels labels;
+  auto [tasks, weights] = tasks_of(args, labels);
   TT_CHECK(!args.time_budget_given || (std::isfinite(args.time_budget_s) && args.time_budget_s > 0),
            kInvalidArgument, "--time-budget must be a number of seconds > 0, got ",
            args.time_budget_s);
@@ -265,7 +298,7 @@ int run_tune(const TuneCommandArgs& args) {
     model = std::make_shared<search::SharedCostModel>(
         args.cost_model_file.empty() ? search::make_cost_model(args.cost_model, args.seed)
                                      : search::load_cost_model(args.cost_model_file, args.seed));
-    policy = search::evolutionary_policy(model);
+    policy = search::evolutionary_policy(model, args.evolution);
   }
   measure::install_interrupt_cleanup();
   measure::LocalBuilder builder(args.measure.builder_options());
@@ -291,7 +324,7 @@ int run_tune(const TuneCommandArgs& args) {
       args.policy == "random" ? "random"
                               : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
       args.log_path.c_str());
-  ProgressTable table(args.trials, args.time_budget_s);
+  ProgressTable table(args.trials, args.time_budget_s, labels);
   ProgressEvents events(args.progress_json);
   {
     json list = json::array();
@@ -352,6 +385,8 @@ int run_tune(const TuneCommandArgs& args) {
   for (const auto& s : report.tasks) {
     any_failed |= s.failed();
     json t = task_json(s);
+    if (auto it = labels.find(s.task.workload_key()); it != labels.end())
+      t["operators"] = it->second;
     t["pass_context_hash"] = measure::Hash64(report.pass_context.hash()).str();
     t["status"] = s.failed() ? "failed" : s.best ? "ok" : "not measured";
     if (s.failed()) t["error_message"] = s.sample_error;
@@ -371,7 +406,7 @@ int run_tune(const TuneCommandArgs& args) {
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     return any_failed ? 3 : 0;
   }
-  for (const auto& row : ProgressTable::rows(report)) std::printf("%s\n", row.c_str());
+  for (const auto& row : ProgressTable::rows(report, labels)) std::printf("%s\n", row.c_str());
   std::printf("%lld new trials in %.1f s (stopped by: %s); weighted latency %s ms\n",
               static_cast<long long>(report.trials), report.elapsed_s, report.stop_reason.c_str(),
               ms(report.weighted_latency()).c_str());
@@ -401,14 +436,23 @@ int run_tune(const TuneCommandArgs& args) {
 Command add_tune_command(CLI::App& app) {
   auto args = std::make_shared<TuneCommandArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "tune", "search schedules of tasks, recording every measurement (exit 3 if a task fails)");
+      "tune",
+      "search schedules of a model's tasks or of given tasks, recording every measurement (exit 3 "
+      "if a task fails)");
+  cmd->add_option("model", args->model,
+                  "an ONNX model: its tasks (tensortune tasks), weighted by occurrences");
+  cmd->add_option("--input-shape", args->input_shapes,
+                  "with a model: NAME=DIMS for an input whose shape it leaves open; repeatable");
   cmd->add_option("--task", args->task_paths, "a task file (tensortune task); repeatable");
   cmd->add_option("--tasks", args->tasks_file,
                   "a file of tasks, one JSON object per line: {\"task\": saved task} or "
                   "{\"workload\", \"args\", \"target\"}, with an optional \"weight\"");
   cmd->add_option("--workload", args->workload, "registered workload name (instead of --task)");
   cmd->add_option("--args", args->workload_args, "workload arguments, comma-separated");
-  cmd->add_option("--target", args->target, "target string, e.g. \"c -mcpu=native -num-cores=2\"");
+  cmd->add_option(
+         "--target", args->target,
+         "target string, e.g. \"c -mcpu=native -num-cores=2\" (default c; native with a model)")
+      ->each([args](const std::string&) { args->target_given = true; });
   cmd->add_option("--host", args->host, "host target string");
   cmd->add_option("--trials", args->trials, "new measurements in this run, over all tasks")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
@@ -422,6 +466,21 @@ Command add_tune_command(CLI::App& app) {
                   "cost model of the evolutionary policy: xgb (default) or random");
   cmd->add_option("--cost-model-file", args->cost_model_file,
                   "start from this trained model (tensortune train-model)");
+  cmd->add_option("--population", args->evolution.population,
+                  "evolutionary search: states per generation")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--generations", args->evolution.generations,
+                  "evolutionary search: generations per batch")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--mutation-prob", args->evolution.mutation_prob,
+                  "evolutionary search: chance that a child is a mutation of its parent")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--crossover-prob", args->evolution.crossover_prob,
+                  "evolutionary search: chance that a child is a crossover of two parents")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--eps-greedy", args->evolution.eps_greedy,
+                  "evolutionary search: share of each batch drawn at random")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--scheduler", args->scheduler,
                   "which task goes next: gradient (default) or round-robin");
   cmd->add_option("--time-budget", args->time_budget_s, "stop after this many seconds")

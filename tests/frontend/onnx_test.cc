@@ -1,0 +1,410 @@
+// ONNX import against ONNX Runtime: every single-operator edge case of
+// tests/models/make_op_models.py and the models of make_models.py
+// (an MLP, a CNN with batch norm and pooling, ResNet-18, transformer encoder
+// blocks) imported, compiled with default schedules, run, and compared with
+// ONNX Runtime's outputs on the same inputs. The models are generated here,
+// never downloaded; ONNX Runtime is the npm package scripts/setup.sh
+// installs into tools/ort. Also: the models' tasks (counts and weights), the
+// imported graph left exactly as it was by extraction and compilation, the
+// fallback when a graph pass fails halfway, whole-model round trips, and the
+// documented errors for malformed and unsupported models.
+#include "tensortune/frontend/onnx.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/module_cache.h"
+#include "common/test_util.h"
+#include "tensortune/graph/compile.h"
+#include "tensortune/graph/passes.h"
+#include "tensortune/graph/tasks.h"
+#include "tensortune/ir/pass_context.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/subprocess.h"
+#include "tensortune/te/npy.h"
+
+namespace tensortune {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* kModels[] = {"mlp", "cnn", "resnet18", "transformer", "transformer_ln_decomposed"};
+
+void run_or_fail(const std::vector<std::string>& argv) {
+  RunResult r = run_captured(argv, SpawnOptions(), std::chrono::seconds(600));
+  if (!r.status.success()) {
+    fail(ErrorKind::kRuntime, argv[0], " ", argv.size() > 1 ? argv[1] : "", " failed: ", r.err,
+         r.out);
+  }
+}
+
+/// The generated models, their inputs and ONNX Runtime's outputs, made once
+/// per test program in a temporary folder.
+struct Generated {
+  std::string dir, error;
+  json ops, bad;
+
+  Generated() {
+    std::string tmpl = (fs::temp_directory_path() / "tt_onnx_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+      error = "cannot make a temporary folder";
+      return;
+    }
+    dir = tmpl;
+    const std::string src = TT_SOURCE_DIR;
+    if (!fs::exists(src + "/tools/ort/node_modules/onnxruntime-node")) {
+      error = "ONNX Runtime is not installed in tools/ort (scripts/setup.sh installs it)";
+      return;
+    }
+    try {
+      run_or_fail(
+          {"/usr/bin/python3", src + "/tests/models/make_op_models.py", "--out", dir + "/ops"});
+      run_or_fail(
+          {"/usr/bin/python3", src + "/tests/models/make_models.py", "--out", dir + "/models"});
+      run_or_fail({"node", src + "/tools/ort/ort_run.js", "--manifest", dir + "/ops/manifest.json",
+                   "--output-dir", dir + "/ops_ort"});
+      for (const char* m : kModels) {
+        run_or_fail({"node", src + "/tools/ort/ort_run.js", dir + "/models/" + m + ".onnx",
+                     "--input", std::string("input=") + dir + "/models/" + m + ".input_0.npy",
+                     "--output-dir", dir + "/models_ort/" + m, "--threads", "1"});
+      }
+      ops = json::parse(*read_file_if_exists(dir + "/ops/manifest.json"));
+      bad = json::parse(*read_file_if_exists(dir + "/ops/bad_manifest.json"));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  ~Generated() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+  std::string model(const std::string& name) const { return dir + "/models/" + name + ".onnx"; }
+};
+
+const Generated& generated() {
+  static const Generated g;
+  return g;
+}
+
+#define REQUIRE_GENERATED() ASSERT_EQ(generated().error, "") << "the test models could not be made"
+
+te::NDArray npy(const std::string& path) {
+  std::optional<std::string> bytes = read_file_if_exists(path);
+  TT_CHECK(bytes, kNotFound, "no file ", path);
+  return te::parse_npy(*bytes, path);
+}
+
+std::string npy_name(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return out + ".npy";
+}
+
+/// Compiles `model` with default schedules (for this machine's CPU) into a
+/// fresh folder, runs it on `inputs` and returns its outputs.
+std::vector<te::NDArray> compile_and_run(const graph::Graph& model,
+                                         const std::vector<te::NDArray>& inputs,
+                                         const std::string& out_dir,
+                                         graph::CompileReport* report = nullptr) {
+  graph::CompileOptions options;
+  options.target = ir::Target::parse("c -mcpu=native -num-cores=2");
+  options.module_options = testing::private_cache_options("onnx");
+  graph::CompileReport r = graph::compile_model(model, options, out_dir);
+  if (report) *report = r;
+  graph::CompiledModel m = graph::CompiledModel::load(out_dir);
+  return m.run(inputs);
+}
+
+/// Float outputs within atol 1e-4 + rtol 1e-3 of the largest |expected|
+/// (sums of thousands of products in another order); others exactly.
+::testing::AssertionResult matches(const te::NDArray& ours, const te::NDArray& ort) {
+  if (ours.shape() != ort.shape() || ours.dtype() != ort.dtype()) {
+    return ::testing::AssertionFailure()
+           << "ours " << ours.describe() << ", ONNX Runtime's " << ort.describe();
+  }
+  double scale = 0;
+  for (int64_t i = 0; i < ort.size(); ++i) scale = std::max(scale, std::abs(ort.get(i)));
+  te::Tolerance tol =
+      ort.dtype().is_float() ? te::Tolerance{1e-4 + 1e-3 * scale, 1e-3} : te::Tolerance{};
+  if (auto diff = te::compare_arrays(ours, ort, tol)) return ::testing::AssertionFailure() << *diff;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
+  REQUIRE_GENERATED();
+  const Generated& g = generated();
+  ASSERT_GE(g.ops.size(), 60u);
+  std::set<std::string> covered;
+  for (const json& c : g.ops) {
+    std::string name = c["name"];
+    SCOPED_TRACE(name);
+    for (const auto& op : c["ops"]) covered.insert(op.get<std::string>());
+    std::string ort_dir = g.dir + "/ops_ort/" + name;
+    ASSERT_FALSE(fs::exists(ort_dir + "/error.txt"))
+        << "ONNX Runtime refused the case: " << *read_file_if_exists(ort_dir + "/error.txt");
+    graph::Graph model = frontend::import_onnx(g.dir + "/ops/" + c["model"].get<std::string>());
+    std::vector<te::NDArray> inputs;
+    for (const auto& in : c["inputs"])
+      inputs.push_back(npy(g.dir + "/ops/" + in["file"].get<std::string>()));
+    std::vector<te::NDArray> outputs = compile_and_run(model, inputs, g.dir + "/ops_tt/" + name);
+    ASSERT_EQ(outputs.size(), model->output_names.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      EXPECT_TRUE(matches(outputs[i], npy(ort_dir + "/" + npy_name(model->output_names[i]))))
+          << "output " << model->output_names[i];
+    }
+  }
+  // The operators the importer supports, each in at least one case.
+  for (const char* op : {"Conv",
+                         "ConvTranspose",
+                         "Gemm",
+                         "MatMul",
+                         "Add",
+                         "Sub",
+                         "Mul",
+                         "Div",
+                         "Relu",
+                         "LeakyRelu",
+                         "PRelu",
+                         "Clip",
+                         "HardSigmoid",
+                         "HardSwish",
+                         "Sigmoid",
+                         "Tanh",
+                         "Erf",
+                         "Sqrt",
+                         "Pow",
+                         "Exp",
+                         "Log",
+                         "BatchNormalization",
+                         "LayerNormalization",
+                         "InstanceNormalization",
+                         "MaxPool",
+                         "AveragePool",
+                         "GlobalAveragePool",
+                         "Flatten",
+                         "Reshape",
+                         "Transpose",
+                         "Concat",
+                         "Split",
+                         "Slice",
+                         "Squeeze",
+                         "Unsqueeze",
+                         "Softmax",
+                         "LogSoftmax",
+                         "ReduceMean",
+                         "ReduceSum",
+                         "Pad",
+                         "Resize",
+                         "Identity",
+                         "Constant",
+                         "Cast",
+                         "Shape",
+                         "Gather",
+                         "ConstantOfShape"}) {
+    EXPECT_TRUE(covered.count(op)) << op << " has no case";
+    std::vector<std::string> supported = frontend::supported_onnx_ops();
+    EXPECT_TRUE(std::find(supported.begin(), supported.end(), op) != supported.end()) << op;
+  }
+}
+
+TEST(OnnxImport, ModelsMatchOnnxRuntime) {
+  REQUIRE_GENERATED();
+  const Generated& g = generated();
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    graph::Graph model = frontend::import_onnx(g.model(name));
+    te::NDArray input = npy(g.dir + "/models/" + std::string(name) + ".input_0.npy");
+    // The same input as the TensorProto the generator wrote beside it.
+    EXPECT_TRUE(te::allclose(frontend::read_tensor_proto(g.dir + "/models/" + name + ".input_0.pb"),
+                             input, te::Tolerance{}));
+    graph::CompileReport report;
+    std::vector<te::NDArray> out =
+        compile_and_run(model, {input}, g.dir + "/models_tt/" + name, &report);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(matches(
+        out[0], npy(g.dir + "/models_ort/" + name + "/" + npy_name(model->output_names[0]))));
+    // The memory plan shares memory between intermediates never live together.
+    if (std::string(name) != "mlp") {
+      EXPECT_LT(report.planned_bytes, report.intermediate_bytes);
+    }
+    for (const auto& t : report.tasks) {
+      EXPECT_FALSE(t.tuned);
+      EXPECT_EQ(t.why, "no log given");
+    }
+  }
+}
+
+TEST(OnnxImport, TasksOfTheModels) {
+  REQUIRE_GENERATED();
+  // Task counts, and weights adding up to the kernel calls.
+  struct Expect {
+    const char* model;
+    size_t tasks;
+    int64_t calls;
+  };
+  ir::Target target = ir::Target::parse("c -mattr=avx2,fma -num-cores=2");
+  for (auto [name, tasks, calls] :
+       {Expect{"mlp", 2, 2}, Expect{"cnn", 8, 8}, Expect{"resnet18", 20, 25},
+        Expect{"transformer", 12, 16}, Expect{"transformer_ln_decomposed", 13, 18}}) {
+    SCOPED_TRACE(name);
+    graph::Extraction ex =
+        graph::extract_tasks(frontend::import_onnx(generated().model(name)), target);
+    EXPECT_EQ(ex.fallback_reason, "");
+    EXPECT_EQ(ex.tasks.size(), tasks);
+    int64_t total = 0;
+    for (const auto& t : ex.tasks) total += t.weight;
+    EXPECT_EQ(total, calls);
+  }
+  // ResNet-18: the 3x3 convolutions of each stage with a residual add occur twice.
+  graph::Extraction ex =
+      graph::extract_tasks(frontend::import_onnx(generated().model("resnet18")), target);
+  std::map<std::string, int64_t> weights;
+  for (const auto& t : ex.tasks) weights[t.description] += t.weight;
+  EXPECT_EQ(weights["nn.conv2d+nn.bias_add+add+relu"], 8);  // two per stage
+  EXPECT_EQ(weights["nn.conv2d+nn.bias_add"], 3);           // the downsampling shortcuts
+  EXPECT_EQ(weights["nn.dense+add"], 1);
+  for (const auto& t : ex.tasks) {
+    if (t.description.rfind("nn.conv2d", 0) == 0) {
+      // Weights are constant inputs of their task: the layout rewrite may pre-pack them.
+      EXPECT_FALSE(te::workload_tensors(t.task->workload).constant_inputs.empty());
+      EXPECT_GT(t.flops, 1e7);
+    }
+  }
+}
+
+TEST(OnnxImport, ExtractionAndCompilationLeaveTheGraphAsItWas) {
+  REQUIRE_GENERATED();
+  for (const char* name : {"cnn", "transformer"}) {
+    SCOPED_TRACE(name);
+    graph::Graph model = frontend::import_onnx(generated().model(name));
+    const uint64_t hash = structural_hash(model);
+    const std::string bytes = save_string(model);
+    graph::extract_tasks(model, ir::Target::parse("c -num-cores=2"));
+    EXPECT_EQ(structural_hash(model), hash);
+    EXPECT_EQ(save_string(model), bytes);
+    graph::CompileOptions options;
+    options.target = ir::Target::parse("c -num-cores=2");
+    options.module_options = testing::private_cache_options("onnx");
+    graph::compile_model(model, options, generated().dir + "/untouched_" + name);
+    EXPECT_EQ(structural_hash(model), hash);
+    EXPECT_EQ(save_string(model), bytes);
+    // And a whole model round-trips through its saved form.
+    ObjectPtr loaded = load_string(bytes);
+    EXPECT_TRUE(structural_equal(loaded, ObjectPtr(model.ptr())));
+    EXPECT_EQ(structural_hash(loaded), hash);
+    EXPECT_EQ(save_string(loaded), bytes);
+  }
+}
+
+TEST(OnnxImport, APassThatFailsHalfwayLeavesExtractionTheUntouchedInput) {
+  REQUIRE_GENERATED();
+  graph::Graph model = frontend::import_onnx(generated().model("cnn"));
+  const std::string bytes = save_string(model);
+  ir::Target target = ir::Target::parse("c -num-cores=2");
+  std::vector<std::string> as_given;
+  for (const auto& g : graph::fuse_groups(model)) {
+    if (!g.is_view()) as_given.push_back(te::workload_key(graph::group_workload(g)));
+  }
+  std::vector<std::string> optimised;
+  for (const auto& t : graph::extract_tasks(model, target).tasks)
+    optimised.push_back(t.task.workload_key());
+  for (const std::string& pass : graph::optimize_pass_names()) {
+    SCOPED_TRACE(pass);
+    ir::PassContextGuard guard(ir::PassContext::make(
+        ir::PassContextOptions().with_config("testing.fail_graph_pass", pass)));
+    EXPECT_TT_ERROR(graph::optimize(model), kRuntime, "graph pass " + pass + " failed");
+    graph::Extraction ex = graph::extract_tasks(model, target);
+    EXPECT_NE(ex.fallback_reason.find("graph pass " + pass + " failed"), std::string::npos);
+    std::vector<std::string> keys;
+    for (const auto& t : ex.tasks) keys.push_back(t.task.workload_key());
+    // The tasks of the graph as imported (its batch norms and NCHW layout
+    // still there), not of a half-rewritten one.
+    std::vector<std::string> unique;
+    for (const auto& k : as_given) {
+      if (std::find(unique.begin(), unique.end(), k) == unique.end()) unique.push_back(k);
+    }
+    EXPECT_EQ(keys, unique);
+    EXPECT_NE(keys, optimised);
+    EXPECT_EQ(save_string(model), bytes);
+  }
+  // Compiling under the failing pass takes the same fallback, and is still right.
+  ir::PassContextGuard guard(ir::PassContext::make(
+      ir::PassContextOptions().with_config("testing.fail_graph_pass", "convert_layout_nhwc")));
+  const Generated& g = generated();
+  graph::CompileReport report;
+  std::vector<te::NDArray> out = compile_and_run(model, {npy(g.dir + "/models/cnn.input_0.npy")},
+                                                 g.dir + "/fallback_cnn", &report);
+  EXPECT_NE(report.fallback_reason.find("convert_layout_nhwc"), std::string::npos);
+  EXPECT_TRUE(matches(out[0], npy(g.dir + "/models_ort/cnn/" + npy_name(model->output_names[0]))));
+}
+
+TEST(OnnxImport, ExtractionInAnotherProcessGivesTheSameTasks) {
+  REQUIRE_GENERATED();
+  const std::string target = "c -mattr=avx2,fma -num-cores=2";
+  graph::Extraction ex = graph::extract_tasks(frontend::import_onnx(generated().model("resnet18")),
+                                              ir::Target::parse(target));
+  RunResult r = run_captured(
+      {TT_CLI_PATH, "tasks", generated().model("resnet18"), "--target", target, "--json"},
+      SpawnOptions(), std::chrono::seconds(120));
+  ASSERT_TRUE(r.status.success()) << r.err;
+  json there = json::parse(r.out)["tasks"];
+  ASSERT_EQ(there.size(), ex.tasks.size());
+  for (size_t i = 0; i < ex.tasks.size(); ++i) {
+    EXPECT_EQ(there[i]["workload_key"], ex.tasks[i].task.workload_key());
+    EXPECT_EQ(there[i]["weight"], ex.tasks[i].weight);
+    // The task itself, saved there, is this process's task.
+    EXPECT_TRUE(structural_equal(load_json_as<te::Task>(there[i]["task"]), ex.tasks[i].task));
+  }
+}
+
+TEST(OnnxImport, BadModelsGiveTheDocumentedErrors) {
+  REQUIRE_GENERATED();
+  const Generated& g = generated();
+  for (const json& c : g.bad) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    std::string path = g.dir + "/ops/" + c["model"].get<std::string>();
+    ErrorKind kind = c["kind"] == "parse" ? ErrorKind::kParse : ErrorKind::kInvalidArgument;
+    EXPECT_TRUE(testing::throws_error([&] { frontend::import_onnx(path); }, kind,
+                                      c["error"].get<std::string>()));
+    // The file is named first.
+    EXPECT_TRUE(testing::throws_error([&] { frontend::import_onnx(path); }, kind, path + ": "));
+  }
+  // A dynamic input is fine with its shape given.
+  frontend::OnnxImportOptions shapes;
+  shapes.input_shapes["x"] = {5, 3};
+  graph::Graph dynamic = frontend::import_onnx(g.dir + "/ops/bad_dynamic_input.onnx", shapes);
+  EXPECT_EQ(dynamic->inputs[0]->shape, (std::vector<int64_t>{5, 3}));
+  shapes.input_shapes["x"] = {5, 4};
+  EXPECT_TT_ERROR(
+      frontend::import_onnx(g.dir + "/ops/bad_dynamic_input.onnx", shapes), kInvalidArgument,
+      "--input-shape gives input 'x' extent 4 for dimension 1, fixed at 3 in the model");
+  shapes.input_shapes = {{"y", {1}}};
+  EXPECT_TT_ERROR(frontend::import_onnx(g.dir + "/ops/relu.onnx", shapes), kInvalidArgument,
+                  "--input-shape names 'y', which is not an input of the model");
+
+  // Truncated and corrupt files, and files that are not there.
+  std::string bytes = *read_file_if_exists(g.model("cnn"));
+  for (size_t cut : {size_t{0}, size_t{7}, bytes.size() / 2, bytes.size() - 3}) {
+    SCOPED_TRACE(cut);
+    EXPECT_TT_ERROR(frontend::import_onnx_bytes(bytes.substr(0, cut)), kParse, "");
+  }
+  std::string garbage(4096, '\0');
+  for (size_t i = 0; i < garbage.size(); ++i)
+    garbage[i] = static_cast<char>((i * 2654435761u) >> 13);
+  EXPECT_TT_ERROR(frontend::import_onnx_bytes(garbage), kParse, "");
+  EXPECT_TT_ERROR(frontend::import_onnx(g.dir + "/nothing.onnx"), kNotFound, "nothing.onnx");
+  EXPECT_TT_ERROR(frontend::read_tensor_proto(g.model("cnn")), kParse, "cnn.onnx");
+}
+
+}  // namespace
+}  // namespace tensortune

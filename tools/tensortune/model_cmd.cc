@@ -1,0 +1,381 @@
+// Whole models on the command line: `tasks` lists what a model's tuning is
+// made of, `compile` builds it with a log's best schedules (defaults for the
+// rest) and `run` runs what compile wrote. `tune MODEL.onnx` is in
+// tune_cmd.cc, on top of load_model() here.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_common.h"
+#include "tensortune/frontend/onnx.h"
+#include "tensortune/graph/compile.h"
+#include "tensortune/graph/tasks.h"
+#include "tensortune/object/serialize.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/strings.h"
+#include "tensortune/te/npy.h"
+
+namespace tensortune::cli {
+
+using json = nlohmann::json;
+
+std::map<std::string, std::vector<int64_t>> parse_input_shapes(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.rfind('=');
+    TT_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), kInvalidArgument,
+             "--input-shape '", spec, "' must be NAME=DIMS, e.g. input=1,3,224,224");
+    std::vector<int64_t> dims;
+    for (const std::string& part : split(spec.substr(eq + 1), ',')) {
+      long long d = 0;
+      TT_CHECK(parse_int(trim(part), &d) && d >= 1, kInvalidArgument, "--input-shape '", spec,
+               "': '", part, "' is not a dimension (an integer >= 1)");
+      dims.push_back(d);
+    }
+    shapes[spec.substr(0, eq)] = dims;
+  }
+  return shapes;
+}
+
+graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes) {
+  frontend::OnnxImportOptions options;
+  options.input_shapes = parse_input_shapes(input_shapes);
+  return frontend::import_onnx(path, options);
+}
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+// ---- tasks ------------------------------------------------------------------
+
+struct TasksArgs {
+  std::string model, target = "native";
+  std::vector<std::string> input_shapes;
+  bool as_json = false;
+};
+
+int run_tasks(const TasksArgs& args) {
+  auto start = std::chrono::steady_clock::now();
+  graph::Graph model = load_model(args.model, args.input_shapes);
+  graph::Extraction ex = graph::extract_tasks(model, ir::Target::parse(args.target));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ex.fallback_reason.empty()) {
+    std::fprintf(stderr,
+                 "warning: the graph passes failed (%s); these are the tasks of the graph as "
+                 "imported\n",
+                 ex.fallback_reason.c_str());
+  }
+  double total_flops = 0;
+  int64_t kernels = 0;
+  json list = json::array();
+  for (const auto& t : ex.tasks) {
+    te::WorkloadTensors tensors = te::workload_tensors(t.task->workload);
+    std::vector<std::vector<int64_t>> in_shapes;
+    for (const auto& in : tensors.inputs) in_shapes.push_back(in.shape());
+    total_flops += t.flops * static_cast<double>(t.weight);
+    kernels += t.weight;
+    list.push_back({{"workload_key", t.task.workload_key()},
+                    {"operators", t.description},
+                    {"weight", t.weight},
+                    {"flops", t.flops},
+                    {"input_shapes", in_shapes},
+                    {"constant_inputs", tensors.constant_inputs},
+                    {"output_shape", tensors.outputs.back().shape()},
+                    {"task", json::parse(save_string(t.task))}});
+  }
+  if (args.as_json) {
+    json out = {{"model", args.model},  {"target", ir::Target::parse(args.target).str()},
+                {"tasks", list},        {"kernels", kernels},
+                {"flops", total_flops}, {"seconds", seconds}};
+    if (!ex.fallback_reason.empty()) out["fallback_reason"] = ex.fallback_reason;
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+  std::printf("%-3s %6s %10s  %-22s %-40s %s\n", "#", "weight", "MFLOP", "output", "operators",
+              "workload key");
+  for (size_t i = 0; i < ex.tasks.size(); ++i) {
+    const auto& t = ex.tasks[i];
+    std::string ops =
+        t.description.size() > 40 ? t.description.substr(0, 37) + "..." : t.description;
+    std::printf("%-3zu %6lld %10.2f  %-22s %-40s %s\n", i, static_cast<long long>(t.weight),
+                t.flops / 1e6, shape_text(list[i]["output_shape"]).c_str(), ops.c_str(),
+                t.task.workload_key().c_str());
+  }
+  std::printf("%zu tasks, %lld kernel calls, %.3f GFLOP per run; extracted in %.2f s\n",
+              ex.tasks.size(), static_cast<long long>(kernels), total_flops / 1e9, seconds);
+  return 0;
+}
+
+// ---- compile ----------------------------------------------------------------
+
+struct CompileArgs {
+  std::string model, target = "native", log_path, output;
+  std::vector<std::string> input_shapes;
+  bool fail_on_default = false, any_pass_context = false, as_json = false;
+  PassContextArgs pass_context;
+};
+
+int run_compile(const CompileArgs& args) {
+  graph::Graph model = load_model(args.model, args.input_shapes);
+  graph::CompileOptions options;
+  options.target = ir::Target::parse(args.target);
+  options.fail_on_default = args.fail_on_default;
+  options.any_pass_context = args.any_pass_context;
+  if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
+  ir::PassContextGuard guard(args.pass_context.make());
+  graph::CompileReport report = graph::compile_model(model, options, args.output);
+  if (args.as_json) {
+    json out = report.to_json();
+    out["output"] = args.output;
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+  int64_t tuned = 0;
+  std::printf("%-3s %5s %-8s %-40s %s\n", "#", "calls", "schedule", "operators", "why");
+  for (size_t i = 0; i < report.tasks.size(); ++i) {
+    const auto& t = report.tasks[i];
+    tuned += t.tuned;
+    std::string ops =
+        t.description.size() > 40 ? t.description.substr(0, 37) + "..." : t.description;
+    std::string why = t.why;
+    if (t.tuned) {
+      char text[64];
+      std::snprintf(text, sizeof text, " (%.4f ms)", t.tuned_latency_s * 1e3);
+      why += text;
+    }
+    std::printf("%-3zu %5lld %-8s %-40s %s\n", i, static_cast<long long>(t.occurrences),
+                t.tuned ? "tuned" : "default", ops.c_str(), why.c_str());
+  }
+  int64_t saved = report.intermediate_bytes - report.planned_bytes;
+  std::printf(
+      "%lld of %zu tasks tuned, %lld kernel calls; intermediates in %s planned (%s without "
+      "reuse, %.0f%% saved); weights %s; compiled in %.1f s\n-> %s\n",
+      static_cast<long long>(tuned), report.tasks.size(), static_cast<long long>(report.kernels),
+      mib(report.planned_bytes).c_str(), mib(report.intermediate_bytes).c_str(),
+      report.intermediate_bytes
+          ? 100.0 * static_cast<double>(saved) / static_cast<double>(report.intermediate_bytes)
+          : 0.0,
+      mib(report.weight_bytes).c_str(), report.seconds, args.output.c_str());
+  return 0;
+}
+
+// ---- run --------------------------------------------------------------------
+
+struct RunArgs {
+  std::string model_dir, output_dir;
+  std::vector<std::string> inputs;
+  int repeat = 1;
+  int threads = 0;
+  uint64_t seed = 0;
+  bool as_json = false, profile = false;
+};
+
+/// `name` with every character outside [A-Za-z0-9._-] replaced by '_'.
+std::string file_name_of(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+te::NDArray read_input(const std::string& path) {
+  std::string bytes = read_file(path);
+  if (bytes.rfind("\x93NUMPY", 0) == 0) return te::parse_npy(bytes, path);
+  return frontend::read_tensor_proto(path);
+}
+
+int run_run(const RunArgs& args) {
+  graph::CompiledModel m = graph::CompiledModel::load(args.model_dir);
+  m.set_threads(args.threads);
+  // Inputs: given by name, or the only input's file alone; random otherwise.
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : args.inputs) {
+    size_t eq = spec.find('=');
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    std::string file = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    if (name.empty()) {
+      TT_CHECK(m.inputs().size() == 1, kInvalidArgument, "--input '", spec,
+               "' has no NAME=; the model has ", m.inputs().size(), " inputs, so say which");
+      name = m.inputs()[0].name;
+    }
+    bool known = std::any_of(m.inputs().begin(), m.inputs().end(),
+                             [&](const graph::TensorInfo& t) { return t.name == name; });
+    if (!known) {
+      std::vector<std::string> names;
+      for (const auto& t : m.inputs()) names.push_back(t.name);
+      fail(ErrorKind::kInvalidArgument, "--input names '", name,
+           "', which is no input of the model; its inputs are: ", join(names, ", "));
+    }
+    files[name] = file;
+  }
+  std::vector<te::NDArray> inputs;
+  for (size_t i = 0; i < m.inputs().size(); ++i) {
+    const graph::TensorInfo& t = m.inputs()[i];
+    auto it = files.find(t.name);
+    if (it == files.end()) {
+      inputs.push_back(te::NDArray::random(t.dtype, t.shape, args.seed + i));
+      continue;
+    }
+    te::NDArray a = read_input(it->second);
+    TT_CHECK(a.shape() == t.shape && a.dtype() == t.dtype, kInvalidArgument, it->second, " holds ",
+             a.describe(), " but input '", t.name, "' is ",
+             te::NDArray(t.dtype, t.shape).describe());
+    inputs.push_back(std::move(a));
+  }
+  std::vector<te::NDArray> outputs = m.run(inputs);  // warm-up: pages, caches, thread pool
+  std::vector<double> latencies, step_seconds, total_step_seconds;
+  for (int r = 0; r < args.repeat; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = args.profile ? m.run_timed(inputs, step_seconds) : m.run(inputs);
+    latencies.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    total_step_seconds.resize(step_seconds.size());
+    for (size_t i = 0; i < step_seconds.size(); ++i) total_step_seconds[i] += step_seconds[i];
+  }
+  if (args.profile) {
+    // Per kernel call, slowest first: where tuning pays.
+    std::vector<std::string> names = m.step_names();
+    std::vector<size_t> order(names.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return total_step_seconds[a] > total_step_seconds[b]; });
+    double all = 0;
+    for (double t : total_step_seconds) all += t;
+    std::fprintf(stderr, "%-5s %10s %6s  %s\n", "step", "ms", "share", "operators");
+    for (size_t i : order) {
+      double t = total_step_seconds[i] / args.repeat;
+      std::fprintf(stderr, "%-5zu %10.3f %5.1f%%  %s\n", i, t * 1e3,
+                   all > 0 ? 100 * total_step_seconds[i] / all : 0.0, names[i].c_str());
+    }
+  }
+  std::vector<double> sorted = latencies;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.size() % 2
+                      ? sorted[sorted.size() / 2]
+                      : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    TT_CHECK(!ec, kIO, "cannot create the output folder '", args.output_dir, "': ", ec.message());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      write_file_atomically(
+          (std::filesystem::path(args.output_dir) / (file_name_of(m.outputs()[i].name) + ".npy"))
+              .string(),
+          te::npy_bytes(outputs[i]));
+    }
+  }
+  json outs = json::array();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outs.push_back({{"name", m.outputs()[i].name},
+                    {"shape", outputs[i].shape()},
+                    {"dtype", outputs[i].dtype().str()}});
+  }
+  if (args.as_json) {
+    std::cout << json{{"latency_s", median}, {"latencies_s", latencies}, {"outputs", outs}}.dump(1)
+              << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const te::NDArray& a = outputs[i];
+    double lo = 0, hi = 0, sum = 0;
+    for (int64_t k = 0; k < a.size(); ++k) {
+      double v = a.get(k);
+      lo = k ? std::min(lo, v) : v;
+      hi = k ? std::max(hi, v) : v;
+      sum += v;
+    }
+    std::printf("%s %s %s: min %g, max %g, mean %g%s\n", m.outputs()[i].name.c_str(),
+                a.dtype().str().c_str(), shape_text(a.shape()).c_str(), lo, hi,
+                a.size() ? sum / static_cast<double>(a.size()) : 0.0,
+                args.output_dir.empty() ? ""
+                                        : (" -> " + (std::filesystem::path(args.output_dir) /
+                                                     (file_name_of(m.outputs()[i].name) + ".npy"))
+                                                        .string())
+                                              .c_str());
+  }
+  std::printf("latency %.3f ms (median of %d run%s)\n", median * 1e3, args.repeat,
+              args.repeat == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace
+
+Command add_tasks_command(CLI::App& app) {
+  auto args = std::make_shared<TasksArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tasks", "the tuning tasks of an ONNX model: fused operators, shapes, weights, FLOPs, keys");
+  cmd->add_option("model", args->model, "the model (.onnx)")->required();
+  cmd->add_option(
+      "--target", args->target,
+      "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
+  cmd->add_option("--input-shape", args->input_shapes,
+                  "NAME=DIMS for an input whose shape the model leaves open; repeatable");
+  cmd->add_flag("--json", args->as_json, "machine-readable output");
+  return {cmd, [args] { return run_tasks(*args); }};
+}
+
+Command add_compile_command(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compile",
+      "compile an ONNX model with a log's best schedules (default schedules for the rest)");
+  cmd->add_option("model", args->model, "the model (.onnx)")->required();
+  cmd->add_option(
+      "--target", args->target,
+      "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
+  cmd->add_option("--log", args->log_path, "record log to take schedules from");
+  cmd->add_option("--input-shape", args->input_shapes,
+                  "NAME=DIMS for an input whose shape the model leaves open; repeatable");
+  cmd->add_flag("--fail-on-default", args->fail_on_default,
+                "a task without a tuned schedule in the log is an error");
+  cmd->add_flag("--any-pass-context", args->any_pass_context,
+                "take records built under any pass context, not only this one");
+  cmd->add_option("-o,--output", args->output, "the compiled model (a folder)")->required();
+  cmd->add_flag("--json", args->as_json, "print the apply report as JSON");
+  args->pass_context.add_to(cmd);
+  return {cmd, [args] { return run_compile(*args); }};
+}
+
+Command add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("run", "run a compiled model (tensortune compile) and time it");
+  cmd->add_option("model", args->model_dir, "the compiled model folder")->required();
+  cmd->add_option("--input", args->inputs,
+                  "NAME=FILE: an input from a .npy or ONNX TensorProto .pb file (random when not "
+                  "given); repeatable");
+  cmd->add_option("--repeat", args->repeat, "timed runs after one warm-up run")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--threads", args->threads,
+                  "threads of the parallel loops (0: the target's cores)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--output-dir", args->output_dir,
+                  "write each output to DIR/NAME.npy (NAME with characters outside "
+                  "[A-Za-z0-9._-] replaced by _)");
+  cmd->add_option("--seed", args->seed, "seed of the random inputs");
+  cmd->add_flag("--profile", args->profile,
+                "time every kernel call too (to stderr, slowest first)");
+  cmd->add_flag("--json", args->as_json,
+                "print {\"latency_s\", \"latencies_s\", \"outputs\": [{\"name\", \"shape\", "
+                "\"dtype\"}]}");
+  return {cmd, [args] { return run_run(*args); }};
+}
+
+}  // namespace tensortune::cli
