@@ -146,6 +146,50 @@ TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {
   EXPECT_TRUE(records[1].result.ok());
 }
 
+TEST_F(TuneCli, TuneShowsWhatTheInstrumentsSawPerTrial) {
+  std::vector<std::string> args = tune_args(2, 2);
+  args.insert(args.end(), {"--instrument", "pass_names"});
+  RunResult r = cli(args);
+  ASSERT_EQ(r.status.code, 0) << r.out << r.err;
+  // One line per candidate, from the build worker that lowered it.
+  EXPECT_NE(r.err.find("instrument pass_names (build worker, matmul(16,16,16,float32) trial 1): "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("trial 2): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("simplify"), std::string::npos) << r.err;
+}
+
+TEST_F(TuneCli, AnotherPassContextResumesNothingAndSaysSo) {
+  RunResult first = cli(tune_args(4, 2));
+  ASSERT_EQ(first.status.code, 0) << first.out << first.err;
+  std::vector<std::string> args = tune_args(2, 2);
+  args.insert(args.end(), {"--opt-level", "1"});
+  RunResult other = cli(args);
+  ASSERT_EQ(other.status.code, 0) << other.out << other.err;
+  EXPECT_EQ(json::parse(other.out)["tasks"][0]["resumed"], 0);
+  EXPECT_NE(other.err.find("built under other pass contexts"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("--any-pass-context resumes them"), std::string::npos) << other.err;
+  args.push_back("--any-pass-context");
+  RunResult any = cli(args);
+  ASSERT_EQ(any.status.code, 0) << any.out << any.err;
+  // Every state of both runs (the second, resuming nothing, may have
+  // measured states of the first again under its own context).
+  EXPECT_GE(json::parse(any.out)["tasks"][0]["resumed"].get<int>(), 4) << any.out;
+}
+
+TEST_F(TuneCli, VerifyBuildsRunsAndChecksSchedules) {
+  RunResult task =
+      cli({"task", "--workload", "matmul", "--args", "16,16,16", "-o", dir_ + "/task.json"});
+  ASSERT_TRUE(task.status.success()) << task.err;
+  RunResult ok =
+      cli({"verify", "--task", dir_ + "/task.json", "--random-states", "3", "--seed", "1"});
+  EXPECT_EQ(ok.status.code, 0) << ok.out << ok.err;
+  // A planted wrong answer is a mismatch, and a non-zero exit.
+  RunResult wrong = cli(
+      {"verify", "--task", dir_ + "/task.json", "--config", "testing.inject_fault=wrong_answer"});
+  EXPECT_NE(wrong.status.code, 0) << wrong.out << wrong.err;
+}
+
 TEST_F(TuneCli, ResumesFromTheLogWithoutMeasuringAStateTwice) {
   RunResult first = cli(tune_args(6, 3));
   ASSERT_EQ(first.status.code, 0) << first.out << first.err;

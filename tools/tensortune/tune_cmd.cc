@@ -196,9 +196,11 @@ class ProgressTable {
         ms(r.weighted_latency()).c_str(),
         left ? (std::to_string(static_cast<long long>(std::ceil(*left))) + " s").c_str() : "?");
     if (!live_) {
-      std::fprintf(stderr, "%s  %s: best %s ms, %s GFLOP/s  errors: %s\n", head,
-                   batch.task.workload_key().c_str(), ms(batch.best_latency()).c_str(),
-                   gflops(batch.best_gflops()).c_str(), errors_text(batch.errors).c_str());
+      std::string key = batch.task.workload_key();
+      if (auto it = labels_.find(key); it != labels_.end()) key += " (" + it->second + ")";
+      std::fprintf(stderr, "%s  %s: best %s ms, %s GFLOP/s  errors: %s\n", head, key.c_str(),
+                   ms(batch.best_latency()).c_str(), gflops(batch.best_gflops()).c_str(),
+                   errors_text(batch.errors).c_str());
       return;
     }
     std::string out;
