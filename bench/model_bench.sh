@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Whole models against ONNX Runtime, in one run on this machine: ResNet-18
+# (batch 1, 224x224), the transformer encoder block (sequence 128, hidden
+# 256) and a BERT-base-sized block (hidden 768), generated with random
+# weights. Each model is tuned (the log in DIR resumes, so running again
+# adds trials), compiled with its log and without one (default schedules),
+# and run on 1 and 2 threads beside ONNX Runtime on the same input.
+# Prints a table and writes DIR/results.json: median latencies, the ratio
+# to ONNX Runtime (below 1: faster), tuning and compile wall-clock times.
+#
+# usage: bench/model_bench.sh [DIR] [TRIALS_RESNET] [TRIALS_TRANSFORMER]
+#        (defaults: build/models, 1000, 400)
+# environment: TT_BUILD_DIR (default build), TT_MODELS (subset of:
+#   resnet18 transformer bert_base_block), TT_REPEAT (timed runs, default 30)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${TT_BUILD_DIR:-$root/build}
+dir=${1:-$build/models}
+trials_resnet=${2:-1000}
+trials_transformer=${3:-400}
+repeat=${TT_REPEAT:-30}
+models=${TT_MODELS:-"resnet18 transformer bert_base_block"}
+tt="$build/tensortune"
+ort="node $root/tools/ort/ort_run.js"
+target="c -mcpu=native -num-cores=2"
+mkdir -p "$dir"
+
+"$root/scripts/setup.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker
+/usr/bin/python3 "$root/tests/models/make_models.py" --out "$dir" --only "${models// /,}" >&2
+
+now() { date +%s.%N; }
+json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores" >&2
+results="[]"
+for m in $models; do
+  trials=$trials_transformer
+  [ "$m" = resnet18 ] && trials=$trials_resnet
+  model="$dir/$m.onnx" input="$dir/$m.input_0.npy" log="$dir/$m.log"
+  echo "== $m: tuning $trials trials (log $log)" >&2
+  t0=$(now)
+  "$tt" tune "$model" --target "$target" --trials "$trials" --batch-size 32 --log "$log" \
+    --json > "$dir/$m.tune.json"
+  tune_s=$(/usr/bin/python3 -c "print($(now) - $t0)")
+  # Compile time without the kernel cache (a fresh one), as a first compile.
+  cache=$(mktemp -d)
+  t0=$(now)
+  XDG_CACHE_HOME=$cache "$tt" compile "$model" --target "$target" --log "$log" -o "$dir/$m.tt" \
+    --json > "$dir/$m.compile.json"
+  compile_s=$(/usr/bin/python3 -c "print($(now) - $t0)")
+  rm -rf "$cache"
+  "$tt" compile "$model" --target "$target" -o "$dir/$m.default.tt" --json > /dev/null
+  for threads in 1 2; do
+    ours=$("$tt" run "$dir/$m.tt" --input "input=$input" --threads $threads --repeat "$repeat" --json |
+           json_field '["latency_s"]')
+    untuned=$("$tt" run "$dir/$m.default.tt" --input "input=$input" --threads $threads --repeat 5 --json |
+              json_field '["latency_s"]')
+    peer=$($ort "$model" --input "input=$input" --threads $threads --repeat "$repeat" --json |
+           json_field '["latency_s"]')
+    results=$(/usr/bin/python3 - "$results" <<EOF
+import json, sys
+r = json.loads(sys.argv[1])
+r.append({"model": "$m", "threads": $threads, "trials": $trials, "tensortune_s": $ours,
+          "untuned_s": $untuned, "onnxruntime_s": $peer, "ratio": $ours / $peer,
+          "tune_wall_s": $tune_s, "compile_s": $compile_s})
+print(json.dumps(r))
+EOF
+)
+  done
+done
+echo "$results" > "$dir/results.json"
+/usr/bin/python3 - "$dir/results.json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+print("%-16s %3s %6s %9s %10s %8s %6s %7s %9s" % ("model", "thr", "trials", "tuned ms", "untuned ms",
+                                                 "ORT ms", "ratio", "tune s", "compile s"))
+for r in rows:
+    print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %7.0f %9.1f" % (
+        r["model"], r["threads"], r["trials"], r["tensortune_s"] * 1e3, r["untuned_s"] * 1e3,
+        r["onnxruntime_s"] * 1e3, r["ratio"], r["tune_wall_s"], r["compile_s"]))
+EOF
+echo "results in $dir/results.json (ratio: tensortune / ONNX Runtime latency, below 1 is faster)" >&2
