@@ -155,6 +155,19 @@ std::string format_int(int64_t v, DataType t) {
   return "((" + c_scalar_type(t) + ")" + text + ")";
 }
 
+/// A name for `op` in helper functions' names.
+const char* compare_word(ir::CompareOp op) {
+  switch (op) {
+    case ir::CompareOp::kEQ: return "eq";
+    case ir::CompareOp::kNE: return "ne";
+    case ir::CompareOp::kLT: return "lt";
+    case ir::CompareOp::kLE: return "le";
+    case ir::CompareOp::kGT: return "gt";
+    case ir::CompareOp::kGE: return "ge";
+  }
+  return "?";
+}
+
 const char* intrinsic_name(Intrinsic op) {
   switch (op) {
     case Intrinsic::kExp: return "exp";
@@ -267,6 +280,36 @@ class Prelude {
             (max ? ">" : "<") + " b ? a : b; }");
     return name;
   }
+  /// Name of the lane-by-lane comparison `op` of two `lanes`-lane vectors of
+  /// `tag`, giving 0 / -1 lanes of the same width. GCC 12 splits vector
+  /// comparisons wider than the machine's registers into one scalar compare
+  /// per lane; written as a loop over the lanes, they become one vector
+  /// compare per register.
+  std::string wide_compare(const std::string& tag, int lanes, const std::string& op,
+                           const std::string& op_word) {
+    std::string type = vector_type(tag, lanes);
+    std::string bits = vector_type("i" + tag.substr(1), lanes);
+    std::string name = "tt_" + op_word + "_" + tag + "x" + std::to_string(lanes);
+    add(helpers_, name,
+        "static inline " + bits + " " + name + "(" + type + " a, " + type + " b) {\n  " + bits +
+            " r;\n  for (int l = 0; l < " + std::to_string(lanes) + "; ++l) r[l] = -(a[l] " + op +
+            " b[l]);\n  return r;\n}");
+    return name;
+  }
+  /// Name of the lane-by-lane min or max of two `lanes`-lane vectors of
+  /// `tag` (for floats with fmin/fmax's NaN rule), for the same reason.
+  std::string wide_min_max(const std::string& tag, int lanes, bool max) {
+    std::string type = vector_type(tag, lanes);
+    std::string name =
+        std::string(max ? "tt_vmax_" : "tt_vmin_") + tag + "x" + std::to_string(lanes);
+    std::string pick_a = std::string("a[l] ") + (max ? ">" : "<") + " b[l]";
+    if (tag[0] == 'f') pick_a += " || b[l] != b[l]";
+    add(helpers_, name,
+        "static inline " + type + " " + name + "(" + type + " a, " + type + " b) {\n  " + type +
+            " r;\n  for (int l = 0; l < " + std::to_string(lanes) + "; ++l) r[l] = (" + pick_a +
+            ") ? a[l] : b[l];\n  return r;\n}");
+    return name;
+  }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
   void bfloat16() {
     add(helpers_, "tt_bf16",
@@ -319,8 +362,13 @@ class Prelude {
 /// Emits one kernel.
 class FunctionEmitter {
  public:
-  FunctionEmitter(Prelude& prelude, const PrimFunc& f, int64_t num_cores, int64_t align)
-      : prelude_(prelude), func_(f), num_cores_(num_cores), align_(align) {}
+  FunctionEmitter(Prelude& prelude, const PrimFunc& f, int64_t num_cores, int64_t align,
+                  int64_t vector_bytes)
+      : prelude_(prelude),
+        func_(f),
+        num_cores_(num_cores),
+        align_(align),
+        vector_bytes_(vector_bytes) {}
 
   std::string emit() {
     const auto& f = *func_;
@@ -728,6 +776,12 @@ class FunctionEmitter {
   /// The C type of a value of `t` (scalar or vector).
   std::string c_type(DataType t) { return t.is_scalar() ? c_scalar_type(t) : vector_type(t); }
 
+  /// True if a vector of `t` (in its computed form) is wider than the
+  /// target's vector registers.
+  bool wider_than_registers(DataType t) const {
+    return !t.is_scalar() && bytes_of_tag(compute_tag(t)) * t.lanes() > vector_bytes_;
+  }
+
   /// The integer vector type of the same lane width as `t`'s computed form (for bit operations).
   std::string bits_vector_type(DataType t) {
     std::string tag = compute_tag(t);
@@ -785,6 +839,12 @@ class FunctionEmitter {
         std::string a = operand(n.a, level, false), b = operand(n.b, level, true);
         DataType ot = n.a.dtype();
         if (ot.is_bool() && !ot.is_scalar()) ot = DataType::int32(ot.lanes());
+        if (!t.is_scalar() && wider_than_registers(ot)) {
+          std::string f = prelude_.wide_compare(compute_tag(ot), ot.lanes(),
+                                                std::string(ir::op_name(n.op)), compare_word(n.op));
+          return to_mask(ot,
+                         f + "(" + strip_parens(expr(n.a)) + ", " + strip_parens(expr(n.b)) + ")");
+        }
         std::string cmp = "(" + a + " " + std::string(ir::op_name(n.op)) + " " + b + ")";
         return t.is_scalar() ? cmp : to_mask(ot, cmp);
       } else if constexpr (std::is_same_v<N, ir::LogicalNode>) {
@@ -878,6 +938,10 @@ class FunctionEmitter {
             return std::string(max ? "fmax" : "fmin") + fn_suffix + "(" + a + ", " + b + ")";
           }
           return wrap(prelude_.int_min_max(compute_tag(t), max) + "(" + a + ", " + b + ")");
+        }
+        if (wider_than_registers(t)) {
+          return prelude_.wide_min_max(compute_tag(t), t.lanes(), max) + "(" + strip_parens(a) +
+                 ", " + strip_parens(b) + ")";
         }
         std::string bits = bits_vector_type(t);
         // fmin/fmax semantics: where b is NaN, a is taken (NaN only if both are).
@@ -1027,7 +1091,8 @@ class FunctionEmitter {
   PrimFunc func_;
   int64_t num_cores_;
   int64_t align_;
-  std::string fault_;  ///< testing.inject_fault: planted in the exported function
+  int64_t vector_bytes_;  ///< the target's vector register width
+  std::string fault_;     ///< testing.inject_fault: planted in the exported function
   std::ostringstream body_;
   std::ostringstream outlined_;                ///< functions holding the bodies of parallel loops
   std::string symbol_;                         ///< the kernel's C name
@@ -1114,7 +1179,8 @@ class CKernelSources final : public KernelSources {
   explicit CKernelSources(const ir::Target& target)
       : target_(target), num_cores_(check_c_target(target).attr<int64_t>("num-cores")) {
     ir::HardwareParams hw = ir::hardware_params(target);
-    align_ = std::max<int64_t>(hw->vector_bytes, 16);
+    vector_bytes_ = std::max<int64_t>(hw->vector_bytes, 16);
+    align_ = vector_bytes_;
   }
 
   size_t add(const PrimFunc& f) override {
@@ -1126,7 +1192,7 @@ class CKernelSources final : public KernelSources {
     // Emitted into a copy of the prelude, kept only when the kernel succeeds,
     // so a kernel that cannot be expressed leaves no trace.
     Prelude prelude = prelude_;
-    FunctionEmitter emitter(prelude, f, num_cores_, align_);
+    FunctionEmitter emitter(prelude, f, num_cores_, align_, vector_bytes_);
     std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");
     // A bug of tensortune's own, to test that it is never blamed on the candidate.
     TT_ICHECK(fault != "internal_error", "injected fault: an internal error generating ", f->name);
@@ -1166,6 +1232,7 @@ class CKernelSources final : public KernelSources {
   ir::Target target_;
   int64_t num_cores_;
   int64_t align_ = 16;
+  int64_t vector_bytes_ = 16;
   Prelude prelude_;
   std::vector<std::string> kernels_;
   std::map<std::string, std::string> symbols_;  // C name -> kernel name

@@ -72,6 +72,30 @@ TEST(CCodegen, KernelSignatureAndVectorCode) {
   EXPECT_TRUE(contains(c, "  return 0;\n}")) << c;
 }
 
+TEST(CCodegen, ComparisonsWiderThanTheRegistersGoLaneByLane) {
+  // GCC turns a vector comparison wider than the registers into one scalar
+  // compare per lane; a loop over the lanes becomes a compare per register.
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Expr a = load(A, idx), b = load(B, idx);
+  PrimFunc f = PrimFunc::make(
+      "wide", {A, B, C}, 2,
+      loop(io, 16,
+           loop(ii, 16,
+                lower::buffer_store(C, idx,
+                                    ir::max(a, b) * ir::min(a, b) + ir::select(ii < 8, 1.0f, 2.0f)),
+                ForKind::kVectorized)));
+  std::string narrow = c_of(f, ir::Target::parse("c -mattr=avx2"));
+  for (const char* helper : {"tt_lt_i32x16(", "tt_vmax_f32x16(", "tt_vmin_f32x16("}) {
+    EXPECT_TRUE(contains(narrow, helper)) << helper << "\n" << narrow;
+  }
+  // min and max keep fmin/fmax's rule for NaN.
+  EXPECT_TRUE(contains(narrow, "r[l] = (a[l] > b[l] || b[l] != b[l]) ? a[l] : b[l];")) << narrow;
+  std::string wide = c_of(f, ir::Target::parse("c -mattr=avx512f"));
+  EXPECT_FALSE(contains(wide, "tt_lt_i32x16")) << wide;
+  EXPECT_FALSE(contains(wide, "tt_vmax_f32x16")) << wide;
+}
+
 TEST(CCodegen, DisableVectorizeChangesTheCode) {
   std::string vector = c_of(vadd());
   ir::PassContextGuard guard(
