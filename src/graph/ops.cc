@@ -89,11 +89,6 @@ int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t before, int64_t af
   return out;
 }
 
-/// NHWC as a view of the NCHW computation: transposes around it, which the
-/// search inlines.
-Tensor to_nchw(const Tensor& x) { return te::transpose(x, {0, 3, 1, 2}, "to_nchw"); }
-Tensor to_nhwc(const Tensor& x) { return te::transpose(x, {0, 2, 3, 1}, "to_nhwc"); }
-
 // ---- registration helpers ----
 
 void unary(const std::string& name, const std::string& doc, std::function<Tensor(const Tensor&)> f,
@@ -408,10 +403,12 @@ bool register_all() {
                  },
                  [is_max](const Tensors& a, const AttrsNode* attrs) {
                    const auto& p = attrs_as<Pool2dAttrsNode>(attrs);
-                   Tensor x = p.layout == "NCHW" ? a[0] : to_nchw(a[0]);
-                   Tensor out = is_max ? te::max_pool2d_nchw(x, pool_attrs(p))
-                                       : te::avg_pool2d_nchw(x, pool_attrs(p));
-                   return p.layout == "NCHW" ? out : to_nhwc(out);
+                   if (p.layout == "NCHW") {
+                     return is_max ? te::max_pool2d_nchw(a[0], pool_attrs(p))
+                                   : te::avg_pool2d_nchw(a[0], pool_attrs(p));
+                   }
+                   return is_max ? te::max_pool2d_nhwc(a[0], pool_attrs(p))
+                                 : te::avg_pool2d_nhwc(a[0], pool_attrs(p));
                  }});
   }
   register_op({"nn.global_avg_pool2d", "mean over the two spatial axes (kept with extent 1)", 1, 1,

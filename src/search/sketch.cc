@@ -274,6 +274,54 @@ class TileWithFusion final : public SketchRule {
   }
 };
 
+/// Tiles a reduction without data reuse whose reads all take their last
+/// index from the stage's last spatial axis (a pooling window over
+/// channels-last data, a mean over rows): as "SRS", so that the reduction
+/// loops run outside an inner part of that axis, which can then be
+/// vectorized over contiguous elements instead of reducing one at a time.
+/// Elementwise producers only it reads (the padding of a pool) are inlined:
+/// a padding stage would otherwise write, and its consumer read, a padded
+/// copy of the data, which costs more than the pool itself; inlined, its
+/// bounds check depends on the window position only, not on the lanes.
+class TileWindowReduction final : public SketchRule {
+ public:
+  std::string name() const override { return "tile_window_reduction"; }
+  Condition condition(const SketchState& s, const SketchOptions&) const override {
+    const Stage& st = s.loops.stage(s.stage);
+    if (!is_reduction(st) || st.is_transformed() || needs_multi_level_tiling(s.loops, s.stage)) {
+      return Condition::kPass;
+    }
+    auto op = st.tensor.compute_op();
+    if (op->axis.empty() || op->axis.back()->extent <= 1) return Condition::kPass;
+    const Object* last = op->axis.back()->var.get();
+    bool contiguous = true, any = false;
+    const auto& red = static_cast<const ir::ReduceNode&>(*body_of(st));
+    ir::visit_pre_order(red.source, [&](const ir::Expr& e) {
+      if (e->kind() != ir::ExprKind::kProducerLoad) return;
+      const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+      any = true;
+      contiguous &= !load.indices.empty() && load.indices.back().get() == last;
+    });
+    return any && contiguous ? Condition::kApply : Condition::kPass;
+  }
+  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+    SketchState next = s;
+    for (int p = 0; p < s.stage; ++p) {
+      const Stage& producer = s.loops.stage(p);
+      if (producer.is_placeholder() || is_reduction(producer) ||
+          producer.location != schedule::ComputeLocation::kRoot ||
+          s.loops.consumers(p) != std::vector<int>{s.stage}) {
+        continue;
+      }
+      search::apply(next, schedule::compute_inline(p));
+    }
+    tile(next, "SRS");
+    next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ")");
+    --next.stage;
+    return {next};
+  }
+};
+
 /// Leaves the stage to annotation and goes on to the one before it.
 class SkipStage final : public SketchRule {
  public:
@@ -304,6 +352,7 @@ const std::vector<std::unique_ptr<SketchRule>>& cpu_sketch_rules() {
     r.push_back(std::make_unique<AddCacheWrite>());
     r.push_back(std::make_unique<TileWithFusion>());
     r.push_back(std::make_unique<MultiLevelTiling>());
+    r.push_back(std::make_unique<TileWindowReduction>());
     r.push_back(std::make_unique<SkipStage>());
     return r;
   }();

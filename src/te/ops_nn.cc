@@ -360,7 +360,9 @@ struct PoolGeometry {
   int64_t extra_h, extra_w;  ///< padding beyond the bottom/right that ceil_mode windows need
 };
 
-PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2dAttrs& a) {
+/// `h_axis` is data's height axis; width follows it (NCHW: 2, NHWC: 1).
+PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2dAttrs& a,
+                           int h_axis) {
   check_rank(data, 4, op, "data");
   check_window(op, a.stride, a.padding, {1, 1});
   auto [r, s] = a.kernel;
@@ -374,7 +376,7 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2d
     fail(ErrorKind::kInvalidArgument, op, ": padding (", pt, ", ", pl, ", ", pb, ", ", pr,
          ") must be at most half the window (", r, ", ", s, ")");
   }
-  int64_t h = data.shape()[2], w = data.shape()[3];
+  int64_t h = data.shape()[h_axis], w = data.shape()[h_axis + 1];
   auto extent = [&](std::string_view dim, int64_t in, int64_t before, int64_t after, int64_t window,
                     int64_t stride) {
     int64_t span = in + before + after - window;
@@ -396,54 +398,77 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2d
   return g;
 }
 
-nlohmann::json pool_attrs_json(const Pool2dAttrs& a) {
+nlohmann::json pool_attrs_json(const Pool2dAttrs& a, int h_axis) {
   return {{"kernel", a.kernel},
           {"stride", a.stride},
           {"padding", a.padding},
           {"ceil_mode", a.ceil_mode},
           {"count_include_pad", a.count_include_pad},
-          {"layout", "NCHW"}};
+          {"layout", h_axis == 2 ? "NCHW" : "NHWC"}};
 }
 
-}  // namespace
+/// The shape of data with the spatial extents replaced by the output's.
+std::vector<int64_t> pool_shape(const Tensor& data, const PoolGeometry& g, int h_axis) {
+  std::vector<int64_t> shape = data.shape();
+  shape[static_cast<size_t>(h_axis)] = g.oh;
+  shape[static_cast<size_t>(h_axis) + 1] = g.ow;
+  return shape;
+}
 
-Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
-  const char* op = "max_pool2d_nchw";
-  PoolGeometry g = pool_geometry(op, data, attrs);
+/// Per-axis padding of data: `h` and `w` on the spatial axes, 0 elsewhere.
+std::vector<int64_t> spatial_pad(int h_axis, int64_t h, int64_t w) {
+  std::vector<int64_t> pad(4, 0);
+  pad[static_cast<size_t>(h_axis)] = h;
+  pad[static_cast<size_t>(h_axis) + 1] = w;
+  return pad;
+}
+
+/// The padded input's element under output index `v` and window offset (ry, rx).
+Expr window_element(const Tensor& padded, const std::vector<Var>& v, const Pool2dAttrs& a,
+                    const IterVar& ry, const IterVar& rx, int h_axis) {
+  std::vector<Expr> index(v.begin(), v.end());
+  auto ha = static_cast<size_t>(h_axis);
+  index[ha] = mul_index(v[ha], a.stride[0]) + ry.expr();
+  index[ha + 1] = mul_index(v[ha + 1], a.stride[1]) + rx.expr();
+  return padded(index);
+}
+
+Tensor max_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, std::string name,
+                  int h_axis) {
+  PoolGeometry g = pool_geometry(op, data, attrs, h_axis);
   auto [pt, pl, pb, pr] = attrs.padding;
   Tensor padded = detail::pad_stage(
-      data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w}, ir::min_value(data.dtype()),
-      "pad_data", data.dtype().is_float() ? nlohmann::json("-inf") : nlohmann::json("min"));
+      data, spatial_pad(h_axis, pt, pl), spatial_pad(h_axis, pb + g.extra_h, pr + g.extra_w),
+      ir::min_value(data.dtype()), "pad_data",
+      data.dtype().is_float() ? nlohmann::json("-inf") : nlohmann::json("min"));
   IterVar ry = reduce_axis(attrs.kernel[0], "ry"), rx = reduce_axis(attrs.kernel[1], "rx");
-  nlohmann::json json_attrs = pool_attrs_json(attrs);
+  nlohmann::json json_attrs = pool_attrs_json(attrs, h_axis);
   json_attrs.erase("count_include_pad");
   return compute(
-      {data.shape()[0], data.shape()[1], g.oh, g.ow},
+      pool_shape(data, g, h_axis),
       [&](const std::vector<Var>& v) {
-        Expr y = mul_index(v[2], attrs.stride[0]) + ry.expr();
-        Expr x = mul_index(v[3], attrs.stride[1]) + rx.expr();
-        return max(padded(v[0], v[1], y, x), {ry, rx});
+        return max(window_element(padded, v, attrs, ry, rx, h_axis), {ry, rx});
       },
       std::move(name), "pool_max", std::move(json_attrs));
 }
 
-Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
-  const char* op = "avg_pool2d_nchw";
-  PoolGeometry g = pool_geometry(op, data, attrs);
+Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, std::string name,
+                  int h_axis) {
+  PoolGeometry g = pool_geometry(op, data, attrs, h_axis);
   auto [pt, pl, pb, pr] = attrs.padding;
   auto [r, s] = attrs.kernel;
   auto [sh, sw] = attrs.stride;
-  int64_t h = data.shape()[2], w = data.shape()[3];
-  Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb + g.extra_h, pr + g.extra_w},
+  auto ha = static_cast<size_t>(h_axis);
+  int64_t h = data.shape()[ha], w = data.shape()[ha + 1];
+  Tensor padded = detail::pad_stage(data, spatial_pad(h_axis, pt, pl),
+                                    spatial_pad(h_axis, pb + g.extra_h, pr + g.extra_w),
                                     value_const(data.dtype(), 0), "pad_data", 0.0);
   IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
-  nlohmann::json json_attrs = pool_attrs_json(attrs);
+  nlohmann::json json_attrs = pool_attrs_json(attrs, h_axis);
   Tensor total = compute(
-      {data.shape()[0], data.shape()[1], g.oh, g.ow},
+      pool_shape(data, g, h_axis),
       [&](const std::vector<Var>& v) {
-        Expr y = mul_index(v[2], sh) + ry.expr();
-        Expr x = mul_index(v[3], sw) + rx.expr();
-        return sum(padded(v[0], v[1], y, x), {ry, rx});
+        return sum(window_element(padded, v, attrs, ry, rx, h_axis), {ry, rx});
       },
       name + "_sum", "pool_sum", json_attrs);
   // The divisor is index arithmetic: the window's start and end, clipped.
@@ -458,10 +483,28 @@ Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string
   return compute(
       total.shape(),
       [&](const std::vector<Var>& v) {
-        Expr n = count(v[2], sh, pt, pb, r, h) * count(v[3], sw, pl, pr, s, w);
-        return total(v[0], v[1], v[2], v[3]) / ir::cast(data.dtype(), n);
+        Expr n = count(v[ha], sh, pt, pb, r, h) * count(v[ha + 1], sw, pl, pr, s, w);
+        return total(std::vector<Expr>(v.begin(), v.end())) / ir::cast(data.dtype(), n);
       },
       std::move(name), "pool_avg", std::move(json_attrs));
+}
+
+}  // namespace
+
+Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  return max_pool2d("max_pool2d_nchw", data, attrs, std::move(name), 2);
+}
+
+Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  return max_pool2d("max_pool2d_nhwc", data, attrs, std::move(name), 1);
+}
+
+Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  return avg_pool2d("avg_pool2d_nchw", data, attrs, std::move(name), 2);
+}
+
+Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+  return avg_pool2d("avg_pool2d_nhwc", data, attrs, std::move(name), 1);
 }
 
 Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name) {

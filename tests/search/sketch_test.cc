@@ -149,10 +149,37 @@ TEST(SketchRules, RfactorForReductionsWithoutEnoughParallelism) {
             SketchRule::Condition::kPass);
 }
 
+TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels) {
+  const SketchRule& rule = sketch_rule("tile_window_reduction");
+  te::Pool2dAttrs pool = te::Pool2dAttrs::uniform(3, 2, 1);
+  te::Tensor nhwc = te::placeholder({1, 8, 8, 64}, ir::DataType::float32(), "data");
+  ComputeDAG dag(te::WorkloadTensors{{nhwc}, {te::max_pool2d_nhwc(nhwc, pool, "pool")}});
+  SketchState s = at_stage(dag, "pool");
+  ASSERT_EQ(rule.condition(s, {}), SketchRule::Condition::kApply);
+  std::vector<SketchState> out = rule.apply(s, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(loop_names(out[0].loops, s.stage),
+            (std::vector<std::string>{"i.0", "j.0", "k.0", "l.0", "ry", "rx", "i.1", "j.1", "k.1",
+                                      "l.1"}));
+  EXPECT_EQ(descriptions(generate_sketches(dag)),
+            (std::vector<std::string>{"tile_window_reduction(pool)", "naive"}));
+  // The window runs along the innermost data axis in NCHW, and a softmax
+  // reduces along it: neither has contiguous elements to vectorize across.
+  te::Tensor nchw = te::placeholder({1, 64, 8, 8}, ir::DataType::float32(), "data");
+  ComputeDAG nchw_dag(te::WorkloadTensors{{nchw}, {te::max_pool2d_nchw(nchw, pool, "pool")}});
+  EXPECT_EQ(rule.condition(at_stage(nchw_dag, "pool"), {}), SketchRule::Condition::kPass);
+  EXPECT_EQ(rule.condition(at_stage(named_dag("softmax", "256,64"), "softmax_max"), {}),
+            SketchRule::Condition::kPass);
+  // A convolution has reuse: multi-level tiling's, not this rule's.
+  EXPECT_EQ(
+      rule.condition(at_stage(named_dag("conv2d_nchw", "1,3,6,6,4,3,3,1,1"), "conv2d_nchw"), {}),
+      SketchRule::Condition::kPass);
+}
+
 TEST(SketchRules, UnknownRuleNamesTheRules) {
   EXPECT_TT_ERROR(sketch_rule("tile_everything"), kNotFound,
                   "always_inline, add_rfactor, add_cache_write, tile_with_fusion, "
-                  "multi_level_tiling, skip_stage");
+                  "multi_level_tiling, tile_window_reduction, skip_stage");
 }
 
 TEST(Sketches, MatmulHasPlainTilingAndTwoFusedLocalAccumulators) {

@@ -325,6 +325,18 @@ TEST(Ops, Pooling) {
         << "include_pad " << cs.include_pad << " ceil " << cs.ceil_mode;
     EXPECT_EQ(mx.compute_op()->tag, "pool_max");
     EXPECT_EQ(av.compute_op()->tag, "pool_avg");
+
+    // NHWC: the same pools on the transposed input give the transposed outputs.
+    Tensor xt = placeholder({2, 9, 8, 3}, kF32, "data");
+    auto to_nhwc = [](const NDArray& a) {
+      Index s = a.shape();
+      return make_array(kF32, {s[0], s[2], s[3], s[1]}, [&](const Index& i) {
+        return a.at({i[0], i[3], i[1], i[2]});
+      });
+    };
+    auto out_t = evaluate({max_pool2d_nhwc(xt, a), avg_pool2d_nhwc(xt, a)}, {xt}, {to_nhwc(in[0])});
+    EXPECT_TRUE(arrays_close(out_t[0], to_nhwc(out[0])));
+    EXPECT_TRUE(arrays_close(out_t[1], to_nhwc(out[1])));
   }
   EXPECT_TT_ERROR(
       max_pool2d_nchw(placeholder({1, 1, 5, 5}, kF32, "x"), Pool2dAttrs::uniform(2, 1, 2)),

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tensortune/object/serialize.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::cli {
@@ -126,6 +127,10 @@ tt::te::Task load_task(const std::string& path) { return load_file_as<tt::te::Ta
 tt::schedule::State load_state(const std::string& path) {
   if (path.empty()) return tt::schedule::State::make();
   return load_file_as<tt::schedule::State>(path);
+}
+
+tt::schedule::State load_state(const std::string& path, const tt::te::Task& task) {
+  return path == "default" ? tt::search::default_schedule(task) : load_state(path);
 }
 
 void print_instruments(const json& instruments, const std::string& where) {

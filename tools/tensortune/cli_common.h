@@ -37,6 +37,8 @@ void write_output(const std::string& path, const std::string& text);
 te::Task load_task(const std::string& path);
 /// A state file (one saved State); the naive schedule for "".
 schedule::State load_state(const std::string& path);
+/// load_state, where "default" is the schedule compile gives `task` when a log lacks it.
+schedule::State load_state(const std::string& path, const te::Task& task);
 
 /// What instruments saw (name -> results), one line each on stderr, saying
 /// where they ran (e.g. "build worker, matmul(...) trial 3").

@@ -172,7 +172,7 @@ int cmd_lower(const std::string& task_path, const std::string& state_path, const
               const PassContextArgs& pc) {
   tt::te::Task task = load_task(task_path);
   tt::schedule::ComputeDAG dag(tt::te::workload_tensors(task->workload));
-  tt::schedule::LoopState loops = tt::schedule::replay(dag, load_state(state_path));
+  tt::schedule::LoopState loops = tt::schedule::replay(dag, load_state(state_path, task));
   tt::ir::PassContextGuard guard(pc.make());
   tt::lower::PrimFunc f = tt::lower::lower(loops, "kernel");
   if (emit == "ir" || emit == "both") std::cout << tt::lower::to_string(f);
@@ -198,7 +198,7 @@ int cmd_verify(const std::string& task_path, const std::string& state_path, int 
     std::mt19937_64 rng(seed);
     for (int i = 0; i < random_states; ++i) states.push_back(tt::schedule::random_state(dag, rng));
   } else {
-    states.push_back(load_state(state_path));
+    states.push_back(load_state(state_path, task));
   }
   std::vector<tt::codegen::StateCheck> checks =
       tt::codegen::verify_states(tensors, states, task->target, pc.make(), seed + 1);
@@ -273,7 +273,9 @@ int main(int argc, char** argv) {
   auto* lower =
       app.add_subcommand("lower", "print the lowered loop IR and/or generated C of a schedule");
   lower->add_option("--task", task_path, "a task file (tensortune task)")->required();
-  lower->add_option("--state", state_path, "a schedule state file (default: the naive schedule)");
+  lower->add_option("--state", state_path,
+                    "a schedule state file, or 'default' for the schedule compile gives untuned "
+                    "tasks (default: the naive schedule)");
   lower->add_option("--emit", emit, "ir, c or both")->check(CLI::IsMember({"ir", "c", "both"}));
   pc.add_to(lower);
 
@@ -290,8 +292,8 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand(
       "verify", "build schedules, run them and compare with the reference evaluator");
   verify->add_option("--task", task_path, "a task file")->required();
-  auto* state_opt =
-      verify->add_option("--state", state_path, "a schedule state file (default: naive)");
+  auto* state_opt = verify->add_option(
+      "--state", state_path, "a schedule state file or 'default' (default: the naive schedule)");
   verify->add_option("--random-states", random_states, "check this many random states instead")
       ->excludes(state_opt)
       ->check(CLI::Range(1, 100000));

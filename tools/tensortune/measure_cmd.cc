@@ -24,7 +24,7 @@ struct MeasureCommandArgs {
 
 int run_measure(const MeasureCommandArgs& args) {
   te::Task task = load_task(args.task_path);
-  schedule::State state = load_state(args.state_path);
+  schedule::State state = load_state(args.state_path, task);
   measure::install_interrupt_cleanup();
   ir::PassContext context = args.pass_context.make();
   measure::LocalBuilderOptions build_options = args.measure.builder_options();
@@ -84,7 +84,8 @@ Command add_measure_command(CLI::App& app) {
       "build and time one schedule through the worker pools (exit 3 if the candidate fails)");
   cmd->add_option("--task", args->task_path, "a task file (tensortune task)")->required();
   cmd->add_option("--state", args->state_path,
-                  "a schedule state file (default: the naive schedule)");
+                  "a schedule state file, or 'default' for the schedule compile gives untuned "
+                  "tasks (default: the naive schedule)");
   cmd->add_option("--log", args->log_path, "append the record to this log");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
   args->measure.add_to(cmd);

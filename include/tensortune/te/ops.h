@@ -124,6 +124,13 @@ Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
 Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
                        std::string name = "avg_pool2d_nchw");
 
+/// max_pool2d_nchw and avg_pool2d_nchw on data[N, H, W, C]: channels
+/// innermost, so the window loops read whole vectors of channels.
+Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs,
+                       std::string name = "max_pool2d_nhwc");
+Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs,
+                       std::string name = "avg_pool2d_nhwc");
+
 /// Mean over H and W of data[N, C, H, W], giving [N, C, 1, 1].
 Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name = "global_avg_pool2d");
 
