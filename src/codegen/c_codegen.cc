@@ -310,6 +310,62 @@ class Prelude {
             ") ? a[l] : b[l];\n  return r;\n}");
     return name;
   }
+  /// Name of a float exp or erf in plain arithmetic (within a few ulp, see
+  /// below), which GCC vectorizes inside the lane loops of vector code;
+  /// math.h's expf and erff are calls it cannot.
+  std::string vectorizable_f32(Intrinsic op) {
+    if (op == Intrinsic::kExp) {
+      // e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln(2) / 2; e^r by a
+      // degree-6 polynomial fitted on that interval (relative error 1.2e-7).
+      // 2^n is applied as two powers of two, so that n from -150 to 128 needs
+      // no special case: results round to 0 below e^-104 and overflow to inf
+      // above e^88.7, as expf's do. n is rounded by adding and subtracting
+      // 1.5 * 2^23, which the compiler keeps (no -ffast-math).
+      add(helpers_, "tt_exp_f32",
+          "static inline float tt_exp_f32(float x) {\n"
+          "  float c = x != x ? 0.0f : x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;\n"
+          "  float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;\n"
+          "  float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;\n"
+          "  float p = 1.39336509e-3f;\n"
+          "  p = p * r + 8.36318173e-3f;\n"
+          "  p = p * r + 4.16664667e-2f;\n"
+          "  p = p * r + 1.66665763e-1f;\n"
+          "  p = p * r + 0.5f;\n"
+          "  p = 1.0f + r + r * r * p;\n"
+          "  int32_t k = (int32_t)n, half = k / 2;\n"
+          "  uint32_t b1 = (uint32_t)(half + 127) << 23, b2 = (uint32_t)(k - half + 127) << 23;\n"
+          "  float s1, s2;\n"
+          "  __builtin_memcpy(&s1, &b1, sizeof s1);\n"
+          "  __builtin_memcpy(&s2, &b2, sizeof s2);\n"
+          "  return x != x ? x : p * s1 * s2;\n"
+          "}");
+      return "tt_exp_f32";
+    }
+    TT_ICHECK(op == Intrinsic::kErf, "no vectorizable form of ", intrinsic_name(op));
+    // erf(x) = x P(x^2) / Q(x^2) on |x| <= 3.92 (beyond, erf is 1 to float
+    // precision), a rational fit of degrees 6 and 5: absolute error 4e-7.
+    add(helpers_, "tt_erf_f32",
+        "static inline float tt_erf_f32(float x) {\n"
+        "  float c = x < -3.92f ? -3.92f : x > 3.92f ? 3.92f : x;\n"
+        "  float u = c * c;\n"
+        "  float p = -1.18449446e-8f;\n"
+        "  p = p * u + 4.41920974e-6f;\n"
+        "  p = p * u + 3.69861169e-4f;\n"
+        "  p = p * u + 3.83007131e-3f;\n"
+        "  p = p * u + 5.41227460e-2f;\n"
+        "  p = p * u + 1.85452595e-1f;\n"
+        "  p = p * u + 1.12837923f;\n"
+        "  float q = 6.05928253e-5f;\n"
+        "  q = q * u + 1.29045639e-3f;\n"
+        "  q = q * u + 1.53893577e-2f;\n"
+        "  q = q * u + 1.13860272e-1f;\n"
+        "  q = q * u + 4.97686446e-1f;\n"
+        "  q = q * u + 1.0f;\n"
+        "  float r = c * p / q;\n"
+        "  return r > 1.0f ? 1.0f : r < -1.0f ? -1.0f : r;\n"
+        "}");
+    return "tt_erf_f32";
+  }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
   void bfloat16() {
     add(helpers_, "tt_bf16",
@@ -1010,6 +1066,13 @@ class FunctionEmitter {
     std::string f = std::string(intrinsic_name(n.op)) + (compute_tag(t) == "f32" ? "f" : "");
     std::string one = compute_tag(t) == "f32" ? "1.0f" : "1.0";
     std::string a = expr(n.args[0]);
+    bool f32 = compute_tag(t) == "f32";
+    // In float, exp and erf are plain arithmetic, so that the C compiler
+    // vectorizes the loops around them (math.h's are opaque calls).
+    if (f32 &&
+        (n.op == Intrinsic::kExp || n.op == Intrinsic::kErf || n.op == Intrinsic::kSigmoid)) {
+      f = prelude_.vectorizable_f32(n.op == Intrinsic::kErf ? Intrinsic::kErf : Intrinsic::kExp);
+    }
     if (t.is_scalar()) {
       switch (n.op) {
         case Intrinsic::kRsqrt: return "(" + one + " / " + f + "(" + strip_parens(a) + "))";
@@ -1130,9 +1193,13 @@ std::vector<std::string> compile_flags(const ir::Target& target) {
   const ir::TargetNode& t = check_c_target(target);
   // -Wno-psabi: GCC notes that wide vector types change the calling
   // convention when the target lacks the registers; the helpers are static.
-  std::vector<std::string> flags = {"-std=gnu11",      "-O3",        "-fPIC",
-                                    "-shared",         "-fopenmp",   "-fwrapv",
-                                    "-fno-math-errno", "-Wno-psabi", "-lm"};
+  // -fno-trapping-math: kernels never read the floating-point exception
+  // flags, and without it GCC will not turn the selects of the lane loops
+  // (exp's and erf's range checks) into vector blends. Results are the same.
+  std::vector<std::string> flags = {
+      "-std=gnu11", "-O3",     "-fPIC",           "-shared",
+      "-fopenmp",   "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
+      "-Wno-psabi", "-lm"};
   auto mattr = t.attr<std::vector<std::string>>("mattr");
   // The local CPU as a target (resolved once: it does not change while we run).
   static const ir::Target local = ir::Target::parse("native");

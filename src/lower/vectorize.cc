@@ -34,11 +34,14 @@ bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // ---- the rewrite into vector operations ----
 
-/// Intrinsics the C backend computes on vectors (with vector instructions or
-/// by a per-lane loop that the C compiler vectorizes); the others (exp, tanh,
-/// erf, ...) are library calls per lane, better left to the compiler's own
-/// loop vectorizer.
-bool has_vector_form(Intrinsic op) {
+/// Intrinsics the C backend computes on vectors of `t` (with vector
+/// instructions or by a per-lane loop that the C compiler vectorizes): exp,
+/// erf and sigmoid in float (the back end's own arithmetic forms); the others
+/// (tanh, log, ...) are library calls per lane, better left to the
+/// compiler's own loop vectorizer.
+bool has_vector_form(Intrinsic op, DataType t) {
+  bool single =
+      (t.code() == DataType::Code::kFloat && t.bits() <= 32) || t.code() == DataType::Code::kBFloat;
   switch (op) {
     case Intrinsic::kSqrt:
     case Intrinsic::kRsqrt:
@@ -48,10 +51,10 @@ bool has_vector_form(Intrinsic op) {
     case Intrinsic::kRound:
     case Intrinsic::kTrunc: return true;
     case Intrinsic::kExp:
+    case Intrinsic::kErf:
+    case Intrinsic::kSigmoid: return single;
     case Intrinsic::kLog:
     case Intrinsic::kTanh:
-    case Intrinsic::kErf:
-    case Intrinsic::kSigmoid:
     case Intrinsic::kPow:
     case Intrinsic::kSin:
     case Intrinsic::kCos:
@@ -193,7 +196,7 @@ class BodyVectorizer final : public ir::ExprMutator {
     bool vector = false;
     for (const auto& a : args) vector |= !a.dtype().is_scalar();
     if (!vector) return ir::call(n.op, std::move(args));
-    if (!has_vector_form(n.op)) return fail(self);
+    if (!has_vector_form(n.op, n.dtype)) return fail(self);
     for (auto& a : args) a = widen(a);
     return ir::call(n.op, std::move(args));
   }

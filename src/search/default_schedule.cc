@@ -118,12 +118,20 @@ schedule::State default_schedule(const te::Task& task) {
         st.leaves.empty()) {
       continue;
     }
-    // The innermost loop vectorized, when it is spatial and a few vectors long.
+    // The innermost loop vectorized, when it is spatial and a few vectors
+    // long, or made so by splitting off two vectors (an untiled elementwise
+    // stage over a long row).
     int last = static_cast<int>(st.leaves.size()) - 1;
-    const auto& it = st.iters[st.leaves.back()];
-    if (it.kind == ir::IterKind::kSpatial && it.extent > 1 &&
-        it.extent <= 4 * machine.lanes(st.tensor.dtype()) &&
-        !attached_at(state, s, st.leaves.back())) {
+    int64_t lanes = machine.lanes(st.tensor.dtype());
+    if (const auto& inner = st.iters[st.leaves.back()];
+        inner.kind == ir::IterKind::kSpatial && inner.extent > 4 * lanes &&
+        inner.extent % (2 * lanes) == 0 && !attached_at(state, s, st.leaves.back())) {
+      if (try_apply(state, schedule::split(s, last, {2 * lanes}))) ++last;
+    }
+    const Stage& split = state.stage(s);
+    const auto& it = split.iters[split.leaves.back()];
+    if (it.kind == ir::IterKind::kSpatial && it.extent > 1 && it.extent <= 4 * lanes &&
+        !attached_at(state, s, split.leaves.back())) {
       try_apply(state, schedule::annotate(s, last, schedule::IterAnnotation::kVectorize));
     }
     const Stage& now = state.stage(s);
