@@ -188,6 +188,16 @@ TEST_F(TuneCli, VerifyBuildsRunsAndChecksSchedules) {
   RunResult wrong = cli(
       {"verify", "--task", dir_ + "/task.json", "--config", "testing.inject_fault=wrong_answer"});
   EXPECT_NE(wrong.status.code, 0) << wrong.out << wrong.err;
+  // The default schedule (what compile gives an untuned task) is vectorized,
+  // unlike the naive one, and matches the reference.
+  RunResult naive = cli({"lower", "--task", dir_ + "/task.json"});
+  RunResult fallback = cli({"lower", "--task", dir_ + "/task.json", "--state", "default"});
+  ASSERT_EQ(fallback.status.code, 0) << fallback.err;
+  EXPECT_NE(fallback.out, naive.out);
+  EXPECT_NE(fallback.out.find("ramp("), std::string::npos) << fallback.out;
+  EXPECT_EQ(naive.out.find("ramp("), std::string::npos) << naive.out;
+  RunResult checked = cli({"verify", "--task", dir_ + "/task.json", "--state", "default"});
+  EXPECT_EQ(checked.status.code, 0) << checked.out << checked.err;
 }
 
 TEST_F(TuneCli, ResumesFromTheLogWithoutMeasuringAStateTwice) {
