@@ -285,11 +285,12 @@ class Prelude {
   /// comparisons wider than the machine's registers into one scalar compare
   /// per lane; written as a loop over the lanes, they become one vector
   /// compare per register.
-  std::string wide_compare(const std::string& tag, int lanes, const std::string& op,
-                           const std::string& op_word) {
+  std::string wide_compare(const std::string& tag, int lanes, ir::CompareOp compare) {
     std::string type = vector_type(tag, lanes);
     std::string bits = vector_type("i" + tag.substr(1), lanes);
-    std::string name = "tt_" + op_word + "_" + tag + "x" + std::to_string(lanes);
+    std::string op(ir::op_name(compare));
+    std::string name =
+        std::string("tt_") + compare_word(compare) + "_" + tag + "x" + std::to_string(lanes);
     add(helpers_, name,
         "static inline " + bits + " " + name + "(" + type + " a, " + type + " b) {\n  " + bits +
             " r;\n  for (int l = 0; l < " + std::to_string(lanes) + "; ++l) r[l] = -(a[l] " + op +
@@ -891,16 +892,15 @@ class FunctionEmitter {
       } else if constexpr (std::is_same_v<N, ir::BinaryNode>) {
         return binary(n);
       } else if constexpr (std::is_same_v<N, ir::CompareNode>) {
-        int level = n.op == ir::CompareOp::kEQ || n.op == ir::CompareOp::kNE ? 7 : 6;
-        std::string a = operand(n.a, level, false), b = operand(n.b, level, true);
         DataType ot = n.a.dtype();
         if (ot.is_bool() && !ot.is_scalar()) ot = DataType::int32(ot.lanes());
         if (!t.is_scalar() && wider_than_registers(ot)) {
-          std::string f = prelude_.wide_compare(compute_tag(ot), ot.lanes(),
-                                                std::string(ir::op_name(n.op)), compare_word(n.op));
+          std::string f = prelude_.wide_compare(compute_tag(ot), ot.lanes(), n.op);
           return to_mask(ot,
                          f + "(" + strip_parens(expr(n.a)) + ", " + strip_parens(expr(n.b)) + ")");
         }
+        int level = n.op == ir::CompareOp::kEQ || n.op == ir::CompareOp::kNE ? 7 : 6;
+        std::string a = operand(n.a, level, false), b = operand(n.b, level, true);
         std::string cmp = "(" + a + " " + std::string(ir::op_name(n.op)) + " " + b + ")";
         return t.is_scalar() ? cmp : to_mask(ot, cmp);
       } else if constexpr (std::is_same_v<N, ir::LogicalNode>) {

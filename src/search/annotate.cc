@@ -163,34 +163,44 @@ RegisterTile register_tile(const LoopState& state, int stage, const MachineModel
   return tile;
 }
 
+LoopState replay_with_tile_sizes(
+    const schedule::State& sketch, const schedule::ComputeDAG& dag,
+    const std::function<std::vector<int64_t>(const Stage&, const schedule::SplitStepNode&, int)>&
+        lengths_of) {
+  LoopState state(dag);
+  for (const Step& step : sketch.steps()) {
+    auto split = step.as<schedule::SplitStepNode>();
+    if (!split) {
+      state.apply(step);
+      continue;
+    }
+    const Stage& st = state.stage(split->stage);
+    std::vector<int64_t> lengths =
+        lengths_of(st, *split, st.leaves.at(static_cast<size_t>(split->iter)));
+    state.apply(schedule::split(split->stage, split->iter, lengths, split->inner_to_outer));
+  }
+  return state;
+}
+
 schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
                                 const MachineModel& machine, const AnnotateOptions& options,
                                 std::mt19937_64& rng) {
   schedule::State last;
   for (int attempt = 0; attempt <= options.tile_retries; ++attempt) {
-    LoopState state(dag);
-    for (const Step& step : sketch.steps()) {
-      auto split = step.as<schedule::SplitStepNode>();
-      if (!split) {
-        state.apply(step);
-        continue;
-      }
-      const Stage& st = state.stage(split->stage);
-      int id = st.leaves.at(static_cast<size_t>(split->iter));
-      int64_t extent = st.iters[id].extent;
-      // The last spatial axis of a reduction is where its register tile is
-      // vectorized: its innermost tile is a whole number of vectors when
-      // the extent has such a factor.
-      auto op = st.tensor.compute_op();
-      int64_t multiple = 1;
-      if (op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
-          id == st.root[op->axis.size() - 1]) {
-        multiple = machine.lanes(st.tensor.dtype());
-      }
-      std::vector<int64_t> lengths = random_factors(extent, static_cast<int>(split->lengths.size()),
-                                                    options.max_innermost_split, rng, multiple);
-      state.apply(schedule::split(split->stage, split->iter, lengths, split->inner_to_outer));
-    }
+    LoopState state = replay_with_tile_sizes(
+        sketch, dag, [&](const Stage& st, const schedule::SplitStepNode& split, int id) {
+          // The last spatial axis of a reduction is where its register tile
+          // is vectorized: its innermost tile is a whole number of vectors
+          // when the extent has such a factor.
+          auto op = st.tensor.compute_op();
+          int64_t multiple = 1;
+          if (op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
+              id == st.root[op->axis.size() - 1]) {
+            multiple = machine.lanes(st.tensor.dtype());
+          }
+          return random_factors(st.iters[id].extent, static_cast<int>(split.lengths.size()),
+                                options.max_innermost_split, rng, multiple);
+        });
     last = schedule::State::make(state.history());
     if (tiles_fit(state, machine)) break;
   }

@@ -77,41 +77,33 @@ schedule::State default_schedule(const te::Task& task) {
       sketches[1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {
     sketch = &sketches[1];
   }
-  LoopState state(dag);
   // Tiles: the innermost part of the last spatial axis a few vectors wide
   // and of the one before it a few rows (a register tile, register_tile()),
   // of the last reduction axis up to 16; the other parts 1.
-  for (const schedule::Step& step : sketch->state.steps()) {
-    auto split = step.as<schedule::SplitStepNode>();
-    if (!split) {
-      state.apply(step);
-      continue;
-    }
-    const Stage& st = state.stage(split->stage);
-    int id = st.leaves.at(static_cast<size_t>(split->iter));
-    int64_t extent = st.iters[id].extent;
-    std::vector<int64_t> lengths(split->lengths.size(), 1);
-    auto op = st.tensor.compute_op();
-    size_t spatial = op ? op->axis.size() : 0;
-    auto root =
-        static_cast<size_t>(std::find(st.root.begin(), st.root.end(), id) - st.root.begin());
-    int64_t lanes = machine.lanes(st.tensor.dtype());
-    auto root_extent = [&](size_t axis) { return st.iters[st.root[axis]].extent; };
-    int64_t inner = 1;
-    if (root + 1 == spatial) {
-      int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
-      auto [r, v] = register_tile(rows, extent, lanes, machine.vector_registers);
-      inner = extent % lanes == 0 ? v * lanes : divisor_at_most(extent, 2 * lanes, lanes);
-      (void)r;
-    } else if (root + 2 == spatial) {
-      int64_t cols = root_extent(spatial - 1);
-      inner = register_tile(extent, cols, lanes, machine.vector_registers).first;
-    } else if (root + 1 == st.root.size() && st.iters[id].kind == ir::IterKind::kReduce) {
-      inner = divisor_at_most(extent, 16);
-    }
-    lengths.back() = inner;
-    state.apply(schedule::split(split->stage, split->iter, lengths, split->inner_to_outer));
-  }
+  LoopState state = replay_with_tile_sizes(
+      sketch->state, dag, [&](const Stage& st, const schedule::SplitStepNode& split, int id) {
+        int64_t extent = st.iters[id].extent;
+        std::vector<int64_t> lengths(split.lengths.size(), 1);
+        auto op = st.tensor.compute_op();
+        size_t spatial = op ? op->axis.size() : 0;
+        auto root =
+            static_cast<size_t>(std::find(st.root.begin(), st.root.end(), id) - st.root.begin());
+        int64_t lanes = machine.lanes(st.tensor.dtype());
+        auto root_extent = [&](size_t axis) { return st.iters[st.root[axis]].extent; };
+        int64_t inner = 1;
+        if (root + 1 == spatial) {
+          int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
+          int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
+          inner = extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
+        } else if (root + 2 == spatial) {
+          int64_t cols = root_extent(spatial - 1);
+          inner = register_tile(extent, cols, lanes, machine.vector_registers).first;
+        } else if (root + 1 == st.root.size() && st.iters[id].kind == ir::IterKind::kReduce) {
+          inner = divisor_at_most(extent, 16);
+        }
+        lengths.back() = inner;
+        return lengths;
+      });
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
     if (st.is_placeholder() || st.location == schedule::ComputeLocation::kInline ||

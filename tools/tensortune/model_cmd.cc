@@ -60,18 +60,33 @@ std::string mib(int64_t bytes) {
   return text;
 }
 
+/// The ONNX model and target of `tasks` and `compile`.
+struct ModelArgs {
+  std::string model, target = "native";
+  std::vector<std::string> input_shapes;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("model", model, "the model (.onnx)")->required();
+    cmd->add_option(
+        "--target", target,
+        "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
+    cmd->add_option("--input-shape", input_shapes,
+                    "NAME=DIMS for an input whose shape the model leaves open; repeatable");
+  }
+  graph::Graph load() const { return load_model(model, input_shapes); }
+};
+
 // ---- tasks ------------------------------------------------------------------
 
 struct TasksArgs {
-  std::string model, target = "native";
-  std::vector<std::string> input_shapes;
+  ModelArgs source;
   bool as_json = false;
 };
 
 int run_tasks(const TasksArgs& args) {
   auto start = std::chrono::steady_clock::now();
-  graph::Graph model = load_model(args.model, args.input_shapes);
-  graph::Extraction ex = graph::extract_tasks(model, ir::Target::parse(args.target));
+  graph::Graph model = args.source.load();
+  graph::Extraction ex = graph::extract_tasks(model, ir::Target::parse(args.source.target));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ex.fallback_reason.empty()) {
     std::fprintf(stderr,
@@ -98,9 +113,12 @@ int run_tasks(const TasksArgs& args) {
                     {"task", json::parse(save_string(t.task))}});
   }
   if (args.as_json) {
-    json out = {{"model", args.model},  {"target", ir::Target::parse(args.target).str()},
-                {"tasks", list},        {"kernels", kernels},
-                {"flops", total_flops}, {"seconds", seconds}};
+    json out = {{"model", args.source.model},
+                {"target", ir::Target::parse(args.source.target).str()},
+                {"tasks", list},
+                {"kernels", kernels},
+                {"flops", total_flops},
+                {"seconds", seconds}};
     if (!ex.fallback_reason.empty()) out["fallback_reason"] = ex.fallback_reason;
     std::cout << out.dump(1) << "\n";
     return 0;
@@ -123,16 +141,16 @@ int run_tasks(const TasksArgs& args) {
 // ---- compile ----------------------------------------------------------------
 
 struct CompileArgs {
-  std::string model, target = "native", log_path, output;
-  std::vector<std::string> input_shapes;
+  ModelArgs source;
+  std::string log_path, output;
   bool fail_on_default = false, any_pass_context = false, as_json = false;
   PassContextArgs pass_context;
 };
 
 int run_compile(const CompileArgs& args) {
-  graph::Graph model = load_model(args.model, args.input_shapes);
+  graph::Graph model = args.source.load();
   graph::CompileOptions options;
-  options.target = ir::Target::parse(args.target);
+  options.target = ir::Target::parse(args.source.target);
   options.fail_on_default = args.fail_on_default;
   options.any_pass_context = args.any_pass_context;
   if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
@@ -321,12 +339,7 @@ Command add_tasks_command(CLI::App& app) {
   auto args = std::make_shared<TasksArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tasks", "the tuning tasks of an ONNX model: fused operators, shapes, weights, FLOPs, keys");
-  cmd->add_option("model", args->model, "the model (.onnx)")->required();
-  cmd->add_option(
-      "--target", args->target,
-      "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
-  cmd->add_option("--input-shape", args->input_shapes,
-                  "NAME=DIMS for an input whose shape the model leaves open; repeatable");
+  args->source.add_to(cmd);
   cmd->add_flag("--json", args->as_json, "machine-readable output");
   return {cmd, [args] { return run_tasks(*args); }};
 }
@@ -336,13 +349,8 @@ Command add_compile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compile",
       "compile an ONNX model with a log's best schedules (default schedules for the rest)");
-  cmd->add_option("model", args->model, "the model (.onnx)")->required();
-  cmd->add_option(
-      "--target", args->target,
-      "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
+  args->source.add_to(cmd);
   cmd->add_option("--log", args->log_path, "record log to take schedules from");
-  cmd->add_option("--input-shape", args->input_shapes,
-                  "NAME=DIMS for an input whose shape the model leaves open; repeatable");
   cmd->add_flag("--fail-on-default", args->fail_on_default,
                 "a task without a tuned schedule in the log is an error");
   cmd->add_flag("--any-pass-context", args->any_pass_context,

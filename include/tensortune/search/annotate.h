@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -53,6 +54,14 @@ MachineModel machine_model(const te::Task& task);
 /// `innermost_multiple` when there are any.
 std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
                                     std::mt19937_64& rng, int64_t innermost_multiple = 1);
+
+/// Replays `sketch` on `dag` with each SplitStep's lengths replaced by what
+/// `lengths_of` gives for it: the stage and the id of the loop it splits,
+/// as they are when the split applies.
+schedule::LoopState replay_with_tile_sizes(
+    const schedule::State& sketch, const schedule::ComputeDAG& dag,
+    const std::function<std::vector<int64_t>(const schedule::Stage&, const schedule::SplitStepNode&,
+                                             int loop_id)>& lengths_of);
 
 /// Fills every SplitStep of `sketch` with random factors of its loop's
 /// extent. A tiled stage's register tile (its loops after the last
