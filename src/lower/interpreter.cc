@@ -19,7 +19,7 @@ class Interpreter {
       if constexpr (std::is_same_v<N, ForNode>) {
         int64_t lo = scalar_int(n.min), extent = scalar_int(n.extent);
         for (int64_t i = lo; i < lo + extent; ++i) {
-          vars_[n.loop_var.get()] = static_cast<double>(i);
+          vars_[n.loop_var.get()] = {static_cast<double>(i)};
           run(n.body);
         }
         vars_.erase(n.loop_var.get());
@@ -41,7 +41,7 @@ class Interpreter {
       } else if constexpr (std::is_same_v<N, SeqNode>) {
         for (const auto& x : n.stmts) run(x);
       } else if constexpr (std::is_same_v<N, LetStmtNode>) {
-        vars_[n.var.get()] = eval(n.value)[0];
+        vars_[n.var.get()] = eval(n.value);  // all lanes of a vector let
         run(n.body);
         vars_.erase(n.var.get());
       } else if constexpr (std::is_same_v<N, EvaluateNode>) {
@@ -62,7 +62,7 @@ class Interpreter {
       if constexpr (std::is_same_v<N, VarNode>) {
         auto it = vars_.find(&n);
         TT_CHECK(it != vars_.end(), kRuntime, "variable '", n.name, "' is used outside its scope");
-        return {it->second};
+        return it->second;
       } else if constexpr (std::is_same_v<N, IntImmNode> || std::is_same_v<N, FloatImmNode>) {
         return {evaluate_scalar(e, nullptr)};
       } else if constexpr (std::is_same_v<N, BinaryNode>) {
@@ -149,7 +149,7 @@ class Interpreter {
         te::cast_value(b->dtype, value);
   }
 
-  std::unordered_map<const ir::VarNode*, double> vars_;
+  std::unordered_map<const ir::VarNode*, Lanes> vars_;
   std::unordered_map<const ir::BufferNode*, te::NDArray*> params_;
   std::unordered_map<const ir::BufferNode*, std::vector<double>> locals_;
 };

@@ -55,7 +55,8 @@ int occurrences(const std::string& text, const std::string& part) {
 }
 
 TEST(CCodegen, KernelSignatureAndVectorCode) {
-  std::string c = c_of(vadd());
+  // Registers of 64 bytes hold the sixteen lanes.
+  std::string c = c_of(vadd(), ir::Target::parse("c -mattr=avx512f"));
   // The body takes restrict parameters; the exported function unpacks args.
   EXPECT_TRUE(contains(c,
                        "static int32_t tt_kernel_vadd(const float* restrict A, "
@@ -72,9 +73,21 @@ TEST(CCodegen, KernelSignatureAndVectorCode) {
   EXPECT_TRUE(contains(c, "  return 0;\n}")) << c;
 }
 
+TEST(CCodegen, VectorsWiderThanTheRegistersAreCutToTheirWidth) {
+  std::string narrow = c_of(vadd(), ir::Target::parse("c -mattr=avx2"));
+  EXPECT_FALSE(contains(narrow, "tt_f32x16")) << narrow;
+  EXPECT_TRUE(contains(narrow, "*(tt_f32x8_u*)(C + io * 16) = ")) << narrow;
+  EXPECT_TRUE(contains(narrow, "*(tt_f32x8_u*)(C + io * 16 + 8) = ")) << narrow;
+  // The plain target has SSE's 16 bytes.
+  EXPECT_EQ(occurrences(c_of(vadd()), "*(tt_f32x4_u*)(C + "), 4);
+}
+
 TEST(CCodegen, ComparisonsWiderThanTheRegistersGoLaneByLane) {
   // GCC turns a vector comparison wider than the registers into one scalar
   // compare per lane; a loop over the lanes becomes a compare per register.
+  // Vectors are that wide only when split_wide_vectors does not run.
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions().with_disabled("split_wide_vectors")));
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * 16 + ii;
   Expr a = load(A, idx), b = load(B, idx);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "measure/measure_test_util.h"
+#include "tensortune/codegen/c_codegen.h"
 #include "tensortune/lower/pipeline.h"
 #include "tensortune/measure/measurer.h"
 #include "tensortune/search/tuner.h"
@@ -22,6 +23,13 @@ namespace {
 using namespace testing;
 using Options = ir::PassContextOptions;
 using schedule::IterAnnotation;
+
+/// The passes a C build runs: the lowering pipeline, then the back end's.
+std::vector<std::string> all_pass_names() {
+  std::vector<std::string> names = lower::pipeline_pass_names();
+  for (auto& name : codegen::c_pass_names()) names.push_back(name);
+  return names;
+}
 
 /// The C source the module cache keeps next to `library` (codegen/module.h:
 /// tt-<key>.so beside tt-<key>.c).
@@ -80,7 +88,7 @@ TEST(PassContextApplied, EveryPartChangesWhatTheWorkerBuilds) {
   std::string plain_c = generated_source(plain.library);
   EXPECT_TRUE(vectorized(plain_c));
   EXPECT_FALSE(unroll_pragma(plain_c));  // the unroll pass unrolled the loop itself
-  EXPECT_EQ(passes_run(plain), lower::pipeline_pass_names());
+  EXPECT_EQ(passes_run(plain), all_pass_names());
 
   // opt_level 0: no optimising pass ran, so no vector code and no unrolling.
   BuildResult o0 = build_under(builder, with_names(Options().with_opt_level(0)));
@@ -137,17 +145,16 @@ TEST(PassContextApplied, InstrumentsComeBackPerCandidate) {
   EXPECT_EQ(built[0].error_code, ErrorCode::kNoError) << built[0].error_message;
   EXPECT_EQ(built[1].error_code, ErrorCode::kInstantiationError) << built[1].error_message;
   EXPECT_EQ(built[2].error_code, ErrorCode::kNoError) << built[2].error_message;
-  EXPECT_EQ(passes_run(built[0]), lower::pipeline_pass_names());
+  EXPECT_EQ(passes_run(built[0]), all_pass_names());
   EXPECT_FALSE(built[1].instruments.contains("pass_names")) << built[1].instruments.dump();
-  EXPECT_EQ(passes_run(built[2]), lower::pipeline_pass_names());
+  EXPECT_EQ(passes_run(built[2]), all_pass_names());
 
   // And they reach the MeasureResult, hence the record.
   LocalRunner runner(runner_options());
   MeasureResult r =
       measure_candidates(small_task(), {vectorized_state()}, context, builder, runner)[0];
   ASSERT_TRUE(r.ok()) << r.error_message;
-  EXPECT_EQ(r.instruments.at("pass_names").get<std::vector<std::string>>(),
-            lower::pipeline_pass_names());
+  EXPECT_EQ(r.instruments.at("pass_names").get<std::vector<std::string>>(), all_pass_names());
 }
 
 TEST(PassContextApplied, TheTuningRunOwnsTheContext) {

@@ -10,8 +10,10 @@
 /// where args[i] is the data pointer of params[i] (dense, of the buffer's
 /// dtype); it returns 0. What the generated code relies on:
 ///  - vector expressions (Ramp, Broadcast, vector loads and arithmetic) use
-///    GCC vector types sized lanes x element bytes; vector memory accesses
-///    are unaligned; masks (bool vectors) are int32 lanes of 0 / -1;
+///    GCC vector types sized lanes x element bytes, at most the target's
+///    vector width (c_pass_names: wider statements are cut to it first);
+///    vector memory accesses are unaligned; masks (bool vectors) are int32
+///    lanes of 0 / -1;
 ///  - float16 and bfloat16 are computed in float and converted where they
 ///    are loaded, stored or cast (float16 as _Float16, bfloat16 by bit
 ///    manipulation with round to nearest-even);
@@ -46,6 +48,11 @@ namespace tensortune::codegen {
 /// output element changed after the kernel ran), so fault tests take the
 /// path a real bad candidate takes.
 std::string generate_c(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target);
+
+/// The passes the C back end runs on each kernel after lower::run_pipeline,
+/// in order, each through ir::run_pass: "split_wide_vectors" with the
+/// target's vector width (lower/passes.h).
+std::vector<std::string> c_pass_names();
 
 /// The C symbol generate_c gives a kernel called `name`: `name` itself when it
 /// is a valid identifier that no C keyword or library name takes, otherwise

@@ -63,4 +63,15 @@ PrimFunc unroll_pass(const PrimFunc& f);
 /// tests/lower/storage_rewrite_test.cc.
 PrimFunc storage_rewrite_pass(const PrimFunc& f);
 
+/// "split_wide_vectors": cuts every vector store (and vector let) wider than
+/// the target's registers into register-wide pieces: with `vector_bytes` 32,
+/// a store of 16 float lanes becomes two stores of 8. A generic vector wider
+/// than the registers that the C compiler has to keep across a loop (a
+/// register-tile accumulator) goes through memory; pieces stay in registers.
+/// The pieces keep the one statement's meaning (a store reading lanes that an
+/// earlier piece writes has all its pieces computed first). Not part of the
+/// pipeline: the code generator runs it with its target's width. Tested by
+/// tests/lower/split_wide_vectors_test.cc.
+PrimFunc split_wide_vectors(const PrimFunc& f, int64_t vector_bytes);
+
 }  // namespace tensortune::lower
