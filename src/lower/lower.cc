@@ -163,6 +163,66 @@ void split_extents(const IterRelation& rel, const Stage& st, std::vector<int64_t
   extent[rel.outputs[rel.remainder]] = std::max<int64_t>(left, 1);
 }
 
+// The loops that copy `original` into `packed` in `layout` (elements the
+// layout pads with are 0); the outermost part with more than one iteration
+// runs in parallel when `parallel`.
+Stmt packing_nest(const PackedLayout& layout, const te::Tensor& t, const Buffer& original,
+                  const Buffer& packed, bool parallel) {
+  // One loop per part; each tensor index from its parts' loops.
+  std::vector<Var> vars;
+  std::vector<Expr> index(t.shape().size());
+  for (size_t k = 0; k < layout.parts.size(); ++k) {
+    const auto& p = layout.parts[k];
+    vars.push_back(Var::make("p" + std::to_string(k)));
+    Expr term = p.inner == 1
+                    ? Expr(vars.back())
+                    : vars.back() * ir::make_const(DataType::int32(), static_cast<double>(p.inner));
+    auto& slot = index[static_cast<size_t>(p.dim)];
+    slot = slot ? slot + term : term;
+  }
+  Expr cond;
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (!index[d]) index[d] = ir::make_const(DataType::int32(), 0);
+    int64_t span = 1;
+    for (const auto& p : layout.parts) {
+      if (p.dim == static_cast<int>(d)) span *= p.extent;
+    }
+    if (span > t.shape()[d] || (layout.parts.empty() && t.shape()[d] > 1)) {
+      Expr in = index[d] < ir::make_const(DataType::int32(), static_cast<double>(t.shape()[d]));
+      cond = cond ? ir::logical_and(cond, in) : in;
+    }
+  }
+  Expr flat;
+  int64_t stride = 1;
+  for (size_t k = vars.size(); k-- > 0;) {
+    Expr term = stride == 1
+                    ? Expr(vars[k])
+                    : vars[k] * ir::make_const(DataType::int32(), static_cast<double>(stride));
+    flat = flat ? flat + term : term;
+    stride *= layout.parts[k].extent;
+  }
+  if (!flat) flat = ir::make_const(DataType::int32(), 0);
+  Stmt copy = buffer_store(packed, flat, ir::buffer_load(original, flat_index(original, index)));
+  Stmt body = cond ? if_then_else(ir::simplify(cond), copy,
+                                  buffer_store(packed, flat, ir::make_const(t.dtype(), 0)))
+                   : copy;
+  // Inside a kernel the copy runs on every core: the outermost part with
+  // more than one iteration is the parallel loop.
+  size_t parallel_part = vars.size();
+  for (size_t k = 0; parallel && k < vars.size(); ++k) {
+    if (layout.parts[k].extent > 1) {
+      parallel_part = k;
+      break;
+    }
+  }
+  for (size_t k = vars.size(); k-- > 0;) {
+    body = for_loop(vars[k], ir::make_const(DataType::int32(), 0),
+                    ir::make_const(DataType::int32(), static_cast<double>(layout.parts[k].extent)),
+                    k == parallel_part ? ForKind::kParallel : ForKind::kSerial, body);
+  }
+  return body;
+}
+
 class Lowerer {
  public:
   explicit Lowerer(const LoopState& state) : state_(state), placements_(state.num_stages()) {}
@@ -171,14 +231,28 @@ class Lowerer {
     std::vector<Buffer> params;
     int num_inputs = 0;
     const auto& tensors = state_.dag().tensors();
+    // Inputs the kernel packs itself (rewritten, not constant): packed first.
+    std::vector<Stmt> packing;
+    std::vector<Buffer> packed_buffers;
     for (const auto& input : tensors.inputs) {
       int s = state_.stage_named(input.name());
       TT_ICHECK(s >= 0, "input stage missing");
-      if (state_.stage(s).layout_rewrite) {
+      if (!state_.stage(s).layout_rewrite) {
+        placements_[s].buffer = make_buffer(s, input.shape(), "global");
+      } else if (packed_outside(state_, s)) {
         placements_[s].packed = packed_layout(state_, s);
         placements_[s].buffer = make_buffer(s, {placements_[s].packed->elements()}, "global");
       } else {
-        placements_[s].buffer = make_buffer(s, input.shape(), "global");
+        Buffer original = make_buffer(s, input.shape(), "global");
+        placements_[s].packed = packed_layout(state_, s);
+        Buffer packed = Buffer::make(unique_buffer_name(original->name + "_packed"), input.dtype(),
+                                     {placements_[s].packed->elements()}, {1}, "local");
+        packing.push_back(packing_nest(*placements_[s].packed, input, original, packed, true));
+        packed_buffers.push_back(packed);
+        placements_[s].buffer = packed;
+        params.push_back(original);
+        ++num_inputs;
+        continue;
       }
       params.push_back(placements_[s].buffer);
       ++num_inputs;
@@ -202,7 +276,7 @@ class Lowerer {
         root_buffers.push_back(placements_[s].buffer);
       }
     }
-    std::vector<Stmt> nests;
+    std::vector<Stmt> nests = std::move(packing);
     for (int s = 0; s < state_.num_stages(); ++s) {
       const Stage& st = state_.stage(s);
       if (!st.is_placeholder() && st.location == ComputeLocation::kRoot)
@@ -210,6 +284,8 @@ class Lowerer {
     }
     Stmt body = seq(std::move(nests));
     for (auto it = root_buffers.rbegin(); it != root_buffers.rend(); ++it)
+      body = allocate(*it, body);
+    for (auto it = packed_buffers.rbegin(); it != packed_buffers.rend(); ++it)
       body = allocate(*it, body);
     return PrimFunc::make(c_identifier(name), std::move(params), num_inputs, body);
   }
@@ -237,10 +313,14 @@ class Lowerer {
         while (strides[d] % align.factor != align.offset) ++strides[d];
       }
     }
-    std::string name = c_identifier(st.name());
+    return Buffer::make(unique_buffer_name(c_identifier(st.name())), st.tensor.dtype(), shape,
+                        strides, scope);
+  }
+
+  std::string unique_buffer_name(std::string name) {
     while (used_names_.count(name)) name += "_";
     used_names_.insert(name);
-    return Buffer::make(name, st.tensor.dtype(), shape, strides, scope);
+    return name;
   }
 
   // Rewrites a stage's expression: its axes to their values, reads of inlined
@@ -424,14 +504,57 @@ class Lowerer {
   }
 
   Stmt guard(const StageContext& c, Stmt body, bool spatial_only) {
+    const bool pad = computes_padding_safely(c, body);
     Expr cond;
     for (const auto& p : c.predicates) {
       bool uses_reduce = false;
       for (const auto* v : c.reduce_vars) uses_reduce |= ir::uses_var(p, v);
       if (spatial_only && uses_reduce) continue;
+      if (pad && !uses_reduce) continue;
       cond = cond ? ir::logical_and(cond, p) : p;
     }
     return cond ? if_then_else(ir::simplify(cond), body) : body;
+  }
+
+  // A stage that writes a buffer of its own may compute the points past the
+  // tensor's edge that a ragged tile covers instead of testing every point,
+  // when at those points nothing it reads or writes leaves its buffer (the
+  // inputs it reads are packed, with padding, or local) and nothing can
+  // trap. Its consumers never read those points, and a register tile runs
+  // without a branch per element. Reduction axes stay guarded: their
+  // padding would add to the sums.
+  bool computes_padding_safely(const StageContext& c, const Stmt& body) const {
+    if (c.st->is_output) return false;
+    ir::VarRanges all = enclosing_;
+    all.insert(c.ranges.begin(), c.ranges.end());
+    auto in_bounds = [&](const Buffer& b, const Expr& index) {
+      auto bound = ir::bound_of(index, all);
+      auto lo = bound ? ir::as_const_int(bound->min) : std::nullopt;
+      return lo && *lo >= 0 && *lo + bound->extent <= b.storage_elements();
+    };
+    bool safe = true;
+    auto check = [&](const Expr& e) {
+      ir::visit_pre_order(e, [&](const Expr& x) {
+        if (x->kind() == ir::ExprKind::kBufferLoad) {
+          const auto& load = static_cast<const ir::BufferLoadNode&>(*x);
+          safe = safe && in_bounds(load.buffer, load.index);
+        } else if (x->kind() == ir::ExprKind::kBinary && x.dtype().is_integer()) {
+          const auto& b = static_cast<const ir::BinaryNode&>(*x);
+          bool divides = b.op == ir::BinaryOp::kDiv || b.op == ir::BinaryOp::kMod ||
+                         b.op == ir::BinaryOp::kFloorDiv || b.op == ir::BinaryOp::kFloorMod;
+          auto divisor = ir::as_const_int(b.b);
+          safe = safe && (!divides || (divisor && *divisor != 0));
+        }
+      });
+    };
+    visit_stmts(body, [&](const Stmt& st) {
+      if (st->kind() == StmtKind::kBufferStore) {
+        const auto& store = static_cast<const BufferStoreNode&>(*st);
+        safe = safe && in_bounds(store.buffer, store.index);
+      }
+    });
+    visit_stmt_exprs(body, check);
+    return safe;
   }
 
   // The loops from leaf position `pos` inward. With init_only, the spatial
@@ -653,61 +776,23 @@ PackedLayout packed_layout(const LoopState& state, int stage) {
   return layout;
 }
 
+bool packed_outside(const LoopState& state, int stage) {
+  const Stage& st = state.stage(stage);
+  return st.layout_rewrite && state.dag().is_constant_input(state.dag().stage_of(st.tensor));
+}
+
 std::vector<Packer> lower_packers(const LoopState& state, const std::string& name) {
   std::vector<Packer> out;
   const auto& inputs = state.dag().tensors().inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     int s = state.stage_named(inputs[i].name());
-    if (s < 0 || !state.stage(s).layout_rewrite) continue;
+    if (s < 0 || !packed_outside(state, s)) continue;
     PackedLayout layout = packed_layout(state, s);
     const te::Tensor& t = inputs[i];
     Buffer original = Buffer::make(c_identifier(t.name()), t.dtype(), t.shape());
     Buffer packed =
         Buffer::make(c_identifier(t.name()) + "_packed", t.dtype(), {layout.elements()});
-    // One loop per part; each tensor index from its parts' loops.
-    std::vector<Var> vars;
-    std::vector<Expr> index(t.shape().size());
-    for (size_t k = 0; k < layout.parts.size(); ++k) {
-      const auto& p = layout.parts[k];
-      vars.push_back(Var::make("p" + std::to_string(k)));
-      Expr term = p.inner == 1 ? Expr(vars.back())
-                               : vars.back() * ir::make_const(DataType::int32(),
-                                                              static_cast<double>(p.inner));
-      auto& slot = index[static_cast<size_t>(p.dim)];
-      slot = slot ? slot + term : term;
-    }
-    Expr cond;
-    for (size_t d = 0; d < index.size(); ++d) {
-      if (!index[d]) index[d] = ir::make_const(DataType::int32(), 0);
-      int64_t span = 1;
-      for (const auto& p : layout.parts) {
-        if (p.dim == static_cast<int>(d)) span *= p.extent;
-      }
-      if (span > t.shape()[d] || (layout.parts.empty() && t.shape()[d] > 1)) {
-        Expr in = index[d] < ir::make_const(DataType::int32(), static_cast<double>(t.shape()[d]));
-        cond = cond ? ir::logical_and(cond, in) : in;
-      }
-    }
-    Expr flat;
-    int64_t stride = 1;
-    for (size_t k = vars.size(); k-- > 0;) {
-      Expr term = stride == 1
-                      ? Expr(vars[k])
-                      : vars[k] * ir::make_const(DataType::int32(), static_cast<double>(stride));
-      flat = flat ? flat + term : term;
-      stride *= layout.parts[k].extent;
-    }
-    if (!flat) flat = ir::make_const(DataType::int32(), 0);
-    Stmt copy = buffer_store(packed, flat, ir::buffer_load(original, flat_index(original, index)));
-    Stmt body = cond ? if_then_else(ir::simplify(cond), copy,
-                                    buffer_store(packed, flat, ir::make_const(t.dtype(), 0)))
-                     : copy;
-    for (size_t k = vars.size(); k-- > 0;) {
-      body =
-          for_loop(vars[k], ir::make_const(DataType::int32(), 0),
-                   ir::make_const(DataType::int32(), static_cast<double>(layout.parts[k].extent)),
-                   ForKind::kSerial, body);
-    }
+    Stmt body = packing_nest(layout, t, original, packed, false);
     std::string fname = c_identifier(name + "_pack" + std::to_string(i));
     out.push_back({static_cast<int>(i), PrimFunc::make(fname, {original, packed}, 1, body),
                    layout.elements()});

@@ -544,9 +544,8 @@ void LayoutRewriteStepNode::apply(LoopState& state) const {
   TT_CHECK(stage >= 0 && stage < state.num_stages(), kInvalidArgument, "stage ", stage,
            " does not exist (the state has ", state.num_stages(), ")");
   Stage& s = state.mutable_stage(stage);
-  TT_CHECK(s.is_placeholder() && state.dag().is_constant_input(state.dag().stage_of(s.tensor)),
-           kInvalidArgument, "'", s.name(),
-           "' is not a constant input of the workload: only weights are pre-packed");
+  TT_CHECK(s.is_placeholder(), kInvalidArgument, "'", s.name(),
+           "' is not an input of the workload: only inputs are packed");
   TT_CHECK(!s.layout_rewrite, kInvalidArgument, "'", s.name(), "' is rewritten already");
   std::vector<int> consumers = state.consumers(stage);
   TT_CHECK(consumers.size() == 1, kInvalidArgument, "'", s.name(), "' has ", consumers.size(),

@@ -117,7 +117,7 @@ TEST(CCodegen, DisableVectorizeChangesTheCode) {
   EXPECT_NE(vector, scalar);
   EXPECT_FALSE(contains(scalar, "tt_f32x16")) << scalar;
   EXPECT_FALSE(contains(scalar, "#pragma omp simd")) << scalar;
-  EXPECT_TRUE(contains(scalar, "for (int32_t ii = 0; ii < 16; ++ii) {")) << scalar;
+  EXPECT_TRUE(contains(scalar, "for (int64_t ii = 0; ii < 16; ++ii) {")) << scalar;
   EXPECT_TRUE(contains(scalar, "C[io * 16 + ii] = A[io * 16 + ii] + B[io * 16 + ii];")) << scalar;
 }
 
@@ -125,7 +125,7 @@ TEST(CCodegen, DisabledVectorizePassLeavesCompilerHint) {
   ir::PassContextGuard guard(
       ir::PassContext::make(ir::PassContextOptions().with_disabled("vectorize")));
   std::string c = c_of(vadd());
-  EXPECT_TRUE(contains(c, "#pragma omp simd\n    for (int32_t ii = 0; ii < 16; ++ii) {")) << c;
+  EXPECT_TRUE(contains(c, "#pragma omp simd\n    for (int64_t ii = 0; ii < 16; ++ii) {")) << c;
 }
 
 TEST(CCodegen, MaxUnrollStepChangesReplicatedStatements) {
@@ -139,7 +139,7 @@ TEST(CCodegen, MaxUnrollStepChangesReplicatedStatements) {
       ir::PassContext::make(ir::PassContextOptions().with_config("tir.max_unroll_step", 4)));
   std::string hinted = c_of(f);
   EXPECT_EQ(occurrences(hinted, "C["), 1) << hinted;
-  EXPECT_TRUE(contains(hinted, "#pragma GCC unroll 8\n  for (int32_t i = 0; i < 8; ++i) {"))
+  EXPECT_TRUE(contains(hinted, "#pragma GCC unroll 8\n  for (int64_t i = 0; i < 8; ++i) {"))
       << hinted;
 }
 
@@ -152,7 +152,7 @@ TEST(CCodegen, OutermostParallelLoopOnly) {
            ForKind::kParallel));
   std::string c = c_of(f, ir::Target::parse("c -num-cores=4"));
   EXPECT_EQ(
-      occurrences(c, "#pragma omp parallel for num_threads(tt_num_threads)\n  for (int32_t i = 0;"),
+      occurrences(c, "#pragma omp parallel for num_threads(tt_num_threads)\n  for (int64_t i = 0;"),
       1)
       << c;
   EXPECT_EQ(occurrences(c, "#pragma omp"), 1) << c;
@@ -172,7 +172,7 @@ TEST(CCodegen, NoOpenMPConstructInsideASimdLoop) {
            ForKind::kVectorized));
   std::string c = c_of(f, ir::Target::parse("c -num-cores=2"));
   EXPECT_EQ(occurrences(c, "#pragma omp"), 1) << c;
-  EXPECT_TRUE(contains(c, "#pragma omp simd\n  for (int32_t i = 0;")) << c;
+  EXPECT_TRUE(contains(c, "#pragma omp simd\n  for (int64_t i = 0;")) << c;
 }
 
 TEST(CCodegen, SmallAllocationsOnTheStackLargeOnTheHeap) {
@@ -204,8 +204,8 @@ TEST(CCodegen, NamesBecomeUniqueCIdentifiers) {
   std::string c = c_of(f);
   EXPECT_TRUE(contains(c, "int32_t exp_kernel(void** args)")) << c;
   EXPECT_TRUE(contains(c, "(const float* restrict float_v, float* restrict out_0)")) << c;
-  EXPECT_TRUE(contains(c, "for (int32_t i = 0;")) << c;
-  EXPECT_TRUE(contains(c, "for (int32_t i_1 = 0;")) << c;
+  EXPECT_TRUE(contains(c, "for (int64_t i = 0;")) << c;
+  EXPECT_TRUE(contains(c, "for (int64_t i_1 = 0;")) << c;
 }
 
 TEST(CCodegen, HalfPrecisionConvertsOnLoadAndStore) {

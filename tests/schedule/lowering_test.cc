@@ -170,21 +170,72 @@ TEST(Lowering, LayoutRewriteReadsTheWeightInTheTilesOrder) {
   EXPECT_TRUE(schedule_matches_reference(w, local));
 }
 
-TEST(Steps, LayoutRewriteOnlyForConstantInputsReadAtAxes) {
-  auto w = te::workload_tensors(te::make_named_workload_from_text("dense", "4,4,4"));
+TEST(Steps, LayoutRewriteOfInputsReadAtAxes) {
+  auto w = te::workload_tensors(te::make_named_workload_from_text("dense", "8,8,12"));
   ComputeDAG dag(w);
-  EXPECT_TT_ERROR(replay(dag, State::make({layout_rewrite(0)})), kInvalidArgument,
-                  "'data' is not a constant input");
+  const int kDense = 2;
   EXPECT_TT_ERROR(replay(dag, State::make({layout_rewrite(1), layout_rewrite(1)})),
                   kInvalidArgument, "rewritten already");
+  EXPECT_TT_ERROR(replay(dag, State::make({layout_rewrite(kDense)})), kInvalidArgument,
+                  "not an input");
+  // The data is no constant: the kernel packs it itself, taking it as it is,
+  // and only the weight gets a packer of its own.
+  State both =
+      State::make({split(kDense, 1, {4}), split(kDense, 3, {3}), reorder(kDense, {0, 1, 3, 2, 4}),
+                   fuse(kDense, {0, 1}), annotate(kDense, 0, IterAnnotation::kParallel),
+                   layout_rewrite(0), layout_rewrite(1)});
+  LoopState loops = replay(dag, both);
+  EXPECT_FALSE(lower::packed_outside(loops, 0));
+  EXPECT_TRUE(lower::packed_outside(loops, 1));
+  std::vector<lower::Packer> packers = lower::lower_packers(loops, "kernel");
+  ASSERT_EQ(packers.size(), 1u);
+  EXPECT_EQ(packers[0].input, 1);
+  lower::PrimFunc f = lower::lower_schedule(loops, "kernel");
+  EXPECT_EQ(f->params[0]->shape, (std::vector<int64_t>{8, 12}));
+  EXPECT_TRUE(schedule_matches_reference(w, both));
   // A convolution reads its data at computed indices; only the kernel qualifies.
   auto conv =
       te::workload_tensors(te::make_named_workload_from_text("conv2d_nhwc", "1,3,5,5,4,3,3,1,0"));
   ComputeDAG conv_dag(conv);
   EXPECT_TT_ERROR(replay(conv_dag, State::make({layout_rewrite(0)})), kInvalidArgument,
-                  "not a constant input");
+                  "at computed indices");
   State s = State::make({split(2, 3, {2}), layout_rewrite(1)});
   EXPECT_TRUE(schedule_matches_reference(conv, s));
+}
+
+/// Conditions guarding a store to the buffer named `name` in `f`.
+int guarded_stores(const lower::PrimFunc& f, const std::string& name) {
+  int n = 0;
+  lower::visit_stmts(f->body, [&](const lower::Stmt& s) {
+    if (s->kind() != lower::StmtKind::kIfThenElse) return;
+    lower::visit_stmts(static_cast<const lower::IfThenElseNode&>(*s).then_case,
+                       [&](const lower::Stmt& x) {
+                         n += x->kind() == lower::StmtKind::kBufferStore &&
+                              static_cast<const lower::BufferStoreNode&>(*x).buffer->name == name;
+                       });
+  });
+  return n;
+}
+
+TEST(Lowering, ARaggedTileOfPackedInputsComputesItsPaddingUnguarded) {
+  // Tiles of 4 rows over 10: the last tile overhangs by two. The local stage
+  // then computes rows 10 and 11 too, into its own buffer, from the padding
+  // of the packed inputs; only the copy-out tests the rows.
+  auto t = matmul_tensors(10, 16, 8);
+  std::vector<Step> steps = {cache_write(kMatmul, "local"), split(2, 0, {4}), split(3, 0, {4}),
+                             compute_at(2, 3, 0)};
+  auto lowered = [&](std::vector<Step> extra) {
+    std::vector<Step> all = steps;
+    all.insert(all.end(), extra.begin(), extra.end());
+    EXPECT_TRUE(schedule_matches_reference(t, State::make(all)));
+    return lower::lower_schedule(replay(ComputeDAG(t), State::make(all)), "k");
+  };
+  lower::PrimFunc packed = lowered({layout_rewrite(0), layout_rewrite(1)});
+  EXPECT_EQ(guarded_stores(packed, "matmul_local"), 0) << lower::to_string(packed);
+  EXPECT_GT(guarded_stores(packed, "matmul"), 0) << lower::to_string(packed);
+  // Rows past the edge of an unpacked A would be read out of bounds: guarded.
+  lower::PrimFunc plain = lowered({layout_rewrite(1)});
+  EXPECT_GT(guarded_stores(plain, "matmul_local"), 0) << lower::to_string(plain);
 }
 
 TEST(Steps, InvalidStepsNameTheProblem) {

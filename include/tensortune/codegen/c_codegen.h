@@ -18,6 +18,9 @@
 ///    are loaded, stored or cast (float16 as _Float16, bfloat16 by bit
 ///    manipulation with round to nearest-even);
 ///  - integers wrap (compile with -fwrapv, which compile_flags gives);
+///    int32 loop variables are declared int64_t, so index arithmetic on them
+///    is 64 bits wide (the same values for the indices of buffers under 2^31
+///    elements, for which lowering uses int32);
 ///    floordiv/floormod round toward negative infinity via helper functions;
 ///    float min/max have fmin/fmax semantics (the non-NaN operand wins);
 ///  - the outermost parallel loop becomes `#pragma omp parallel for` with the

@@ -55,9 +55,15 @@ struct Packer {
   int64_t elements = 0;  ///< of the packed buffer
 };
 
-/// A packer per layout-rewritten input of `state`, named `<name>_pack<input>`
-/// for the kernel lower(state, name). The kernel takes each such input
-/// packed: a buffer of Packer::elements in place of the tensor.
+/// True if the layout-rewritten input `stage` is packed outside the kernel,
+/// once (a constant input: a weight), rather than by the kernel itself at
+/// its start, into a buffer of its own (any other input).
+bool packed_outside(const schedule::LoopState& state, int stage);
+
+/// A packer per input of `state` packed outside the kernel (packed_outside),
+/// named `<name>_pack<input>` for the kernel lower(state, name). The kernel
+/// takes each such input packed: a buffer of Packer::elements in place of
+/// the tensor. Inputs the kernel packs itself it takes as they are.
 std::vector<Packer> lower_packers(const schedule::LoopState& state, const std::string& name);
 
 }  // namespace tensortune::lower

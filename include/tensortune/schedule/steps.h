@@ -165,12 +165,14 @@ struct PragmaStepNode : StepNode {
   void apply(LoopState& state) const override;
 };
 
-/// Stores a constant input (a weight: ComputeDAG::is_constant_input)
-/// pre-packed in the order its only consumer's loops read it, so that the
-/// tiles read it contiguously (Ansor's layout rewrite). The packing is a
-/// separate function (lower::lower_packers) run once on the weights; the
-/// layout follows the consumer's loops as they are when the state is
-/// lowered. The consumer must read it at its own axes (or constants).
+/// Stores an input packed in the order its only consumer's loops read it,
+/// so that the tiles read it contiguously (Ansor's layout rewrite). A
+/// constant input (a weight: ComputeDAG::is_constant_input) is packed by a
+/// separate function (lower::lower_packers) run once on the weights; any
+/// other input the kernel packs itself when it starts, as a GEMM library
+/// packs its operands. The layout follows the consumer's loops as they are
+/// when the state is lowered. The consumer must read it at its own axes (or
+/// constants).
 struct LayoutRewriteStepNode : StepNode {
   TT_NODE(LayoutRewriteStepNode, "schedule.LayoutRewriteStep")
   static void declare(FieldList<LayoutRewriteStepNode>& f);
