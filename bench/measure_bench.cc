@@ -117,12 +117,12 @@ void BM_RunOverhead(benchmark::State& state) {
   o.pool = pool_options();
   o.pool.max_requests_per_worker = 0;  // keep one warm worker throughout
   tt::measure::LocalRunner runner(o);
-  for (int i = 0; i < 5; ++i) runner.run(task, {built});  // start the worker, load the library
+  for (int i = 0; i < 5; ++i) runner.run(task, {built}, {});  // start the worker, load the library
 
   std::vector<double> overhead, round_trip, in_worker;
   for (auto _ : state) {
     auto start = Clock::now();
-    tt::measure::RunOutcome out = runner.run(task, {built})[0];
+    tt::measure::RunOutcome out = runner.run(task, {built}, {})[0];
     double wall = std::chrono::duration<double>(Clock::now() - start).count();
     if (out.costs.empty()) {
       state.SkipWithError(("run failed: " + out.error_message).c_str());
@@ -245,10 +245,10 @@ void BM_TimingCv(benchmark::State& state) {
   o.timeout = std::chrono::seconds(60);
   o.pool = pool_options();
   tt::measure::LocalRunner runner(o);
-  runner.run(task, {built});  // start the worker, load the library
+  runner.run(task, {built}, {});  // start the worker, load the library
   std::vector<double> cvs, means;
   for (auto _ : state) {
-    tt::measure::RunOutcome out = runner.run(task, {built})[0];
+    tt::measure::RunOutcome out = runner.run(task, {built}, {})[0];
     if (out.costs.size() < 2) {
       state.SkipWithError(("run failed: " + out.error_message).c_str());
       return;

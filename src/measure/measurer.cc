@@ -291,13 +291,15 @@ void LocalRunner::prepare(const te::Task& task) {
 }
 
 std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
-                                         const std::vector<BuildResult>& built) {
+                                         const std::vector<BuildResult>& built,
+                                         const RunHints& hints) {
   std::vector<RunOutcome> outcomes(built.size());
   std::vector<std::string> requests;
   std::vector<size_t> which;
   RunRequest request;
   request.task = task;
   request.options = timing_;
+  request.abandon_above_s = hints.abandon_above_s();
   for (size_t i = 0; i < built.size(); ++i) {
     if (built[i].error_code != ErrorCode::kNoError) {
       outcomes[i].error_code = built[i].error_code;
@@ -357,20 +359,27 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
                                               const ir::PassContext& context, Builder& builder,
-                                              Runner& runner, const ResultCallback& on_result) {
+                                              Runner& runner, const ResultCallback& on_result,
+                                              const RunHints& hints) {
   std::vector<BuildResult> built = builder.build(task, states, context);
   std::vector<MeasureResult> results(states.size());
+  // The best so far includes this batch's: a first batch, which knows no
+  // best before it, abandons hopeless candidates too.
+  RunHints now = hints;
   auto report = [&](size_t i, const RunOutcome& ran) {
     results[i] = make_result(built[i], ran);
+    if (results[i].ok() && (now.best_s <= 0 || results[i].mean_cost() < now.best_s)) {
+      now.best_s = results[i].mean_cost();
+    }
     if (on_result) on_result(MeasureInput{task, states[i]}, results[i]);
   };
   // Failed builds are reported at once, and each run as it ends: an
   // interrupted tuner loses at most the candidate being run.
   for (size_t i = 0; i < states.size(); ++i) {
-    if (built[i].error_code != ErrorCode::kNoError) report(i, runner.run(task, {built[i]})[0]);
+    if (built[i].error_code != ErrorCode::kNoError) report(i, runner.run(task, {built[i]}, now)[0]);
   }
   for (size_t i = 0; i < states.size(); ++i) {
-    if (built[i].error_code == ErrorCode::kNoError) report(i, runner.run(task, {built[i]})[0]);
+    if (built[i].error_code == ErrorCode::kNoError) report(i, runner.run(task, {built[i]}, now)[0]);
   }
   return results;
 }

@@ -95,6 +95,7 @@ void RunRequest::declare(FieldList<RunRequest>& f) {
       .def("packed_elements", &RunRequest::packed_elements)
       .def("options", &RunRequest::options)
       .def("workload_hash", &RunRequest::workload_hash)
+      .def_added_later("abandon_above_s", &RunRequest::abandon_above_s)
       .validate([](const RunRequest& r) {
         TT_CHECK(r.task && r.options, kInvalidArgument, "a run request needs a task and options");
         TT_CHECK(r.packers.size() == r.packed_inputs.size() &&

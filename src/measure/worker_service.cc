@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -381,9 +382,26 @@ RunOutcome serve_run(const RunRequest& request) {
   };
   try {
     // Warm-up (page faults, OpenMP thread start, lazy binding), unless the
-    // check's call did it already.
-    if (!options.check) call();
+    // check's call did it already. Its time says how many calls a
+    // measurement needs to last min_repeat_ms, and a candidate whose warm-up
+    // alone took twice the time to abandon at is measured by it (it was run
+    // once; page faults cannot make it that much slower).
+    const double abandon = request.abandon_above_s;
     int number = std::max(1, options.number);
+    if (!options.check) {
+      auto start = Clock::now();
+      call();
+      double warm = seconds_since(start);
+      if (abandon > 0 && warm > 2 * abandon) {
+        reply.costs = {warm};
+        reply.run_seconds = seconds_since(total_start);
+        return reply;
+      }
+      if (options.min_repeat_ms > 0 && warm > 0) {
+        double calls = std::ceil(options.min_repeat_ms * 1e-3 / warm);
+        number = static_cast<int>(std::clamp<double>(calls, number, 1 << 30));
+      }
+    }
     std::vector<double> costs;
     costs.reserve(static_cast<size_t>(std::max(1, options.repeat)));
     while (static_cast<int>(costs.size()) < std::max(1, options.repeat)) {
@@ -401,6 +419,7 @@ RunOutcome serve_run(const RunRequest& request) {
         continue;
       }
       costs.push_back(elapsed / number);
+      if (abandon > 0 && costs.size() == 1 && costs[0] > abandon) break;
       if (options.cooldown_ms > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(options.cooldown_ms));
       }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "tensortune/schedule/steps.h"
 
@@ -141,6 +142,18 @@ std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_inner
   return all[static_cast<size_t>(pick(rng, all.size()))];
 }
 
+std::vector<int64_t> random_ragged_factors(int64_t extent, int parts, int64_t max_innermost,
+                                           std::mt19937_64& rng, int64_t innermost_multiple) {
+  if (parts <= 0) return {};
+  const int64_t multiple = std::max<int64_t>(innermost_multiple, 1);
+  const int64_t choices = std::max<int64_t>(max_innermost / multiple, 1);
+  int64_t innermost = multiple * (1 + pick(rng, static_cast<size_t>(choices)));
+  const int64_t tiles = (extent + innermost - 1) / innermost;
+  std::vector<int64_t> out = random_factors(tiles, parts - 1, tiles, rng);
+  out.push_back(innermost);
+  return out;
+}
+
 RegisterTile register_tile(const LoopState& state, int stage, const MachineModel& machine) {
   const Stage& st = state.stage(stage);
   RegisterTile tile;
@@ -182,9 +195,38 @@ LoopState replay_with_tile_sizes(
   return state;
 }
 
+namespace {
+
+/// The names of the stages of `sketch` that read inputs, all of them packed.
+std::set<std::string> stages_reading_only_packed_inputs(const schedule::State& sketch,
+                                                        const schedule::ComputeDAG& dag) {
+  LoopState state = schedule::replay(dag, sketch);
+  std::set<std::string> out;
+  for (int s = 0; s < state.num_stages(); ++s) {
+    if (state.stage(s).is_placeholder()) continue;
+    bool any = false, all = true;
+    for (int p = 0; p < state.num_stages(); ++p) {
+      const Stage& input = state.stage(p);
+      if (!input.is_placeholder()) continue;
+      std::vector<int> readers = state.consumers(p);
+      if (std::find(readers.begin(), readers.end(), s) == readers.end()) continue;
+      any = true;
+      all = all && input.layout_rewrite;
+    }
+    if (any && all) out.insert(state.stage(s).name());
+  }
+  return out;
+}
+
+}  // namespace
+
 schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
                                 const MachineModel& machine, const AnnotateOptions& options,
                                 std::mt19937_64& rng) {
+  // A stage whose inputs are all packed may take ragged tiles: the packed
+  // layout pads them, and lowering computes the padding unguarded. So its
+  // register tile may have 6 rows over 1024, the size 16 registers want.
+  const std::set<std::string> padded = stages_reading_only_packed_inputs(sketch, dag);
   schedule::State last;
   for (int attempt = 0; attempt <= options.tile_retries; ++attempt) {
     LoopState state = replay_with_tile_sizes(
@@ -193,13 +235,21 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
           // is vectorized: its innermost tile is a whole number of vectors
           // when the extent has such a factor.
           auto op = st.tensor.compute_op();
+          const bool reduction = op && op->body->kind() == ir::ExprKind::kReduce;
           int64_t multiple = 1;
-          if (op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
-              id == st.root[op->axis.size() - 1]) {
+          if (reduction && !op->axis.empty() && id == st.root[op->axis.size() - 1]) {
             multiple = machine.lanes(st.tensor.dtype());
           }
-          return random_factors(st.iters[id].extent, static_cast<int>(split.lengths.size()),
-                                options.max_innermost_split, rng, multiple);
+          const int parts = static_cast<int>(split.lengths.size());
+          if (reduction && split.inner_to_outer && st.iters[id].kind == ir::IterKind::kSpatial &&
+              padded.count(st.name()) && chance(rng, options.ragged_tile_prob)) {
+            int64_t most = multiple > 1
+                               ? multiple * options.max_vectors_per_loop
+                               : std::min(options.max_innermost_split, machine.vector_registers);
+            return random_ragged_factors(st.iters[id].extent, parts, most, rng, multiple);
+          }
+          return random_factors(st.iters[id].extent, parts, options.max_innermost_split, rng,
+                                multiple);
         });
     last = schedule::State::make(state.history());
     if (tiles_fit(state, machine)) break;

@@ -4,6 +4,7 @@
 
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/steps.h"
+#include "tensortune/search/annotate.h"
 
 namespace tensortune::search {
 
@@ -66,9 +67,38 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
   int64_t extent = st.iters[st.leaves.at(static_cast<size_t>(split->iter))].extent;
   int64_t product = 1;
   for (int64_t l : split->lengths) product *= l;
-  if (product <= 0 || extent % product != 0) return std::nullopt;
+  if (product <= 0) return std::nullopt;
+  std::vector<int64_t> lengths = split->lengths;
+  auto with_lengths = [&](std::vector<int64_t> l) {
+    std::vector<Step> steps = state.steps();
+    steps[at] = schedule::split(split->stage, split->iter, std::move(l), split->inner_to_outer);
+    return if_valid(dag, std::move(steps));
+  };
+  // A ragged tiling (annotate.h: random_ragged_factors) has a free innermost
+  // length; the others factor the tiles it leaves.
+  std::optional<int64_t> ragged;
+  if (extent % product != 0) {
+    if (!split->inner_to_outer || lengths.size() < 2) return std::nullopt;
+    ragged = lengths.back();
+    if (pick(rng, 2) == 0) {
+      // The innermost length moves by its largest power-of-two factor (a
+      // multiple of the vector lanes stays one); the others are drawn anew.
+      int64_t step = *ragged & -*ragged;
+      int64_t next = pick(rng, 2) == 0 ? *ragged + step : *ragged - step;
+      if (next < 1 || next > max_innermost) return std::nullopt;
+      int64_t tiles = (extent + next - 1) / next;
+      std::vector<int64_t> redrawn =
+          random_factors(tiles, static_cast<int>(lengths.size()) - 1, tiles, rng);
+      redrawn.push_back(next);
+      return with_lengths(std::move(redrawn));
+    }
+    extent = (extent + *ragged - 1) / *ragged;
+    product /= *ragged;
+    lengths.pop_back();
+    if (extent % product != 0) return std::nullopt;
+  }
   // All parts, the implied one included: outermost first for inner_to_outer.
-  std::vector<int64_t> parts = split->lengths;
+  std::vector<int64_t> parts = lengths;
   if (split->inner_to_outer) {
     parts.insert(parts.begin(), extent / product);
   } else {
@@ -86,16 +116,18 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
   if (dst >= src) ++dst;
   parts[src] /= d;
   parts[dst] *= d;
-  std::vector<int64_t> lengths = parts;
+  lengths = parts;
   if (split->inner_to_outer) {
     lengths.erase(lengths.begin());
   } else {
     lengths.pop_back();
   }
-  if (split->inner_to_outer && lengths.back() > max_innermost) return std::nullopt;
-  std::vector<Step> steps = state.steps();
-  steps[at] = schedule::split(split->stage, split->iter, lengths, split->inner_to_outer);
-  return if_valid(dag, std::move(steps));
+  if (ragged) {
+    lengths.push_back(*ragged);
+  } else if (split->inner_to_outer && lengths.back() > max_innermost) {
+    return std::nullopt;
+  }
+  return with_lengths(std::move(lengths));
 }
 
 std::optional<State> mutate_auto_unroll(const schedule::ComputeDAG& dag, const State& state,

@@ -370,13 +370,14 @@ const SketchRule& sketch_rule(std::string_view name) {
 
 namespace {
 
-/// The constant inputs that tiled stages of `loops` read at their own axes:
-/// the ones layout_rewrite may pre-pack.
-std::vector<int> rewritable_inputs(const LoopState& loops) {
+/// The inputs that tiled stages of `loops` read at their own axes: the ones
+/// layout_rewrite may pack (the constant ones only, or all).
+std::vector<int> rewritable_inputs(const LoopState& loops, bool constants_only) {
   std::vector<int> out;
   for (int s = 0; s < loops.num_stages(); ++s) {
     if (!loops.stage(s).is_placeholder() ||
-        !loops.dag().is_constant_input(loops.dag().stage_of(loops.stage(s).tensor))) {
+        (constants_only &&
+         !loops.dag().is_constant_input(loops.dag().stage_of(loops.stage(s).tensor)))) {
       continue;
     }
     std::vector<int> readers = loops.consumers(s);
@@ -411,18 +412,21 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
         std::string description = s.applied.empty() ? "naive" : join(s.applied, " ");
         if (seen.insert(structural_hash(state)).second) out.push_back({state, description});
         // The same sketch with the weights its tiles read pre-packed in
-        // their order; which is faster is for measurement to tell.
-        std::vector<int> weights =
-            options.layout_rewrite ? rewritable_inputs(s.loops) : std::vector<int>{};
-        if (!weights.empty()) {
+        // their order, and with every input they read packed (the other
+        // inputs by the kernel itself, as a GEMM library packs its
+        // operands); which is fastest is for measurement to tell.
+        if (!options.layout_rewrite) continue;
+        for (bool constants_only : {true, false}) {
+          std::vector<int> packed = rewritable_inputs(s.loops, constants_only);
+          if (packed.empty()) continue;
           std::vector<schedule::Step> steps = s.loops.history();
-          for (int w : weights) {
+          std::string text = description;
+          for (int w : packed) {
             steps.push_back(schedule::layout_rewrite(w));
-            description += " layout_rewrite(" + s.loops.stage(w).name() + ")";
+            text += " layout_rewrite(" + s.loops.stage(w).name() + ")";
           }
           schedule::State rewritten = schedule::State::make(steps);
-          if (seen.insert(structural_hash(rewritten)).second)
-            out.push_back({rewritten, description});
+          if (seen.insert(structural_hash(rewritten)).second) out.push_back({rewritten, text});
         }
         continue;
       }

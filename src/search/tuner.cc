@@ -69,9 +69,10 @@ class TimedRunner final : public measure::Runner {
   TimedRunner(measure::Runner& inner, double& seconds) : inner_(inner), seconds_(seconds) {}
   void check(const te::Task& task) override { inner_.check(task); }
   std::vector<measure::RunOutcome> run(const te::Task& task,
-                                       const std::vector<measure::BuildResult>& built) override {
+                                       const std::vector<measure::BuildResult>& built,
+                                       const measure::RunHints& hints) override {
     auto start = Clock::now();
-    auto out = inner_.run(task, built);
+    auto out = inner_.run(task, built, hints);
     seconds_ += seconds_since(start);
     return out;
   }
@@ -196,6 +197,9 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
       summary.exhausted = true;
       continue;
     }
+    measure::RunHints hints;
+    hints.abandon_factor = options.abandon_factor;
+    if (auto best = summary.best_latency()) hints.best_s = *best;
     auto results = measure::measure_candidates(
         tasks[t], states, context, timed_builder, timed_runner,
         [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
@@ -205,7 +209,8 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
           ++summary.trials;
           ++report.trials;
           if (hooks.result) hooks.result(input, result);
-        });
+        },
+        hints);
     auto learn = Clock::now();
     policies[t]->update(states, results);
     report.time.training_s += seconds_since(learn);

@@ -59,8 +59,9 @@ TEST_F(SearchCli, SketchesOfATask) {
   EXPECT_NE(r.out.find("sketch 0: multi_level_tiling(matmul)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tile_with_fusion(matmul.local, level 2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sample 1:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("level 2) layout_rewrite(A) layout_rewrite(B)"), std::string::npos) << r.out;
   RunResult j = cli({"sketches", "--task", task("matmul", "64,64,64"), "--json"});
-  EXPECT_EQ(json::parse(j.out).size(), 3u);
+  EXPECT_EQ(json::parse(j.out).size(), 6u);  // three structures, each also packed
 }
 
 TEST_F(SearchCli, TheSearchBeatsRandomSchedulesForTheSameTrials) {

@@ -84,13 +84,13 @@ TEST(WorkerPool, WorkerKilledFromOutsideIsReportedAndReplaced) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (pid_t pid : runner.pool().worker_pids()) ::kill(pid, SIGKILL);
   });
-  RunOutcome lost = runner.run(task, hang)[0];
+  RunOutcome lost = runner.run(task, hang, {})[0];
   killer.join();
   EXPECT_EQ(error_code_name(lost.error_code), "DEVICE_LOST") << lost.error_message;
   EXPECT_NE(lost.error_message.find("killed"), std::string::npos) << lost.error_message;
 
   std::vector<BuildResult> good = builder.build(task, {schedule::State::make()}, fault_context(""));
-  RunOutcome after = runner.run(task, good)[0];
+  RunOutcome after = runner.run(task, good, {})[0];
   EXPECT_EQ(after.error_code, ErrorCode::kNoError) << after.error_message;
   EXPECT_EQ(runner.pool().workers_started(), 2);
 }

@@ -43,7 +43,7 @@ TEST(Runner, ReferenceIsPreparedOutsideTheCandidateTimeoutAndKept) {
     // The reference takes seconds in the evaluator, far more than the
     // candidate's timeout allows, and the candidate still measures.
     LocalRunner runner(options);
-    RunOutcome first = runner.run(task, built)[0];
+    RunOutcome first = runner.run(task, built, {})[0];
     EXPECT_EQ(error_code_name(first.error_code), "NO_ERROR") << first.error_message;
     ASSERT_TRUE(first.max_error.has_value());
   }
@@ -53,7 +53,7 @@ TEST(Runner, ReferenceIsPreparedOutsideTheCandidateTimeoutAndKept) {
 
   // A new runner (a new worker) reads the kept reference instead of evaluating it again.
   LocalRunner again(options);
-  RunOutcome second = again.run(task, built)[0];
+  RunOutcome second = again.run(task, built, {})[0];
   EXPECT_EQ(error_code_name(second.error_code), "NO_ERROR") << second.error_message;
   EXPECT_EQ(std::filesystem::last_write_time(files[0]), written);
 }
@@ -69,7 +69,7 @@ TEST(Runner, PreparationThatTimesOutStopsTheRunWithItsReason) {
   options.timing.cache_dir = test_cache_dir() + "/references-unused";
   options.prepare_timeout = std::chrono::milliseconds(50);
   LocalRunner runner(options);
-  EXPECT_TT_ERROR(runner.run(task, built), kRuntime,
+  EXPECT_TT_ERROR(runner.run(task, built, {}), kRuntime,
                   "cannot prepare the reference outputs of matmul(384,384,384,float32)");
 }
 
@@ -90,8 +90,28 @@ TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
   EXPECT_EQ(built[0].packed_elements, std::vector<int64_t>{48 * 20});
   EXPECT_TRUE(built[1].packers.empty());
   LocalRunner runner(runner_options());  // with check
-  std::vector<RunOutcome> ran = runner.run(task, built);
+  std::vector<RunOutcome> ran = runner.run(task, built, {});
   for (const auto& r : ran) EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
+}
+
+TEST(Runner, ACandidateSlowerThanTheAbandonTimeIsMeasuredOnce) {
+  te::Task task = te::Task::make(te::make_named_workload_from_text("matmul", "64,64,64"),
+                                 ir::Target::parse("c"));
+  LocalBuilder builder(builder_options(1));
+  std::vector<BuildResult> built =
+      builder.build(task, {schedule::State::make()}, ir::PassContext::make());
+  ASSERT_EQ(built[0].error_code, ErrorCode::kNoError) << built[0].error_message;
+  LocalRunnerOptions options = runner_options();
+  options.timing.repeat = 5;
+  options.timing.check = false;
+  LocalRunner runner(options);
+  // No kernel runs in a nanosecond: one cost, however it is measured.
+  RunOutcome abandoned = runner.run(task, built, RunHints{1e-9, 1})[0];
+  EXPECT_EQ(error_code_name(abandoned.error_code), "NO_ERROR") << abandoned.error_message;
+  EXPECT_EQ(abandoned.costs.size(), 1u);
+  // Nor in a minute: all five.
+  EXPECT_EQ(runner.run(task, built, RunHints{60, 1})[0].costs.size(), 5u);
+  EXPECT_EQ(runner.run(task, built, {})[0].costs.size(), 5u);
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   for (int begin = 0; begin < kRequests; begin += kBatch) {
     std::vector<BuildResult> batch;
     for (int i = begin; i < begin + kBatch; ++i) batch.push_back(built[kinds[i]]);
-    std::vector<RunOutcome> outcomes = runner.run(task, batch);
+    std::vector<RunOutcome> outcomes = runner.run(task, batch, {});
     ASSERT_EQ(outcomes.size(), batch.size());
     for (pid_t pid : runner.pool().worker_pids()) seen.insert(pid);
     for (int i = begin; i < begin + kBatch; ++i) {

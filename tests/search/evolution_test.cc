@@ -177,7 +177,8 @@ class FormulaBuilder final : public measure::Builder {
 
 class FormulaRunner final : public measure::Runner {
  public:
-  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built) override {
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built,
+                              const measure::RunHints&) override {
     std::vector<RunOutcome> out(built.size());
     for (size_t i = 0; i < built.size(); ++i) {
       out[i].error_code = built[i].error_code;
@@ -217,6 +218,9 @@ TEST(EvolutionarySearch, NeverProposesAProgramTwice) {
 double best_cost(const TuneReport& r) { return *r.tasks[0].best_latency(); }
 
 TEST(EvolutionarySearch, FindsFasterProgramsThanRandomSearchForTheSameTrials) {
+  // One run's best depends much on its seed in this priced world (either
+  // search may stumble on a cheap program early), so five seeds each, and
+  // the medians compared.
   te::Task task = task_of("matmul", "128,128,128");
   FormulaBuilder builder;
   FormulaRunner runner;
@@ -225,20 +229,30 @@ TEST(EvolutionarySearch, FindsFasterProgramsThanRandomSearchForTheSameTrials) {
   options.batch_size = 16;
   EvolutionaryOptions evo;
   evo.population = 128;
-  TuneReport guided = tune({task}, evolutionary_policy(xgb(), evo), builder, runner, options);
-  TuneReport sketched = tune(
-      {task},
-      evolutionary_policy(std::make_shared<SharedCostModel>(make_cost_model("random", 0)), evo),
-      builder, runner, options);
-  TuneReport random = tune(
-      {task},
-      [](const te::Task& t, uint64_t seed) {
-        return std::make_unique<RandomSearchPolicy>(t, seed);
-      },
-      builder, runner, options);
-  EXPECT_EQ(guided.trials, 96);
-  EXPECT_LT(best_cost(guided), best_cost(random));
-  EXPECT_LE(best_cost(guided), best_cost(sketched));
+  std::vector<double> guided, sketched, random;
+  int wins = 0;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    options.seed = seed;
+    TuneReport g = tune({task}, evolutionary_policy(xgb(), evo), builder, runner, options);
+    EXPECT_EQ(g.trials, 96);
+    guided.push_back(best_cost(g));
+    sketched.push_back(best_cost(tune(
+        {task},
+        evolutionary_policy(std::make_shared<SharedCostModel>(make_cost_model("random", 0)), evo),
+        builder, runner, options)));
+    random.push_back(best_cost(tune(
+        {task},
+        [](const te::Task& t, uint64_t s) { return std::make_unique<RandomSearchPolicy>(t, s); },
+        builder, runner, options)));
+    wins += guided.back() < random.back();
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_GE(wins, 3);
+  EXPECT_LT(median(guided), median(random));
+  EXPECT_LE(median(guided), median(sketched));
 }
 
 /// The candidates of a run, in order, as record lines without the times.

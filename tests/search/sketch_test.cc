@@ -184,11 +184,15 @@ TEST(SketchRules, UnknownRuleNamesTheRules) {
 
 TEST(Sketches, MatmulHasPlainTilingAndTwoFusedLocalAccumulators) {
   std::vector<Sketch> sketches = generate_sketches(named_dag("matmul", "64,64,64"));
+  // Each also with both operands packed by the kernel (neither is a weight).
+  const std::string packed = " layout_rewrite(A) layout_rewrite(B)";
   EXPECT_EQ(descriptions(sketches),
             (std::vector<std::string>{
-                "multi_level_tiling(matmul)",
+                "multi_level_tiling(matmul)", "multi_level_tiling(matmul)" + packed,
                 "add_cache_write(matmul) tile_with_fusion(matmul.local, level 1)",
-                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 2)"}));
+                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 1)" + packed,
+                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 2)",
+                "add_cache_write(matmul) tile_with_fusion(matmul.local, level 2)" + packed}));
   // An elementwise DAG has just its naive schedule.
   EXPECT_EQ(descriptions(generate_sketches(named_dag("relu", "16"))),
             std::vector<std::string>{"naive"});
@@ -210,6 +214,14 @@ TEST(Sketches, FusedConvolutionInlinesTheBiasAndFusesIntoTheRelu) {
   plain.layout_rewrite = false;
   EXPECT_EQ(
       generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1"), plain).size(), 3u);
+}
+
+MachineModel avx2() {
+  MachineModel m;
+  m.num_cores = 2;
+  m.vector_bytes = 32;
+  m.vector_registers = 16;
+  return m;
 }
 
 MachineModel avx512() {
@@ -237,6 +249,44 @@ TEST(Annotate, RandomFactorsMultiplyToADivisorAndRespectTheInnermostBound) {
     EXPECT_EQ(random_factors(96, 2, 64, rng, 16).back() % 16, 0);
     EXPECT_EQ(random_factors(56, 2, 64, rng, 16).size(), 2u);
   }
+}
+
+TEST(Annotate, RaggedFactorsCoverTheExtentWithLessThanOneInnermostTileToSpare) {
+  std::mt19937_64 rng(5);
+  std::set<int64_t> innermost;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<int64_t> f = random_ragged_factors(1024, 3, 12, rng);
+    ASSERT_EQ(f.size(), 3u);
+    int64_t tiles = (1024 + f[2] - 1) / f[2];
+    EXPECT_EQ(tiles % (f[0] * f[1]), 0);  // the outer parts factor the tiles
+    EXPECT_LE(f[2], 12);
+    innermost.insert(f[2]);
+    EXPECT_EQ(random_ragged_factors(1000, 2, 32, rng, 8).back() % 8, 0);
+  }
+  EXPECT_EQ(innermost.size(), 12u);  // 6 rows over 1024 among them
+}
+
+TEST(Annotate, OnlyStagesReadingPackedInputsGetRaggedTiles) {
+  // The sketch with both operands packed (sketch 1) may tile 1000 rows by
+  // 6; the unpacked one (sketch 0) only by divisors.
+  ComputeDAG dag = named_dag("matmul", "1000,256,256");
+  std::vector<Sketch> sketches = generate_sketches(dag);
+  ASSERT_NE(sketches[1].description.find("layout_rewrite"), std::string::npos);
+  std::mt19937_64 rng(2);
+  auto ragged = [&](const Sketch& sketch) {
+    int n = 0;
+    for (int i = 0; i < 100; ++i) {
+      schedule::State s = fill_tile_sizes(sketch.state, dag, avx2(), {}, rng);
+      auto split = s.steps()[2].as<schedule::SplitStepNode>();  // the rows
+      EXPECT_EQ(split->iter, 0);
+      int64_t product = 1;
+      for (int64_t l : split->lengths) product *= l;
+      n += 1000 % product != 0;
+    }
+    return n;
+  };
+  EXPECT_EQ(ragged(sketches[0]), 0);
+  EXPECT_GT(ragged(sketches[1]), 5);
 }
 
 TEST(Annotate, TileSizesFitTheRegisterFileAndTheVectorWidth) {

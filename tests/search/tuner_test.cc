@@ -45,7 +45,9 @@ class FakeBuilder final : public measure::Builder {
 class FakeRunner final : public measure::Runner {
  public:
   explicit FakeRunner(ErrorCode code = ErrorCode::kNoError) : code_(code) {}
-  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built) override {
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built,
+                              const measure::RunHints& hints) override {
+    abandon_above.push_back(hints.abandon_above_s());
     std::vector<RunOutcome> out(built.size());
     for (auto& o : out) {
       o.error_code = code_;
@@ -56,6 +58,7 @@ class FakeRunner final : public measure::Runner {
     }
     return out;
   }
+  std::vector<double> abandon_above;  ///< the hint of each call
 
  private:
   ErrorCode code_;
@@ -83,6 +86,24 @@ class Tuner : public ::testing::Test {
   void TearDown() override { std::filesystem::remove(log_); }
   std::string log_;
 };
+
+TEST_F(Tuner, CandidatesFarSlowerThanTheBestAreTimedOnce) {
+  FakeBuilder builder;
+  FakeRunner runner;
+  TuneOptions options;
+  options.trials = 8;
+  options.batch_size = 4;
+  tune({matmul()}, random_policy(), builder, runner, options);
+  // The first candidate knows no best; the costs are 1, 2, 3, ... ms, so
+  // every later one is abandoned above 4 x 1 ms.
+  ASSERT_EQ(runner.abandon_above.size(), 8u);
+  EXPECT_EQ(runner.abandon_above[0], 0);
+  for (size_t i = 1; i < 8; ++i) EXPECT_DOUBLE_EQ(runner.abandon_above[i], 4e-3) << i;
+  options.abandon_factor = 0;
+  FakeRunner all;
+  tune({matmul()}, random_policy(), builder, all, options);
+  for (double a : all.abandon_above) EXPECT_EQ(a, 0);
+}
 
 TEST_F(Tuner, CountsNewTrialsAndResumesWithoutRepeats) {
   FakeBuilder builder;
@@ -271,8 +292,8 @@ TEST(RandomSearchPolicy, NeverProposesAMeasuredState) {
 /// matmul has more to gain, so the gradient scheduler should favour it.
 class SizedRunner final : public measure::Runner {
  public:
-  std::vector<RunOutcome> run(const te::Task& task,
-                              const std::vector<BuildResult>& built) override {
+  std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built,
+                              const measure::RunHints&) override {
     std::vector<RunOutcome> out(built.size());
     double flops = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
     for (auto& o : out) o.costs = {flops * 1e-9 * (1 + (next_++ % 5))};
@@ -323,7 +344,8 @@ TEST_F(Tuner, EarlyStoppingEndsATaskThatStopsImproving) {
 /// Sleeps a fixed time per run, so that a time budget has something to cut.
 class SlowRunner final : public measure::Runner {
  public:
-  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built) override {
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built,
+                              const measure::RunHints&) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(20) * built.size());
     std::vector<RunOutcome> out(built.size());
     for (auto& o : out) o.costs = {1e-3};

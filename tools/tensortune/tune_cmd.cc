@@ -39,6 +39,7 @@ struct TuneCommandArgs {
   double time_budget_s = 0;
   bool time_budget_given = false, target_given = false;
   int64_t early_stopping = 0;
+  double abandon_factor = 4;
   search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
@@ -312,6 +313,7 @@ int run_tune(const TuneCommandArgs& args) {
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   options.early_stopping = args.early_stopping;
+  options.abandon_factor = args.abandon_factor;
   options.weights = weights;
   // The run's one context: every candidate is built under it, and only
   // records built under it are resumed (unless --any-pass-context).
@@ -487,6 +489,10 @@ Command add_tune_command(CLI::App& app) {
                   "which task goes next: gradient (default) or round-robin");
   cmd->add_option("--time-budget", args->time_budget_s, "stop after this many seconds")
       ->each([args](const std::string&) { args->time_budget_given = true; });
+  cmd->add_option("--abandon-factor", args->abandon_factor,
+                  "time a candidate once when its first measurement is this many times slower "
+                  "than its task's best so far (0: time every candidate fully)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--early-stopping", args->early_stopping,
                   "stop tuning a task after this many trials without improvement (0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

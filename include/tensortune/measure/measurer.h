@@ -41,6 +41,16 @@ class Builder {
                                          const ir::PassContext& context) = 0;
 };
 
+/// What the caller of a run knows that can save time.
+struct RunHints {
+  /// A candidate whose first measurement is slower than abandon_factor times
+  /// this (the task's best so far) is timed no further
+  /// (RunRequest::abandon_above_s). 0 for either times every one fully.
+  double best_s = 0;
+  double abandon_factor = 0;
+  double abandon_above_s() const { return best_s * abandon_factor; }
+};
+
 /// Runs built candidates of a task.
 class Runner {
  public:
@@ -48,8 +58,8 @@ class Runner {
   /// Makes sure candidates of `task` can be run at all (see Builder::check).
   virtual void check(const te::Task& task) {}
   /// One outcome per build result; results that did not build are passed over.
-  virtual std::vector<RunOutcome> run(const te::Task& task,
-                                      const std::vector<BuildResult>& built) = 0;
+  virtual std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built,
+                                      const RunHints& hints) = 0;
 };
 
 /// The pool options that make every new worker prove, before it is given
@@ -120,7 +130,8 @@ class LocalRunner final : public Runner {
  public:
   explicit LocalRunner(LocalRunnerOptions options = {});
   void check(const te::Task& task) override;
-  std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built) override;
+  std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built,
+                              const RunHints& hints) override;
   WorkerPool& pool() { return pool_; }
   const LocalRunnerOptions& options() const { return options_; }
 
@@ -150,6 +161,7 @@ using ResultCallback = std::function<void(const MeasureInput&, const MeasureResu
 std::vector<MeasureResult> measure_candidates(const te::Task& task,
                                               const std::vector<schedule::State>& states,
                                               const ir::PassContext& context, Builder& builder,
-                                              Runner& runner, const ResultCallback& on_result = {});
+                                              Runner& runner, const ResultCallback& on_result = {},
+                                              const RunHints& hints = {});
 
 }  // namespace tensortune::measure

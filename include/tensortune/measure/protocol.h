@@ -140,6 +140,11 @@ struct RunRequest : Object {
   std::vector<int64_t> packed_elements;
   Ref<RunnerOptions> options;
   Hash64 workload_hash;
+  /// When one call in the first measurement takes longer than this (0:
+  /// never), the candidate is timed no further: that measurement is its one
+  /// cost. A tuner sets it a few times its best time so far, so a hopeless
+  /// candidate costs one measurement instead of `repeat`.
+  double abandon_above_s = 0;
   TT_NODE(RunRequest, "measure.RunRequest")
   static void declare(FieldList<RunRequest>& f);
 };

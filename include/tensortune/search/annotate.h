@@ -24,6 +24,9 @@ struct AnnotateOptions {
   int64_t max_innermost_split = 64;
   /// Largest extent of a vectorized loop, in vectors of the target's width.
   int64_t max_vectors_per_loop = 4;
+  /// The chance that a spatial axis of a stage whose inputs are all packed
+  /// gets a ragged tiling (random_ragged_factors).
+  double ragged_tile_prob = 0.5;
   /// How often a tile-size draw whose register tile does not fit the
   /// register file, or whose vector axis is not a multiple of the lanes, is
   /// drawn again before it is kept anyway.
@@ -55,6 +58,14 @@ MachineModel machine_model(const te::Task& task);
 std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
                                     std::mt19937_64& rng, int64_t innermost_multiple = 1);
 
+/// Draws a ragged tiling of `extent` into `parts` inner lengths (outer to
+/// inner): the innermost any multiple of `innermost_multiple` up to
+/// `max_innermost`, whether or not it divides the extent, the others a
+/// random_factors draw over the ceil(extent / innermost) tiles that leaves.
+/// The tiles then cover at most innermost - 1 points past the extent.
+std::vector<int64_t> random_ragged_factors(int64_t extent, int parts, int64_t max_innermost,
+                                           std::mt19937_64& rng, int64_t innermost_multiple = 1);
+
 /// Replays `sketch` on `dag` with each SplitStep's lengths replaced by what
 /// `lengths_of` gives for it: the stage and the id of the loop it splits,
 /// as they are when the split applies.
@@ -64,10 +75,11 @@ schedule::LoopState replay_with_tile_sizes(
                                              int loop_id)>& lengths_of);
 
 /// Fills every SplitStep of `sketch` with random factors of its loop's
-/// extent. A tiled stage's register tile (its loops after the last
-/// reduction loop) is drawn again, up to tile_retries times, when it needs
-/// more vector registers than the machine has or its innermost loop is not
-/// a whole number of vectors.
+/// extent, or, for the spatial axes of a reduction whose inputs the sketch
+/// packs (layout_rewrite), sometimes a ragged tiling. A tiled stage's
+/// register tile (its loops after the last reduction loop) is drawn again,
+/// up to tile_retries times, when it needs more vector registers than the
+/// machine has or its innermost loop is not a whole number of vectors.
 schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
                                 const MachineModel& machine, const AnnotateOptions& options,
                                 std::mt19937_64& rng);

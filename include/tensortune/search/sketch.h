@@ -32,8 +32,9 @@ struct SketchOptions {
   /// Cores of the target: AddRfactor factors reductions whose spatial
   /// parallelism cannot keep them busy.
   int64_t num_cores = 1;
-  /// Also each sketch whose tiled stages read constant inputs (weights) with
-  /// those pre-packed in the tiles' order (schedule::layout_rewrite).
+  /// Also each sketch whose tiled stages read inputs with those packed in
+  /// the tiles' order (schedule::layout_rewrite): the constant ones
+  /// (weights), and all of them.
   bool layout_rewrite = true;
 };
 
@@ -84,8 +85,9 @@ struct Sketch {
 
 /// Every sketch of `dag` under `options`, in a deterministic order, without
 /// duplicates. Never empty: a DAG no rule applies to has the naive schedule.
-/// With options.layout_rewrite, a sketch whose tiled stages read weights
-/// comes twice: as it is, and with them pre-packed in the tiles' order.
+/// With options.layout_rewrite, a sketch whose tiled stages read inputs at
+/// their axes comes up to three times: as it is, with the weights among
+/// them packed in the tiles' order, and with all of them packed.
 std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
                                       const SketchOptions& options = {});
 

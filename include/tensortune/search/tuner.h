@@ -42,6 +42,11 @@ struct TuneOptions {
   int64_t early_stopping = 0;
   /// How often each task occurs, in the order of the tasks (empty: 1 each).
   std::vector<double> weights;
+  /// A candidate whose first measurement is this many times slower than
+  /// its task's best so far is timed no further (measure::RunHints): a
+  /// search's early batches are mostly such candidates, and timing each
+  /// `repeat` times took most of a run. 0 times every candidate fully.
+  double abandon_factor = 4;
 };
 
 /// Where the run's wall-clock time went.
