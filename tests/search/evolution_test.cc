@@ -258,7 +258,8 @@ TEST(EvolutionarySearch, FindsFasterProgramsThanRandomSearchForTheSameTrials) {
 /// The candidates of a run, in order, as record lines without the times.
 std::vector<std::string> run_records(int build_workers, const std::string& log) {
   std::filesystem::remove(log);
-  te::Task task = task_of("matmul", "32,32,32");
+  // Small, so that no candidate's C takes long to compile.
+  te::Task task = task_of("matmul", "16,16,16");
   measure::LocalBuilderOptions bo = measure::testing::builder_options(build_workers);
   measure::LocalBuilder real(bo);
   FormulaBuilder builder(&real);
