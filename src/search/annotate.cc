@@ -117,6 +117,30 @@ bool tiles_fit(const LoopState& state, const MachineModel& machine) {
   return true;
 }
 
+/// An untiled stage's innermost loop too long to vectorize whole (a padding
+/// stage's 64 channels, a row of 3072) is split, and its inner part of a
+/// whole number of vectors, at most `limit` lanes, vectorized. Left as it
+/// is, GCC sees a scalar loop, which an unroll pragma then replicates.
+void split_and_vectorize_innermost(LoopState& state, int s, int64_t lanes, int64_t limit,
+                                   std::mt19937_64& rng) {
+  const Stage& st = state.stage(s);
+  const int n = static_cast<int>(st.leaves.size());
+  const auto& it = st.iters[st.leaves.back()];
+  if (it.kind != ir::IterKind::kSpatial || it.annotation != IterAnnotation::kNone ||
+      has_attached_at(state, s, st.leaves.back()) || it.extent <= limit) {
+    return;
+  }
+  std::vector<int64_t> fits;
+  for (int64_t f = lanes; f <= limit; f += lanes) {
+    if (it.extent % f == 0) fits.push_back(f);
+  }
+  if (fits.empty()) return;
+  int64_t f = fits[static_cast<size_t>(pick(rng, fits.size()))];
+  if (try_apply(state, schedule::split(s, n - 1, {f}))) {
+    try_apply(state, schedule::annotate(s, n, IterAnnotation::kVectorize));
+  }
+}
+
 }  // namespace
 
 MachineModel machine_model(const te::Task& task) {
@@ -301,6 +325,10 @@ void vectorize_innermost(LoopState& state, const MachineModel& machine,
       product *= it.extent;
       ++can;
       if (st.is_transformed()) break;
+    }
+    if (can == 0 && !st.is_transformed()) {
+      split_and_vectorize_innermost(state, s, machine.lanes(st.tensor.dtype()), limit, rng);
+      continue;
     }
     if (can == 0 || product <= 1) continue;
     int fuse = 1 + pick(rng, static_cast<size_t>(can));

@@ -90,7 +90,8 @@ void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
 
 /// Vectorizes each stage's innermost spatial loop (fusing a random number
 /// of innermost spatial loops first for untiled stages), within
-/// max_vectors_per_loop vectors.
+/// max_vectors_per_loop vectors; an untiled stage's innermost loop longer
+/// than that is split first, its inner part a whole number of vectors.
 void vectorize_innermost(schedule::LoopState& state, const MachineModel& machine,
                          const AnnotateOptions& options, std::mt19937_64& rng);
 
