@@ -17,7 +17,11 @@ threads=${TT_THREADS:-2}
 mkdir -p "$dir"
 
 "$root/scripts/setup.sh"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTT_BUILD_TESTS=OFF >/dev/null
+# A build folder that exists is used as it is configured (TT_BUILD_DIR=build
+# reuses the test build); a new one is a Release build without the tests.
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTT_BUILD_TESTS=OFF >/dev/null
+fi
 cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker tuned_bench
 
 declare -A args=(
