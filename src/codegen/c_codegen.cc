@@ -936,10 +936,15 @@ class FunctionEmitter {
         std::string iota = "(" + type + "){";
         for (int l = 0; l < n.lanes; ++l) iota += (l ? ", " : "") + std::to_string(l);
         iota += "}";
+        // Base and stride in the lanes' own type: GCC refuses to widen an
+        // int64_t scalar (a loop variable is one, emit_for says why) into
+        // a vector of int32 lanes.
+        const std::string lane = c_scalar_of_tag(compute_tag(t.element_of()));
+        auto as_lane = [&](const Expr& e) { return "(" + lane + ")(" + expr(e) + ")"; };
         auto stride = ir::as_const_int(n.stride);
-        std::string scaled = stride && *stride == 1 ? iota : iota + " * " + expr(n.stride);
+        std::string scaled = stride && *stride == 1 ? iota : iota + " * " + as_lane(n.stride);
         auto base = ir::as_const_int(n.base);
-        return base && *base == 0 ? scaled : "(" + scaled + " + " + expr(n.base) + ")";
+        return base && *base == 0 ? scaled : "(" + scaled + " + " + as_lane(n.base) + ")";
       } else if constexpr (std::is_same_v<N, ir::BroadcastNode>) {
         check_lanes(n.lanes);
         return widen(n.value.dtype(), n.lanes, expr(n.value));

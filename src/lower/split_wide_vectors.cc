@@ -177,8 +177,13 @@ class Splitter final : public StmtMutator {
         const auto& l = static_cast<const ir::BufferLoadNode&>(*e);
         return ir::buffer_load(l.buffer, slice(l.index, offset));
       }
+      // A vector constant (simplify folds a comparison of equal vectors into one).
       case ExprKind::kIntImm:
+        return ir::int_imm(static_cast<const ir::IntImmNode&>(*e).value,
+                           e.dtype().with_lanes(chunk_));
       case ExprKind::kFloatImm:
+        return ir::float_imm(static_cast<const ir::FloatImmNode&>(*e).value,
+                             e.dtype().with_lanes(chunk_));
       case ExprKind::kReduce:
       case ExprKind::kProducerLoad: break;
     }

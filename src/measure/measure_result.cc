@@ -56,6 +56,7 @@ void MeasureResult::declare(FieldList<MeasureResult>& f) {
       .def("pass_context_hash", &MeasureResult::pass_context_hash)
       .def("max_error", &MeasureResult::max_error)
       .def("instruments", &MeasureResult::instruments)
+      .def_added_later("kernel_seconds", &MeasureResult::kernel_seconds)
       .validate(check_measure_result);
 }
 
@@ -71,7 +72,7 @@ void check_measure_result(const MeasureResult& r) {
   }
   for (auto [name, value] :
        {std::pair{"build_seconds", r.build_seconds}, std::pair{"run_seconds", r.run_seconds},
-        std::pair{"timestamp", r.timestamp}}) {
+        std::pair{"kernel_seconds", r.kernel_seconds}, std::pair{"timestamp", r.timestamp}}) {
     TT_CHECK(std::isfinite(value), kParse, name, " must be a finite number, found ", value);
   }
   TT_CHECK(r.instruments.is_object(), kParse, "instruments must be an object (name -> results)");

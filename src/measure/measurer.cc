@@ -349,6 +349,7 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
   r.costs = ran.costs;
   r.build_seconds = built.build_seconds;
   r.run_seconds = ran.run_seconds;
+  r.kernel_seconds = ran.kernel_seconds;
   r.timestamp = unix_time_now();
   r.pass_context_hash = built.pass_context_hash;
   r.max_error = ran.max_error;

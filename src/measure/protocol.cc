@@ -119,7 +119,8 @@ void RunOutcome::declare(FieldList<RunOutcome>& f) {
       .def("error_message", &RunOutcome::error_message)
       .def("costs", &RunOutcome::costs)
       .def("run_seconds", &RunOutcome::run_seconds)
-      .def("max_error", &RunOutcome::max_error);
+      .def("max_error", &RunOutcome::max_error)
+      .def_added_later("kernel_seconds", &RunOutcome::kernel_seconds);
 }
 
 void RequestError::declare(FieldList<RequestError>& f) {

@@ -383,16 +383,18 @@ RunOutcome serve_run(const RunRequest& request) {
   try {
     // Warm-up (page faults, OpenMP thread start, lazy binding), unless the
     // check's call did it already. Its time says how many calls a
-    // measurement needs to last min_repeat_ms, and a candidate whose warm-up
-    // alone took twice the time to abandon at is measured by it (it was run
-    // once; page faults cannot make it that much slower).
+    // measurement needs to last min_repeat_ms. A candidate whose warm-up
+    // took twice the time to abandon at, and long enough that starting
+    // threads and touching fresh memory cannot explain it, is measured by it.
     const double abandon = request.abandon_above_s;
+    constexpr double kWarmUpCanDecideAbove = 0.05;
     int number = std::max(1, options.number);
     if (!options.check) {
       auto start = Clock::now();
       call();
       double warm = seconds_since(start);
-      if (abandon > 0 && warm > 2 * abandon) {
+      reply.kernel_seconds += warm;
+      if (abandon > 0 && warm > 2 * abandon && warm > kWarmUpCanDecideAbove) {
         reply.costs = {warm};
         reply.run_seconds = seconds_since(total_start);
         return reply;
@@ -411,6 +413,7 @@ RunOutcome serve_run(const RunRequest& request) {
       auto start = Clock::now();
       for (int n = 0; n < number; ++n) call();
       double elapsed = seconds_since(start);
+      reply.kernel_seconds += elapsed;
       if (options.min_repeat_ms > 0 && elapsed * 1e3 < options.min_repeat_ms &&
           number < (1 << 30)) {
         // Too short to time well: redo this measurement with enough calls.

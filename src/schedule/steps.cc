@@ -566,14 +566,19 @@ void LayoutRewriteStepNode::apply(LoopState& state) const {
     if (e->kind() != ir::ExprKind::kProducerLoad) return;
     const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
     if (load.producer.get() != s.tensor.get()) return;
+    std::set<const ir::VarNode*> used;
     for (const auto& index : load.indices) {
+      // Each axis at most once: a layout has one part per axis (A[i, i]
+      // would lose a dimension).
       direct &= index->kind() == ir::ExprKind::kIntImm ||
                 (index->kind() == ir::ExprKind::kVar &&
-                 axes.count(static_cast<const ir::VarNode*>(index.get())));
+                 axes.count(static_cast<const ir::VarNode*>(index.get())) &&
+                 used.insert(static_cast<const ir::VarNode*>(index.get())).second);
     }
   });
   TT_CHECK(direct, kInvalidArgument, "'", reader.name(), "' reads '", s.name(),
-           "' at computed indices; a layout is rewritten only for reads at the reader's axes");
+           "' at computed indices or at one axis twice; a layout is rewritten only for reads "
+           "at distinct axes of the reader");
   s.layout_rewrite = true;
 }
 

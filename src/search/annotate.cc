@@ -130,8 +130,8 @@ void split_and_vectorize_innermost(LoopState& state, int s, int64_t lanes, int64
       has_attached_at(state, s, st.leaves.back()) || it.extent <= limit) {
     return;
   }
-  std::vector<int64_t> fits;
-  for (int64_t f = lanes; f <= limit; f += lanes) {
+  std::vector<int64_t> fits;  // powers of two of vectors: what the vectorize pass takes
+  for (int64_t f = lanes; f <= limit; f *= 2) {
     if (it.extent % f == 0) fits.push_back(f);
   }
   if (fits.empty()) return;
@@ -170,8 +170,13 @@ std::vector<int64_t> random_ragged_factors(int64_t extent, int parts, int64_t ma
                                            std::mt19937_64& rng, int64_t innermost_multiple) {
   if (parts <= 0) return {};
   const int64_t multiple = std::max<int64_t>(innermost_multiple, 1);
-  const int64_t choices = std::max<int64_t>(max_innermost / multiple, 1);
-  int64_t innermost = multiple * (1 + pick(rng, static_cast<size_t>(choices)));
+  const int64_t most = std::max<int64_t>(std::min(max_innermost, extent), 1);
+  // Rows any number; vectors a power of two of them, which the vectorize
+  // pass turns into vector code.
+  std::vector<int64_t> choices;
+  for (int64_t v = multiple; v <= most; v = multiple > 1 ? 2 * v : v + 1) choices.push_back(v);
+  if (choices.empty()) choices.push_back(multiple);
+  int64_t innermost = choices[static_cast<size_t>(pick(rng, choices.size()))];
   const int64_t tiles = (extent + innermost - 1) / innermost;
   std::vector<int64_t> out = random_factors(tiles, parts - 1, tiles, rng);
   out.push_back(innermost);

@@ -68,7 +68,11 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
 
 schedule::State default_schedule(const te::Task& task) {
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
-  std::vector<Sketch> sketches = generate_sketches(dag, sketch_options(task));
+  // Weights are packed once, outside the kernel; other inputs stay as they
+  // are, so the untuned kernel copies nothing per call.
+  SketchOptions options = sketch_options(task);
+  options.pack_non_constant_inputs = false;
+  std::vector<Sketch> sketches = generate_sketches(dag, options);
   MachineModel machine = machine_model(task);
   // The first sketch, with its constant operands pre-packed when there is
   // such a variant (the one after it): tiles then read weights in order.

@@ -78,14 +78,15 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
   // length; the others factor the tiles it leaves.
   std::optional<int64_t> ragged;
   if (extent % product != 0) {
-    if (!split->inner_to_outer || lengths.size() < 2) return std::nullopt;
+    if (!split->inner_to_outer) return std::nullopt;
     ragged = lengths.back();
-    if (pick(rng, 2) == 0) {
+    // With one length there is nothing else to move: the length moves.
+    if (lengths.size() == 1 || pick(rng, 2) == 0) {
       // The innermost length moves by its largest power-of-two factor (a
       // multiple of the vector lanes stays one); the others are drawn anew.
       int64_t step = *ragged & -*ragged;
       int64_t next = pick(rng, 2) == 0 ? *ragged + step : *ragged - step;
-      if (next < 1 || next > max_innermost) return std::nullopt;
+      if (next < 1 || next > max_innermost || next > extent) return std::nullopt;
       int64_t tiles = (extent + next - 1) / next;
       std::vector<int64_t> redrawn =
           random_factors(tiles, static_cast<int>(lengths.size()) - 1, tiles, rng);

@@ -417,6 +417,7 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
         // operands); which is fastest is for measurement to tell.
         if (!options.layout_rewrite) continue;
         for (bool constants_only : {true, false}) {
+          if (!constants_only && !options.pack_non_constant_inputs) continue;
           std::vector<int> packed = rewritable_inputs(s.loops, constants_only);
           if (packed.empty()) continue;
           std::vector<schedule::Step> steps = s.loops.history();

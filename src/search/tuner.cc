@@ -102,6 +102,12 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
            "the time budget must be a number of seconds > 0 (or 0 for none), got ",
            options.time_budget_s);
   TT_CHECK(options.early_stopping >= 0, kInvalidArgument, "early stopping must be >= 0 trials");
+  TT_CHECK(options.abandon_factor == 0 ||
+               (std::isfinite(options.abandon_factor) && options.abandon_factor >= 1),
+           kInvalidArgument,
+           "the abandon factor must be 0 (time every candidate fully) or at least 1 (a "
+           "candidate faster than the best must be timed fully), got ",
+           options.abandon_factor);
   TT_CHECK(options.weights.empty() || options.weights.size() == tasks.size(), kInvalidArgument,
            "got ", options.weights.size(), " task weights for ", tasks.size(), " tasks");
   for (double w : options.weights) {
@@ -206,6 +212,7 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
           measure::Record record{input, result};
           if (writer) writer->write(record);
           account(summary, record, true);
+          report.time.kernel_s += result.kernel_seconds;
           ++summary.trials;
           ++report.trials;
           if (hooks.result) hooks.result(input, result);

@@ -158,14 +158,14 @@ TEST_F(RecordsCli, ACorruptLineIsAWarningAndANewerVersionAnError) {
   EXPECT_EQ(split(r.out, '\n').size(), records_.size() + 1) << r.out;  // + the final empty piece
 
   std::string line = measure::record_to_line(records_[0]);
-  const std::string v2 = "\"measure.Record\",\"version\":2";
-  line.replace(line.find(v2), v2.size(), "\"measure.Record\",\"version\":3");
+  const std::string current = "\"measure.Record\",\"version\":3";
+  line.replace(line.find(current), current.size(), "\"measure.Record\",\"version\":4");
   write(path("newer.jsonl"), good + line + "\n");
   for (const char* sub : {"show", "best"}) {
     RunResult n = cli({"records", sub, path("newer.jsonl")});
     EXPECT_FALSE(n.status.success()) << sub;
     EXPECT_NE(n.err.find(path("newer.jsonl") +
-                         ":8: written by format version 3, this build reads up to 2"),
+                         ":8: written by format version 4, this build reads up to 3"),
               std::string::npos)
         << n.err;
   }

@@ -168,6 +168,29 @@ PrimFunc vector_math(const std::string& name, bool exp) {
            loop(ii, 32, store(c, idx, exp ? ir::exp(x) : ir::erf(x)), ForKind::kVectorized)));
 }
 
+// C = A * (ii + io) over 8 rows of 32, where ii, the lane, is a value: a
+// ramp whose base holds the row's loop variable (64-bit in the C, the lanes
+// 32-bit).
+PrimFunc lane_values() {
+  Buffer a = f32("A", 256), c = f32("C", 256);
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 32 + ii;
+  return PrimFunc::make(
+      "lane_values", {a, c}, 1,
+      loop(io, 8,
+           loop(ii, 32, store(c, idx, load(a, idx) * ir::cast(DataType::float32(), ii + io)),
+                ForKind::kVectorized)));
+}
+
+// C[1:33] = C[0:32] + 1, one vector statement: every lane reads before any
+// is written, also once the statement is cut into register-wide pieces.
+PrimFunc shifted_add() {
+  Buffer c = f32("C", 40);
+  return PrimFunc::make(
+      "shifted_add", {c}, 0,
+      store(c, ir::ramp(1, 1, 32), load(c, ir::ramp(0, 1, 32)) + ir::broadcast(1.0f, 32)));
+}
+
 // ---- building them all in one module ----
 
 class EndToEnd : public ::testing::Test {
@@ -187,7 +210,9 @@ class EndToEnd : public ::testing::Test {
                                  math_mix("math_vector", true),
                                  math_mix("math_mixed", false),
                                  vector_math("exp_vector", true),
-                                 vector_math("erf_vector", false)};
+                                 vector_math("erf_vector", false),
+                                 lane_values(),
+                                 shifted_add()};
     auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
     for (const auto& f : raw) lowered.push_back(lower::run_pipeline(f));
     {
@@ -390,6 +415,22 @@ TEST_F(EndToEnd, VectorExpAndErfMatchMathHOverTheirWholeRange) {
       }
     }
   }
+}
+
+TEST_F(EndToEnd, LaneIndicesAsValuesInsideAnOuterLoop) {
+  NDArray a = random_f32(256, 21), c(DataType::float32(), {256});
+  call("lane_values", {&a, &c});
+  NDArray expected(DataType::float32(), {256});
+  for (int64_t i = 0; i < 256; ++i)
+    expected.set(i, a.get(i) * static_cast<double>(i % 32 + i / 32));
+  expect_close(c, expected, "lane_values");
+}
+
+TEST_F(EndToEnd, AVectorStoreOverlappingItsOwnReadReadsTheOldValues) {
+  NDArray c = random_f32(40, 22), expected = c;
+  for (int64_t i = 1; i <= 32; ++i) expected.set(i, c.get(i - 1) + 1.0);
+  call("shifted_add", {&c});
+  expect_close(c, expected, "shifted_add");
 }
 
 }  // namespace

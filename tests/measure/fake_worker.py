@@ -23,7 +23,7 @@ def main():
         stdin.read(size)
         info = {"build_id": os.environ.get("TT_FAKE_BUILD_ID", "some other build"),
                 "pid": os.getpid(),
-                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "3")),
+                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "4")),
                 "type": "measure.WorkerInfo"}
         reply = json.dumps({"format": "tensortune.graph", "nodes": [info], "root": 0,
                             "version": 1}).encode()

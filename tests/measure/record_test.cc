@@ -70,6 +70,7 @@ void expect_same(const Record& a, const Record& b) {
   EXPECT_EQ(a.result.costs, b.result.costs);
   EXPECT_EQ(a.result.build_seconds, b.result.build_seconds);
   EXPECT_EQ(a.result.run_seconds, b.result.run_seconds);
+  EXPECT_EQ(a.result.kernel_seconds, b.result.kernel_seconds);
   EXPECT_EQ(a.result.timestamp, b.result.timestamp);
   EXPECT_EQ(a.result.pass_context_hash, b.result.pass_context_hash);
   EXPECT_EQ(a.result.max_error.has_value(), b.result.max_error.has_value());
@@ -109,6 +110,7 @@ TEST(Record, NamedWorkloadWithHostRoundTrips) {
   r.result.costs = {1.5e-4, 1.25e-4, 0.1 + 0.2};  // doubles must come back bit for bit
   r.result.build_seconds = 0.75;
   r.result.run_seconds = 0.125;
+  r.result.kernel_seconds = 0.0625;
   r.result.pass_context_hash =
       Hash64(0xfedcba9876543210ull);  // above 2^63: no JSON number survives that
   r.result.max_error = 1e-7;
@@ -118,7 +120,7 @@ TEST(Record, NamedWorkloadWithHostRoundTrips) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
   EXPECT_EQ(line.rfind("{\"format\":\"tensortune.graph\"", 0), 0u) << line;
   EXPECT_NE(line.find("\"pass_context_hash\":\"fedcba9876543210\""), std::string::npos) << line;
-  EXPECT_NE(line.find("\"type\":\"measure.Record\",\"version\":2"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"type\":\"measure.Record\",\"version\":3"), std::string::npos) << line;
   // A registered workload travels as its name and arguments.
   EXPECT_NE(line.find("\"name\":\"matmul\""), std::string::npos) << line;
   EXPECT_EQ(line.find("te.Compute"), std::string::npos) << line;
@@ -216,15 +218,27 @@ TEST(Record, MalformedLinesAreParseErrorsSayingWhatIsWrong) {
                   "the result says NO_ERROR with 0 costs");
 }
 
+TEST(Record, AVersion2LineReadsWithNoKernelTime) {
+  Record r = ok_record(matmul_task("c"), 0, 1e-3);
+  r.result.kernel_seconds = 0.5;
+  std::string line = record_to_line(r);
+  line = edited(line, "\"type\":\"measure.Record\",\"version\":3",
+                "\"type\":\"measure.Record\",\"version\":2");
+  line = edited(line, "\"kernel_seconds\":0.5,", "");
+  Record back = record_from_line(line);
+  EXPECT_EQ(back.result.kernel_seconds, 0);
+  EXPECT_EQ(back.result.costs, r.result.costs);
+}
+
 TEST(Record, NewerVersionIsRefusedWithTheVersion) {
   std::string good = record_to_line(ok_record(matmul_task("c"), 0, 1e-3));
-  std::string v3 = edited(good, "\"type\":\"measure.Record\",\"version\":2",
-                          "\"type\":\"measure.Record\",\"version\":3");
-  EXPECT_TT_ERROR(record_from_line(v3), kParse,
-                  "written by format version 3, this build reads up to 2");
+  std::string v4 = edited(good, "\"type\":\"measure.Record\",\"version\":3",
+                          "\"type\":\"measure.Record\",\"version\":4");
+  EXPECT_TT_ERROR(record_from_line(v4), kParse,
+                  "written by format version 4, this build reads up to 3");
   // Refused even when a node changed shape, so that the line does not load.
-  EXPECT_TT_ERROR(record_from_line(edited(v3, "\"costs\":", "\"new_field\":1,\"costs\":")), kParse,
-                  "written by format version 3");
+  EXPECT_TT_ERROR(record_from_line(edited(v4, "\"costs\":", "\"new_field\":1,\"costs\":")), kParse,
+                  "written by format version 4");
   // And in the old layout.
   EXPECT_TT_ERROR(record_from_line("{\"version\":7}"), kParse, "written by format version 7");
 }
@@ -270,11 +284,11 @@ TEST_F(RecordFiles, SkippedLinesArePrintedWhenAsked) {
 TEST_F(RecordFiles, ANewerVersionLineStopsTheLoadNamingFileAndLine) {
   std::string good = record_to_line(ok_record(matmul_task("c"), 0, 1e-3));
   write_text(path("log.jsonl"), good + "\n" + good + "\n" +
-                                    edited(good, "\"measure.Record\",\"version\":2",
+                                    edited(good, "\"measure.Record\",\"version\":3",
                                            "\"measure.Record\",\"version\":5") +
                                     "\n");
   EXPECT_TT_ERROR(load_records(path("log.jsonl"), false), kParse,
-                  path("log.jsonl") + ":3: written by format version 5, this build reads up to 2");
+                  path("log.jsonl") + ":3: written by format version 5, this build reads up to 3");
 }
 
 TEST_F(RecordFiles, MissingFiles) {
@@ -473,7 +487,7 @@ TEST(Record, ALogWrittenByFormatVersion1StillReads) {
   for (const Record& r : log.records) {
     ok += r.result.ok();
     failed += !r.result.ok();
-    // Written again, a record is a version 2 line that reads back the same.
+    // Written again, a record is a current-version line that reads back the same.
     expect_same(r, record_from_line(record_to_line(r)));
   }
   EXPECT_GT(ok, 0u);

@@ -201,6 +201,12 @@ TEST(Steps, LayoutRewriteOfInputsReadAtAxes) {
                   "at computed indices");
   State s = State::make({split(2, 3, {2}), layout_rewrite(1)});
   EXPECT_TRUE(schedule_matches_reference(conv, s));
+  // A read at one axis twice (a diagonal) has no layout of one part per axis.
+  te::Tensor a = te::placeholder({4, 4}, ir::DataType::float32(), "A");
+  te::Tensor diag = te::compute({4}, [&](const std::vector<ir::Var>& i) { return a(i[0], i[0]); });
+  ComputeDAG diag_dag(te::WorkloadTensors{{a}, {diag}});
+  EXPECT_TT_ERROR(replay(diag_dag, State::make({layout_rewrite(0)})), kInvalidArgument,
+                  "at one axis twice");
 }
 
 /// Conditions guarding a store to the buffer named `name` in `f`.

@@ -87,7 +87,7 @@ class Tuner : public ::testing::Test {
   std::string log_;
 };
 
-TEST_F(Tuner, CandidatesFarSlowerThanTheBestAreTimedOnce) {
+TEST_F(Tuner, TheRunnerIsToldTheBestSoFarToAbandonFarSlowerCandidates) {
   FakeBuilder builder;
   FakeRunner runner;
   TuneOptions options;
@@ -103,6 +103,10 @@ TEST_F(Tuner, CandidatesFarSlowerThanTheBestAreTimedOnce) {
   FakeRunner all;
   tune({matmul()}, random_policy(), builder, all, options);
   for (double a : all.abandon_above) EXPECT_EQ(a, 0);
+  // Below 1, a candidate faster than the best would be timed once.
+  options.abandon_factor = 0.5;
+  EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, all, options), kInvalidArgument,
+                  "the abandon factor must be 0");
 }
 
 TEST_F(Tuner, CountsNewTrialsAndResumesWithoutRepeats) {

@@ -75,9 +75,10 @@ struct MeasureResult : Object {
   std::string error_message;
   /// Seconds per kernel call, one entry per repeat; empty unless kNoError.
   std::vector<double> costs;
-  double build_seconds = 0;  ///< replay + lower + codegen + compile, in the worker
-  double run_seconds = 0;    ///< the whole run request, in the worker
-  double timestamp = 0;      ///< seconds since the Unix epoch when the result was made
+  double build_seconds = 0;   ///< replay + lower + codegen + compile, in the worker
+  double run_seconds = 0;     ///< the whole run request, in the worker
+  double kernel_seconds = 0;  ///< of run_seconds, inside the kernel (warm-up and timed calls)
+  double timestamp = 0;       ///< seconds since the Unix epoch when the result was made
   /// PassContext::hash() of the context the build worker had in force.
   Hash64 pass_context_hash;
   /// Largest absolute difference from the reference, when the output was checked.

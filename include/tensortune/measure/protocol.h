@@ -33,7 +33,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 3;
+inline constexpr int64_t kProtocolVersion = 4;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -167,6 +167,7 @@ struct RunOutcome : Object {
   std::string error_message;
   std::vector<double> costs;  ///< seconds per call, one per repeat
   double run_seconds = 0;
+  double kernel_seconds = 0;  ///< of run_seconds, inside the kernel's warm-up and timed calls
   std::optional<double> max_error;
   TT_NODE(RunOutcome, "measure.RunOutcome")
   static void declare(FieldList<RunOutcome>& f);

@@ -9,7 +9,8 @@
 /// the record format version. A DAG workload travels whole, its sharing
 /// intact; a named one as its name and canonical arguments.
 ///
-/// Format versions: 2 is this graph form. Version 1 lines (a JSON object
+/// Format versions: 2 is this graph form; 3 adds the result's
+/// kernel_seconds (version 2 lines read with 0). Version 1 lines (a JSON object
 /// {"version": 1, "task": {...}, "state": graph, "result": {...}}, written by
 /// tensortune before 0.2) are still read. A line of a newer version is
 /// refused, never skipped: skipping it would silently lose data. Any change
@@ -34,7 +35,7 @@
 namespace tensortune::measure {
 
 /// The record format version this build writes (and the newest it reads).
-inline constexpr int kRecordVersion = 2;
+inline constexpr int kRecordVersion = 3;
 
 /// One measurement: what was measured and what came of it.
 struct Record {

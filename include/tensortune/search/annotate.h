@@ -59,10 +59,11 @@ std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_inner
                                     std::mt19937_64& rng, int64_t innermost_multiple = 1);
 
 /// Draws a ragged tiling of `extent` into `parts` inner lengths (outer to
-/// inner): the innermost any multiple of `innermost_multiple` up to
-/// `max_innermost`, whether or not it divides the extent, the others a
-/// random_factors draw over the ceil(extent / innermost) tiles that leaves.
-/// The tiles then cover at most innermost - 1 points past the extent.
+/// inner): the innermost up to `max_innermost` and the extent, any length
+/// (or, with `innermost_multiple` > 1, that multiple times a power of two),
+/// whether or not it divides the extent; the others a random_factors draw
+/// over the ceil(extent / innermost) tiles that leaves. The tiles then cover
+/// at most innermost - 1 points past the extent.
 std::vector<int64_t> random_ragged_factors(int64_t extent, int parts, int64_t max_innermost,
                                            std::mt19937_64& rng, int64_t innermost_multiple = 1);
 

@@ -34,8 +34,10 @@ struct SketchOptions {
   int64_t num_cores = 1;
   /// Also each sketch whose tiled stages read inputs with those packed in
   /// the tiles' order (schedule::layout_rewrite): the constant ones
-  /// (weights), and all of them.
+  /// (weights), and, with pack_non_constant_inputs, all of them (the kernel
+  /// packing the others itself).
   bool layout_rewrite = true;
+  bool pack_non_constant_inputs = true;
 };
 
 /// The options for `task`: its target's cores, the defaults otherwise.

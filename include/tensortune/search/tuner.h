@@ -55,7 +55,10 @@ struct TimeSplit {
   double training_s = 0;  ///< the policies learning from results (cost-model training)
   double build_s = 0;     ///< waiting for the builder
   double run_s = 0;       ///< waiting for the runner
-  double other_s = 0;     ///< everything else: resuming, logging, accounting
+  /// Of run_s, the candidates' kernels running (warm-up and timed calls);
+  /// the rest of a run is starting workers, preparing inputs, packing.
+  double kernel_s = 0;
+  double other_s = 0;  ///< everything else: resuming, logging, accounting
 };
 
 struct TuneReport {
