@@ -44,5 +44,9 @@ for name in $cases; do
     --target "c -mcpu=native -num-cores=$threads" --trials "$trials" --batch-size 64 \
     --min-repeat-ms 20 --log "$dir/$name.log" --json > "$dir/$name.json"
 done
-"$build/bench/tuned_bench" --threads "$threads" --log "$dir"/*.log --benchmark_repetitions=3 \
+# The speed of a shared VM drifts by tens of percent over minutes: ten
+# repetitions of each kernel and peer, interleaved at random, and the
+# medians compared, so that no drift lands on one side only.
+"$build/bench/tuned_bench" --threads "$threads" --log "$dir"/*.log --benchmark_repetitions=10 \
+  --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 \
   --benchmark_report_aggregates_only=true

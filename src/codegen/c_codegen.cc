@@ -386,7 +386,9 @@ class Prelude {
         "}\n"
         "static inline float tt_bf16_round(float f) { return tt_bf16_to_f32(tt_f32_to_bf16(f)); }");
   }
-  /// Declares tt_alloc (aligned heap memory that aborts when memory runs out).
+  /// Declares tt_alloc (aligned heap memory that aborts, saying how much it
+  /// wanted, when memory runs out: a run worker caps its address space, and
+  /// a schedule may ask for a scratch buffer far larger than its tensors).
   void heap_alloc(int64_t alignment) {
     std::string a = std::to_string(alignment);
     add(helpers_, "tt_alloc",
@@ -395,7 +397,11 @@ class Prelude {
         "  void* p = aligned_alloc(" +
             a + ", (bytes + " + a + " - 1) / " + a + " * " + a +
             ");\n"
-            "  if (p == NULL) abort();\n"
+            "  if (p == NULL) {\n"
+            "    fprintf(stderr, \"tensortune kernel: out of memory allocating a buffer of %zu "
+            "bytes\\n\", bytes);\n"
+            "    abort();\n"
+            "  }\n"
             "  return p;\n"
             "}");
   }

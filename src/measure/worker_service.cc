@@ -275,9 +275,11 @@ class AddressSpaceCap {
 };
 
 /// What a candidate of `tensors` may legitimately map beyond what the worker
-/// holds already: every tensor of its DAG twice over (intermediate stages,
-/// cache stages and rfactor buffers are no larger), the stacks and malloc
-/// arenas of its threads, and slack for the runtime.
+/// holds already: every tensor of its DAG twice over (intermediate and cache
+/// stages are no larger), the stacks and malloc arenas of its threads, and
+/// slack for the runtime. A schedule that wants more scratch (an rfactor
+/// splitting a long reduction of a wide output into hundreds of partial
+/// outputs) fails with the kernel's out-of-memory message.
 uint64_t candidate_need(const te::WorkloadTensors& tensors, int64_t threads) {
   uint64_t bytes = 0;
   for (const te::Tensor& t : te::post_order_tensors(tensors.outputs)) {

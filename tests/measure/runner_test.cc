@@ -7,6 +7,7 @@
 
 #include "common/test_util.h"
 #include "measure/measure_test_util.h"
+#include "tensortune/schedule/steps.h"
 
 namespace tensortune::measure {
 namespace {
@@ -132,6 +133,26 @@ TEST(Runner, ACandidateSlowerThanTheAbandonTimeIsMeasuredOnce) {
     ASSERT_EQ(abandoned.costs.size(), 1u);
     EXPECT_EQ(abandoned.kernel_seconds, abandoned.costs[0]);
   }
+}
+
+TEST(Runner, ACandidateWhoseScratchOutgrowsTheWorkersCapSaysHowMuchItWanted) {
+  te::Task task = te::Task::make(te::make_named_workload_from_text("matmul", "1024,1024,1024"),
+                                 ir::Target::parse("c"));
+  // An rfactor over the 512 outer steps of k: 512 partial outputs, 2 GiB of
+  // scratch for 12 MiB of tensors.
+  schedule::State state =
+      schedule::State::make({schedule::split(2, 2, {2}), schedule::rfactor(2, 2, 0)});
+  LocalBuilder builder(builder_options(1));
+  std::vector<BuildResult> built = builder.build(task, {state}, ir::PassContext::make());
+  ASSERT_EQ(built[0].error_code, ErrorCode::kNoError) << built[0].error_message;
+  LocalRunnerOptions options = runner_options();
+  options.timing.check = false;
+  LocalRunner runner(options);
+  RunOutcome r = runner.run(task, built, {})[0];
+  EXPECT_EQ(error_code_name(r.error_code), "RUNTIME_ERROR");
+  EXPECT_NE(r.error_message.find("out of memory allocating a buffer of 2147483648 bytes"),
+            std::string::npos)
+      << r.error_message;
 }
 
 }  // namespace
