@@ -37,6 +37,8 @@ struct SketchOptions {
   /// (weights), and, with pack_non_constant_inputs, all of them (the kernel
   /// packing the others itself).
   bool layout_rewrite = true;
+  /// Whether layout_rewrite also packs non-constant inputs (default
+  /// schedules do not: the untuned kernel copies nothing per call).
   bool pack_non_constant_inputs = true;
 };
 
