@@ -205,6 +205,11 @@ RegisterTile register_tile(const LoopState& state, int stage, const MachineModel
   return tile;
 }
 
+int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options) {
+  return kind == ir::IterKind::kReduce ? options.max_innermost_reduction_split
+                                       : options.max_innermost_split;
+}
+
 LoopState replay_with_tile_sizes(
     const schedule::State& sketch, const schedule::ComputeDAG& dag,
     const std::function<std::vector<int64_t>(const Stage&, const schedule::SplitStepNode&, int)>&
@@ -277,8 +282,8 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
                                : std::min(options.max_innermost_split, machine.vector_registers);
             return random_ragged_factors(st.iters[id].extent, parts, most, rng, multiple);
           }
-          return random_factors(st.iters[id].extent, parts, options.max_innermost_split, rng,
-                                multiple);
+          return random_factors(st.iters[id].extent, parts,
+                                innermost_bound(st.iters[id].kind, options), rng, multiple);
         });
     last = schedule::State::make(state.history());
     if (tiles_fit(state, machine)) break;

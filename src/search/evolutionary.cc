@@ -158,7 +158,7 @@ std::optional<State> EvolutionarySearchPolicy::mutate(const State& s) {
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::optional<State> out;
     switch (which(rng_)) {
-      case 0: out = mutate_tile_size(dag_, s, options_.annotate.max_innermost_split, rng_); break;
+      case 0: out = mutate_tile_size(dag_, s, options_.annotate, rng_); break;
       case 1: out = mutate_auto_unroll(dag_, s, options_.annotate.auto_unroll_steps, rng_); break;
       case 2: out = mutate_compute_location(dag_, s, rng_); break;
       default: out = mutate_parallel(dag_, s, rng_); break;

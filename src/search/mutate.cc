@@ -57,14 +57,16 @@ std::vector<int64_t> divisors_above_one(int64_t n) {
 }  // namespace
 
 std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const State& state,
-                                      int64_t max_innermost, std::mt19937_64& rng) {
+                                      const AnnotateOptions& options, std::mt19937_64& rng) {
   std::vector<size_t> splits = steps_of_kind<schedule::SplitStepNode>(state);
   if (splits.empty()) return std::nullopt;
   size_t at = splits[static_cast<size_t>(pick(rng, splits.size()))];
   auto split = state.steps()[at].as<schedule::SplitStepNode>();
   LoopState before = replay_prefix(dag, state.steps(), at);
   const auto& st = before.stage(split->stage);
-  int64_t extent = st.iters[st.leaves.at(static_cast<size_t>(split->iter))].extent;
+  const auto& iter = st.iters[st.leaves.at(static_cast<size_t>(split->iter))];
+  int64_t extent = iter.extent;
+  const int64_t max_innermost = innermost_bound(iter.kind, options);
   int64_t product = 1;
   for (int64_t l : split->lengths) product *= l;
   if (product <= 0) return std::nullopt;

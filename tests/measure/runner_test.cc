@@ -126,9 +126,10 @@ TEST(Runner, ACandidateSlowerThanTheAbandonTimeIsMeasuredOnce) {
     EXPECT_EQ(runner.run(task, built, {})[0].costs.size(), 5u);
   }
   {
-    // A naive 512^3 matmul takes a good part of a second: its warm-up alone
-    // is far past twice the abandon time and is its one cost.
-    auto [task, built] = built_naive("512,512,512");
+    // A naive 768^3 matmul takes a tenth of a second on a fast machine and
+    // seconds on a slow one: its warm-up alone is past twice the abandon
+    // time and the 0.05 s floor, and is its one cost.
+    auto [task, built] = built_naive("768,768,768");
     RunOutcome abandoned = runner.run(task, built, RunHints{1e-9, 1})[0];
     ASSERT_EQ(abandoned.costs.size(), 1u);
     EXPECT_EQ(abandoned.kernel_seconds, abandoned.costs[0]);

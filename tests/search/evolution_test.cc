@@ -60,7 +60,7 @@ TEST(Mutations, TileSizesMoveFactorsWithinASplit) {
   std::mt19937_64 rng(1);
   int changed = 0;
   for (const State& s : samples(task, 60, 2)) {
-    std::optional<State> m = mutate_tile_size(dag, s, 64, rng);
+    std::optional<State> m = mutate_tile_size(dag, s, AnnotateOptions{}, rng);
     if (!m) continue;
     schedule::replay(dag, *m);  // throws if invalid
     ASSERT_EQ(m->steps().size(), s.steps().size());
@@ -75,6 +75,31 @@ TEST(Mutations, TileSizesMoveFactorsWithinASplit) {
     }
   }
   EXPECT_GT(changed, 40);
+}
+
+TEST(Mutations, AReductionsInnerTileMayGrowPastTheSpatialBound) {
+  // k has 1024 points, i and j 16: an inner length past 16 is k's, and
+  // mutation takes it past the spatial bound of 64 but not the reduction's.
+  te::Task task = task_of("matmul", "16,16,1024");
+  ComputeDAG dag = dag_of(task);
+  AnnotateOptions options;
+  options.max_innermost_reduction_split = 256;
+  std::mt19937_64 rng(7);
+  int past_spatial_bound = 0;
+  for (State s : samples(task, 40, 3)) {
+    for (int round = 0; round < 20; ++round) {
+      std::optional<State> m = mutate_tile_size(dag, s, options, rng);
+      if (!m) continue;
+      for (size_t i = 0; i < s.steps().size(); ++i) {
+        auto split = m->steps()[i].as<schedule::SplitStepNode>();
+        if (!split || structural_equal(s.steps()[i], m->steps()[i])) continue;
+        EXPECT_LE(split->lengths.back(), 256);
+        past_spatial_bound += split->lengths.back() > 64;
+      }
+      s = *m;
+    }
+  }
+  EXPECT_GT(past_spatial_bound, 0);
 }
 
 TEST(Mutations, UnrollParallelAndComputeLocationChangeWhatTheySay) {

@@ -298,6 +298,38 @@ TEST(Annotate, TileSizesFitTheRegisterFileAndTheVectorWidth) {
   EXPECT_GT(fits, 190);
 }
 
+TEST(Annotate, AReductionsInnerTileMayRunLongerThanTheSpatialBound) {
+  // matmul's k (1024) splits once; its inner length may pass the spatial
+  // bound of 64, up to the reduction bound, and the spatial ones may not.
+  ComputeDAG dag = named_dag("matmul", "64,64,1024");
+  Sketch sketch = generate_sketches(dag)[0];
+  AnnotateOptions options;
+  options.max_innermost_reduction_split = 256;
+  std::mt19937_64 rng(3);
+  int long_reductions = 0;
+  for (int i = 0; i < 200; ++i) {
+    LoopState state =
+        schedule::replay(dag, fill_tile_sizes(sketch.state, dag, avx2(), options, rng));
+    for (const auto& step : state.history()) {
+      auto split = step.as<schedule::SplitStepNode>();
+      if (!split) continue;
+      const int64_t inner = split->lengths.back();
+      // i and j have 64 points, so lengths multiplying past 64 split k.
+      int64_t product = 1;
+      for (int64_t l : split->lengths) product *= l;
+      if (product > 64) {
+        EXPECT_LE(inner, 256);
+        long_reductions += inner > 64;
+      } else {
+        EXPECT_LE(inner, 64);
+      }
+    }
+  }
+  EXPECT_GT(long_reductions, 10);
+  EXPECT_EQ(innermost_bound(ir::IterKind::kReduce, options), 256);
+  EXPECT_EQ(innermost_bound(ir::IterKind::kSpatial, options), 64);
+}
+
 TEST(Annotate, SamplesUseTheMachine) {
   ComputeDAG dag = named_dag("matmul", "256,256,256");
   std::vector<Sketch> sketches = generate_sketches(dag);

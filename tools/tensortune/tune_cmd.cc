@@ -483,6 +483,9 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--eps-greedy", args->evolution.eps_greedy,
                   "evolutionary search: share of each batch drawn at random")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--max-reduction-tile", args->evolution.annotate.max_innermost_reduction_split,
+                  "evolutionary search: longest innermost tile of a reduction axis")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--scheduler", args->scheduler,
                   "which task goes next: gradient (default) or round-robin");
   cmd->add_option("--time-budget", args->time_budget_s, "stop after this many seconds")

@@ -20,8 +20,12 @@ namespace tensortune::search {
 struct AnnotateOptions {
   /// auto_unroll_max_step values on the stages with a reduction.
   std::vector<int64_t> auto_unroll_steps = {0, 16, 64, 512};
-  /// Largest innermost tile length.
+  /// Largest innermost tile length of a spatial axis.
   int64_t max_innermost_split = 64;
+  /// Largest innermost tile length of a reduction axis. A register tile
+  /// stays in registers however long its reduction runs, but a longer bound
+  /// found no faster kernels (docs/search.md), so it stays the spatial one.
+  int64_t max_innermost_reduction_split = 64;
   /// Largest extent of a vectorized loop, in vectors of the target's width.
   int64_t max_vectors_per_loop = 4;
   /// The chance that a spatial axis of a stage whose inputs are all packed
@@ -32,6 +36,9 @@ struct AnnotateOptions {
   /// drawn again before it is kept anyway.
   int tile_retries = 8;
 };
+
+/// The largest innermost tile length `options` allow on an axis of `kind`.
+int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options);
 
 /// What annotation knows of the machine.
 struct MachineModel {

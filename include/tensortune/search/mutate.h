@@ -9,16 +9,18 @@
 #include <random>
 
 #include "tensortune/schedule/state.h"
+#include "tensortune/search/annotate.h"
 
 namespace tensortune::search {
 
 /// Moves a factor of one tile length of a split to another level of the
 /// same split (the product, and so the loop extents, stay the same), the
-/// innermost length at most `max_innermost`. In a ragged tiling the
+/// innermost length within innermost_bound(). In a ragged tiling the
 /// innermost length stays out of it, or half the time moves up or down by
 /// its largest power-of-two factor with the other lengths drawn anew.
 std::optional<schedule::State> mutate_tile_size(const schedule::ComputeDAG& dag,
-                                                const schedule::State& state, int64_t max_innermost,
+                                                const schedule::State& state,
+                                                const AnnotateOptions& options,
                                                 std::mt19937_64& rng);
 
 /// Draws another value for one auto_unroll_max_step pragma from `steps`.
