@@ -11,6 +11,7 @@ void RunnerOptions::declare(FieldList<RunnerOptions>& f) {
       .def("min_repeat_ms", &RunnerOptions::min_repeat_ms)
       .def("cooldown_ms", &RunnerOptions::cooldown_ms)
       .def("flush_cache", &RunnerOptions::flush_cache)
+      .def("flush_weights", &RunnerOptions::flush_weights)
       .def("check", &RunnerOptions::check)
       .def("seed", &RunnerOptions::seed)
       .def("cache_dir", &RunnerOptions::cache_dir)

@@ -73,6 +73,8 @@ TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
   RunResult tune = cli({"tune", cnn(), "--target", kTarget, "--trials", "24", "--batch-size", "3",
                         "--log", log, "--json"});
   ASSERT_EQ(tune.status.code, 0) << tune.out << tune.err;
+  // A model's weights come from memory when it runs, and so they do when timed.
+  EXPECT_NE(tune.err.find("weights evicted before every call"), std::string::npos) << tune.err;
   json tuned_run = json::parse(tune.out);
   EXPECT_EQ(tuned_run["tasks"].size(), 8u);
   EXPECT_EQ(tuned_run["trials"], 24);
@@ -165,6 +167,11 @@ TEST_F(ModelCli, BadInputIsAClearErrorAndWritesNothing) {
   EXPECT_NE(r.status.code, 0);
   EXPECT_NE(r.err.find("truncated.onnx"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ + "/truncated.tt"));
+  r = cli({"tune", cnn(), "--trials", "1", "--log", dir_ + "/never.log", "--flush-weights",
+           "--warm-weights"});
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.err.find("--flush-weights excludes --warm-weights"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ + "/never.log"));
   r = cli({"tasks", cnn(), "--input-shape", "input=1,3,x"});
   EXPECT_NE(r.err.find("--input-shape 'input=1,3,x': 'x' is not a dimension"), std::string::npos)
       << r.err;

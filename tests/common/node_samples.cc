@@ -149,6 +149,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       o->min_repeat_ms = 3;
       o->cooldown_ms = 1;
       o->flush_cache = true;
+      o->flush_weights = true;
       o->check = true;
       o->seed = 9;
       o->cache_dir = "/tmp/refs";

@@ -95,6 +95,32 @@ TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
   for (const auto& r : ran) EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
 }
 
+TEST(Runner, WeightsEvictedBeforeEveryCallStillGiveTheReferenceAnswer) {
+  // dense's weight is a constant input: with flush_weights the worker
+  // evicts it (packed, for the rewritten candidate) before every call of
+  // every measurement, however many calls min_repeat_ms asks for.
+  te::Task task =
+      te::Task::make(te::make_named_workload_from_text("dense", "8,48,20"), ir::Target::parse("c"));
+  ASSERT_EQ(te::workload_tensors(task->workload).constant_inputs, std::vector<int>{1});
+  using namespace schedule;
+  State rewritten = State::make({split(2, 1, {16}), split(2, 3, {5}), reorder(2, {0, 1, 3, 4, 2}),
+                                 annotate(2, 4, IterAnnotation::kVectorize), layout_rewrite(1)});
+  LocalBuilder builder(builder_options(1));
+  std::vector<BuildResult> built =
+      builder.build(task, {rewritten, State::make()}, ir::PassContext::make());
+  LocalRunnerOptions options = runner_options();  // with check
+  options.timing.flush_weights = true;
+  options.timing.repeat = 3;
+  options.timing.min_repeat_ms = 2;
+  LocalRunner runner(options);
+  for (const RunOutcome& r : runner.run(task, built, {})) {
+    EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
+    EXPECT_EQ(r.costs.size(), 3u);
+    EXPECT_GT(r.kernel_seconds, 0);
+    EXPECT_LT(r.kernel_seconds, r.run_seconds);
+  }
+}
+
 TEST(Runner, ACandidateSlowerThanTheAbandonTimeIsMeasuredOnce) {
   auto built_naive = [](const std::string& args) {
     te::Task task =

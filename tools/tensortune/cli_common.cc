@@ -152,6 +152,13 @@ void MeasureArgs::add_to(CLI::App* cmd) {
       ->check(CLI::Range(0, 1000000));
   cmd->add_flag("--flush-cache", flush_cache,
                 "evict the kernel's buffers from the caches before each measurement");
+  auto* flush = cmd->add_flag("--flush-weights", flush_weights,
+                              "evict the constant inputs (weights) from the caches before every "
+                              "call, as a compiled model finds them (the default with a model)");
+  cmd->add_flag("--warm-weights", warm_weights,
+                "time calls back to back with the weights left in the caches (the default for "
+                "single tasks)")
+      ->excludes(flush);
   cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
@@ -180,13 +187,14 @@ measure::LocalBuilderOptions MeasureArgs::builder_options() const {
   return o;
 }
 
-measure::LocalRunnerOptions MeasureArgs::runner_options() const {
+measure::LocalRunnerOptions MeasureArgs::runner_options(bool weights_cold) const {
   measure::LocalRunnerOptions o;
   o.timing.number = number;
   o.timing.repeat = repeat;
   o.timing.min_repeat_ms = min_repeat_ms;
   o.timing.cooldown_ms = cooldown_ms;
   o.timing.flush_cache = flush_cache;
+  o.timing.flush_weights = flush_weights || (weights_cold && !warm_weights);
   o.timing.check = check;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   o.pin_threads = pin_threads;

@@ -64,6 +64,7 @@ struct MeasureArgs {
   int min_repeat_ms = 0;
   int cooldown_ms = 0;
   bool flush_cache = false;
+  bool flush_weights = false, warm_weights = false;  ///< neither given: the caller's default
   bool check = false;
   bool pin_threads = false;
   double timeout_s = 10;        ///< per run request
@@ -75,7 +76,9 @@ struct MeasureArgs {
 
   void add_to(CLI::App* cmd);
   measure::LocalBuilderOptions builder_options() const;
-  measure::LocalRunnerOptions runner_options() const;
+  /// `weights_cold` is whether weights are evicted before every call when
+  /// neither --flush-weights nor --warm-weights was given.
+  measure::LocalRunnerOptions runner_options(bool weights_cold = false) const;
 };
 
 /// The `measure` command: one schedule through the worker pools.

@@ -302,7 +302,11 @@ int run_tune(const TuneCommandArgs& args) {
   }
   measure::install_interrupt_cleanup();
   measure::LocalBuilder builder(args.measure.builder_options());
-  measure::LocalRunner runner(args.measure.runner_options());
+  // A model's kernels find their weights in memory, not in the caches: so
+  // they are timed, unless --warm-weights says otherwise.
+  const measure::LocalRunnerOptions runner_options =
+      args.measure.runner_options(!args.model.empty());
+  measure::LocalRunner runner(runner_options);
   search::TuneOptions options;
   options.trials = args.trials;
   options.batch_size = args.batch_size;
@@ -318,12 +322,13 @@ int run_tune(const TuneCommandArgs& args) {
   options.any_pass_context = args.any_pass_context;
 
   std::fprintf(
-      stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search, log %s\n", tasks.size(),
+      stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search%s, log %s\n", tasks.size(),
       tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
       static_cast<long long>(args.trials),
       args.time_budget_given ? (" within " + format_double(args.time_budget_s) + " s").c_str() : "",
       args.policy == "random" ? "random"
                               : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
+      runner_options.timing.flush_weights ? ", weights evicted before every call" : "",
       args.log_path.c_str());
   ProgressTable table(args.trials, args.time_budget_s, labels);
   ProgressEvents events(args.progress_json);

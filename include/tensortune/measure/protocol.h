@@ -33,7 +33,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 4;
+inline constexpr int64_t kProtocolVersion = 5;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -42,7 +42,11 @@ struct RunnerOptions : Object {
   int min_repeat_ms = 0;  ///< a measurement shorter than this is redone with more calls
   int cooldown_ms = 0;    ///< pause between measurements
   bool flush_cache =
-      false;           ///< evict the kernel's buffers from the CPU caches before each measurement
+      false;  ///< evict the kernel's buffers from the CPU caches before each measurement
+  /// Evict the constant inputs (a model's weights) from the CPU caches before
+  /// every call, and time the calls alone: a compiled model reads each
+  /// kernel's weights once per run, from memory.
+  bool flush_weights = false;
   bool check = false;  ///< compare the output with the reference evaluator first
   uint64_t seed = 0;   ///< inputs are te::random_inputs(seed): the same for every candidate
   /// Where run workers keep reference outputs for check, so that a restarted
