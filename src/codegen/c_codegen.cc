@@ -75,6 +75,37 @@ std::string sanitize(const std::string& name, const char* reserved_suffix) {
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/// Whether evaluating `e` can neither fault nor read memory, whatever its
+/// variables hold: arithmetic (integers divided only by nonzero constants),
+/// comparisons, logic and selects of such.
+bool safe_to_evaluate_eagerly(const Expr& e) {
+  bool safe = true;
+  ir::visit_pre_order(e, [&](const Expr& x) {
+    switch (x.kind()) {
+      case ir::ExprKind::kIntImm:
+      case ir::ExprKind::kFloatImm:
+      case ir::ExprKind::kVar:
+      case ir::ExprKind::kCompare:
+      case ir::ExprKind::kLogical:
+      case ir::ExprKind::kNot:
+      case ir::ExprKind::kSelect:
+      case ir::ExprKind::kCast: break;
+      case ir::ExprKind::kBinary: {
+        const auto& b = static_cast<const ir::BinaryNode&>(*x);
+        const bool divides = b.op == ir::BinaryOp::kDiv || b.op == ir::BinaryOp::kMod ||
+                             b.op == ir::BinaryOp::kFloorDiv || b.op == ir::BinaryOp::kFloorMod;
+        if (divides && !b.dtype.is_float()) {
+          auto divisor = ir::as_const_int(b.b);
+          safe = safe && divisor && *divisor != 0;
+        }
+        break;
+      }
+      default: safe = false;
+    }
+  });
+  return safe;
+}
+
 // ---- types ----
 
 /// Short tag of a scalar type as the code computes it ("f32", "i64"): float16
@@ -262,7 +293,7 @@ class Prelude {
   std::string floor_div_mod(const std::string& tag, bool mod) {
     std::string type = c_scalar_of_tag(tag);
     std::string name = std::string(mod ? "tt_floormod_" : "tt_floordiv_") + tag;
-    std::string adjust = "(r != 0 && ((r < 0) != (b < 0)))";
+    std::string adjust = "((r != 0) & ((r < 0) != (b < 0)))";  // no branch: see LogicalNode
     std::string body = mod ? "  " + type + " r = (" + type + ")(a % b);\n  return (" + type + ")(" +
                                  adjust + " ? r + b : r);"
                            : "  " + type + " q = (" + type + ")(a / b), r = (" + type +
@@ -921,10 +952,18 @@ class FunctionEmitter {
         return t.is_scalar() ? cmp : to_mask(ot, cmp);
       } else if constexpr (std::is_same_v<N, ir::LogicalNode>) {
         bool is_and = n.op == ir::LogicalOp::kAnd;
-        int level = t.is_scalar() ? (is_and ? 11 : 12) : 0;
+        // A padding test is a chain of four bounds; as && it is four
+        // branches per element, and GCC's jump threading over a few
+        // hundred unrolled copies took a minute to compile one kernel.
+        // Operands that cannot fault are combined without branches.
+        const bool eager = safe_to_evaluate_eagerly(n.a) && safe_to_evaluate_eagerly(n.b);
+        int level = !t.is_scalar() ? 0 : eager ? (is_and ? 8 : 10) : (is_and ? 11 : 12);
         std::string a = level ? operand(n.a, level, false) : expr(n.a);
         std::string b = level ? operand(n.b, level, true) : expr(n.b);
-        if (t.is_scalar()) return "(" + a + (is_and ? " && " : " || ") + b + ")";
+        if (t.is_scalar()) {
+          const char* op = eager ? (is_and ? " & " : " | ") : (is_and ? " && " : " || ");
+          return "(" + a + op + b + ")";
+        }
         return "(" + a + (is_and ? " & " : " | ") + b + ")";
       } else if constexpr (std::is_same_v<N, ir::NotNode>) {
         return (t.is_scalar() ? "(!" : "(~") + expr(n.a) + ")";

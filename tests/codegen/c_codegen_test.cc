@@ -73,6 +73,27 @@ TEST(CCodegen, KernelSignatureAndVectorCode) {
   EXPECT_TRUE(contains(c, "  return 0;\n}")) << c;
 }
 
+TEST(CCodegen, ConditionsThatCannotFaultAreCombinedWithoutBranches) {
+  // The padding test of a convolution: bounds of index arithmetic, joined
+  // by & (no branch per bound); a test that reads memory or divides by a
+  // variable keeps && so that it runs only when the tests before it pass.
+  Var i = Var::make("i");
+  Expr in_bounds = ir::logical_and(i >= 1, i < 255);
+  Expr reads = ir::logical_and(in_bounds, load(A, i) > Expr(0.0f));
+  Expr divides = ir::logical_and(i > 0, ir::floordiv(Expr(256), i) > 2);
+  PrimFunc f = PrimFunc::make(
+      "pad", {A, B, C}, 2,
+      lower::seq(
+          {loop(i, 256, lower::buffer_store(C, i, ir::select(in_bounds, load(A, i - 1), 0.0f))),
+           loop(i, 256, lower::buffer_store(B, i, ir::select(reads, load(A, i), 1.0f))),
+           loop(i, 256, lower::buffer_store(C, i, ir::select(divides, 2.0f, 3.0f)))}));
+  // Not through the pipeline, whose passes may take the tests out of loops.
+  std::string c = generate_c({f}, ir::Target::parse("c"));
+  EXPECT_TRUE(contains(c, "C[i] = (i >= 1 & i < 255) ?")) << c;
+  EXPECT_TRUE(contains(c, "(i_1 >= 1 & i_1 < 255 && A[i_1] > 0.0f) ?")) << c;
+  EXPECT_TRUE(contains(c, "(i_2 > 0 && tt_floordiv_i32(256, i_2) > 2) ?")) << c;
+}
+
 TEST(CCodegen, VectorsWiderThanTheRegistersAreCutToTheirWidth) {
   std::string narrow = c_of(vadd(), ir::Target::parse("c -mattr=avx2"));
   EXPECT_FALSE(contains(narrow, "tt_f32x16")) << narrow;

@@ -13,6 +13,7 @@
 #include "measure/measure_test_util.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/measure/measurer.h"
+#include "tensortune/measure/protocol.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/random_schedule.h"
 #include "tensortune/te/ops.h"
@@ -236,7 +237,7 @@ TEST(Handshake, ForeignAndStaleWorkersAreRefusedBeforeAnyCandidate) {
       // closed pipe first, its stderr is quoted.
       {"/bin/cat", {}, "unrecognized option '--serve'"},
       {fake, {{"TT_FAKE_GARBAGE", "1"}}, "not one this tensortune understands"},
-      {fake, {}, "built from other sources"},
+      {fake, {{"TT_FAKE_PROTOCOL", std::to_string(kProtocolVersion)}}, "built from other sources"},
       {fake, {{"TT_FAKE_PROTOCOL", "1"}}, "speaks protocol version 1"},
   };
   for (const auto& c : cases) {
