@@ -45,9 +45,12 @@ std::optional<size_t> GradientScheduler::next(const std::vector<TaskSummary>& ta
       history_[t].emplace_back(trials, *latency);
     }
   }
-  // Warm-up: every task gets a round before any gets a second one.
+  // Warm-up: every task never measured gets a round before any gets a
+  // second one. A task the log has measured starts with its latency known:
+  // warming it up again would spend a round of each resumed run on every
+  // task, however little it weighs (a model's pooling and 1x1 convolutions).
   for (size_t t = 0; t < tasks.size(); ++t) {
-    if (!tasks[t].done() && tasks[t].rounds == 0) return t;
+    if (!tasks[t].done() && tasks[t].rounds == 0 && tasks[t].resumed == 0) return t;
   }
   // The best throughput of each operator, for the forward estimate.
   std::map<std::string, double> best_flops;

@@ -332,6 +332,31 @@ TEST_F(Tuner, TheGradientSchedulerWarmsUpThenFavoursTheTaskWithMostToGain) {
   EXPECT_TT_ERROR(make_task_scheduler("fair"), kInvalidArgument, "gradient, round-robin");
 }
 
+TEST_F(Tuner, AResumedRunWarmsUpOnlyTasksTheLogHasNotMeasured) {
+  // Both tasks measured once: a second run goes by the gradient, which
+  // gives every round to the big task (64x the flops), and a third task,
+  // new to the log, gets its warm-up round.
+  FakeBuilder builder;
+  SizedRunner runner;
+  TuneOptions options;
+  options.batch_size = 4;
+  options.log_path = log_;
+  GradientScheduler first;
+  TuneHooks hooks;
+  hooks.scheduler = &first;
+  options.trials = 8;
+  tune({matmul("32,32,32"), matmul("8,8,8")}, random_policy(), builder, runner, options, hooks);
+  GradientScheduler second;
+  hooks.scheduler = &second;
+  options.trials = 12;
+  TuneReport again = tune({matmul("32,32,32"), matmul("8,8,8"), matmul("16,16,16")},
+                          random_policy(), builder, runner, options, hooks);
+  EXPECT_EQ(again.tasks[1].resumed, 4);
+  EXPECT_EQ(again.tasks[1].trials, 0);
+  EXPECT_EQ(again.tasks[2].trials, 4);
+  EXPECT_EQ(again.tasks[0].trials, 8);
+}
+
 TEST_F(Tuner, EarlyStoppingEndsATaskThatStopsImproving) {
   FakeBuilder builder;
   FakeRunner runner;  // costs cycle through 7 values: the best is found in the first 7

@@ -76,7 +76,7 @@ class RoundRobinScheduler final : public TaskScheduler {
 };
 
 /// Ansor's gradient scheduler for the objective sum_i w_i * latency_i: a
-/// round for each task first (tasks never measured before go first), then
+/// round for each task the log has not measured first, then
 /// the task with the most negative estimated gradient
 ///   w_i * (alpha * backward_i + (1 - alpha) * forward_i),
 /// where backward_i is the latency change per trial over the task's last
