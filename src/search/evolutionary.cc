@@ -10,6 +10,7 @@
 
 #include "tensortune/measure/record.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/search/mutate.h"
 
 namespace tensortune::search {
@@ -180,6 +181,20 @@ std::vector<State> EvolutionarySearchPolicy::random_new(size_t count,
 }
 
 std::vector<State> EvolutionarySearchPolicy::propose(size_t count) {
+  if (count == 0) return {};
+  std::vector<State> out;
+  // The schedule compile gives an untuned task is measured first (unless
+  // the log has it): a tuned task then never ends slower than an untuned one.
+  if (!default_proposed_) {
+    default_proposed_ = true;
+    std::optional<Candidate> c = evaluate(default_schedule(task_));
+    if (c && taken_.insert(c->program).second) out.push_back(c->state);
+  }
+  for (State& s : search(count - out.size())) out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<State> EvolutionarySearchPolicy::search(size_t count) {
   if (count == 0) return {};
   if (cache_.size() > 65536) cache_.clear();
   if (!model_->model().trained()) return random_new(count, taken_);

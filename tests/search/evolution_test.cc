@@ -14,6 +14,7 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/steps.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/search/evolutionary.h"
 #include "tensortune/search/mutate.h"
 #include "tensortune/search/tuner.h"
@@ -238,6 +239,29 @@ TEST(EvolutionarySearch, NeverProposesAProgramTwice) {
     policy.update(states, measure::measure_candidates(task, states, ir::PassContext::make(),
                                                       builder, runner));
   }
+}
+
+TEST(EvolutionarySearch, TheDefaultScheduleIsMeasuredFirstAndOnce) {
+  // What compile gives an untuned task is the first candidate: tuning can
+  // only end faster than not tuning.
+  te::Task task = task_of("matmul", "64,64,64");
+  ComputeDAG dag = dag_of(task);
+  const uint64_t untuned = lower_for_search(dag, default_schedule(task)).program_hash;
+  EvolutionarySearchPolicy policy(task, 3, xgb(), {});
+  FormulaBuilder builder;
+  FormulaRunner runner;
+  int seen = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<State> states = policy.propose(8);
+    ASSERT_EQ(states.size(), 8u);
+    if (round == 0) {
+      EXPECT_EQ(lower_for_search(dag, states[0]).program_hash, untuned);
+    }
+    for (const auto& s : states) seen += lower_for_search(dag, s).program_hash == untuned;
+    policy.update(states, measure::measure_candidates(task, states, ir::PassContext::make(),
+                                                      builder, runner));
+  }
+  EXPECT_EQ(seen, 1);
 }
 
 double best_cost(const TuneReport& r) { return *r.tasks[0].best_latency(); }

@@ -61,7 +61,8 @@ struct EvolutionaryOptions {
          weight_parallel = 0.01;
 };
 
-/// The evolutionary policy for one task.
+/// The evolutionary policy for one task. Its first proposal starts with the
+/// task's default schedule (search/default_schedule.h).
 class EvolutionarySearchPolicy final : public SearchPolicy {
  public:
   EvolutionarySearchPolicy(const te::Task& task, uint64_t seed,
@@ -85,6 +86,9 @@ class EvolutionarySearchPolicy final : public SearchPolicy {
   schedule::State random_state();
   std::optional<schedule::State> mutate(const schedule::State& s);
   std::vector<schedule::State> random_new(size_t count, std::unordered_set<uint64_t>& taken);
+  /// propose() after the default schedule: evolution, or random states
+  /// while the cost model is untrained.
+  std::vector<schedule::State> search(size_t count);
 
   te::Task task_;
   std::string task_key_;
@@ -94,6 +98,7 @@ class EvolutionarySearchPolicy final : public SearchPolicy {
   EvolutionaryOptions options_;
   std::shared_ptr<SharedCostModel> model_;
   std::mt19937_64 rng_;
+  bool default_proposed_ = false;
   /// Programs measured or proposed: never proposed (again).
   std::unordered_set<uint64_t> taken_;
   /// Measured states, best first by cost, to seed the population.
