@@ -90,16 +90,9 @@ bool safe_to_evaluate_eagerly(const Expr& e) {
       case ir::ExprKind::kNot:
       case ir::ExprKind::kSelect:
       case ir::ExprKind::kCast: break;
-      case ir::ExprKind::kBinary: {
-        const auto& b = static_cast<const ir::BinaryNode&>(*x);
-        const bool divides = b.op == ir::BinaryOp::kDiv || b.op == ir::BinaryOp::kMod ||
-                             b.op == ir::BinaryOp::kFloorDiv || b.op == ir::BinaryOp::kFloorMod;
-        if (divides && !b.dtype.is_float()) {
-          auto divisor = ir::as_const_int(b.b);
-          safe = safe && divisor && *divisor != 0;
-        }
+      case ir::ExprKind::kBinary:
+        safe = safe && !ir::may_trap(static_cast<const ir::BinaryNode&>(*x));
         break;
-      }
       default: safe = false;
     }
   });
@@ -956,7 +949,8 @@ class FunctionEmitter {
         // branches per element, and GCC's jump threading over a few
         // hundred unrolled copies took a minute to compile one kernel.
         // Operands that cannot fault are combined without branches.
-        const bool eager = safe_to_evaluate_eagerly(n.a) && safe_to_evaluate_eagerly(n.b);
+        const bool eager =
+            t.is_scalar() && safe_to_evaluate_eagerly(n.a) && safe_to_evaluate_eagerly(n.b);
         int level = !t.is_scalar() ? 0 : eager ? (is_and ? 8 : 10) : (is_and ? 11 : 12);
         std::string a = level ? operand(n.a, level, false) : expr(n.a);
         std::string b = level ? operand(n.b, level, true) : expr(n.b);

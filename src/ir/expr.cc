@@ -502,6 +502,14 @@ std::optional<int64_t> as_const_int(const Expr& e) {
   return std::nullopt;
 }
 
+bool may_trap(const BinaryNode& b) {
+  const bool divides = b.op == BinaryOp::kDiv || b.op == BinaryOp::kMod ||
+                       b.op == BinaryOp::kFloorDiv || b.op == BinaryOp::kFloorMod;
+  if (!divides || !b.dtype.is_integer()) return false;
+  auto divisor = as_const_int(b.b);
+  return !divisor || *divisor == 0;
+}
+
 std::optional<double> as_const_float(const Expr& e) {
   if (!e) return std::nullopt;
   if (e->kind() == ExprKind::kFloatImm) return static_cast<const FloatImmNode&>(*e).value;

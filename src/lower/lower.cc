@@ -538,12 +538,8 @@ class Lowerer {
         if (x->kind() == ir::ExprKind::kBufferLoad) {
           const auto& load = static_cast<const ir::BufferLoadNode&>(*x);
           safe = safe && in_bounds(load.buffer, load.index);
-        } else if (x->kind() == ir::ExprKind::kBinary && x.dtype().is_integer()) {
-          const auto& b = static_cast<const ir::BinaryNode&>(*x);
-          bool divides = b.op == ir::BinaryOp::kDiv || b.op == ir::BinaryOp::kMod ||
-                         b.op == ir::BinaryOp::kFloorDiv || b.op == ir::BinaryOp::kFloorMod;
-          auto divisor = ir::as_const_int(b.b);
-          safe = safe && (!divides || (divisor && *divisor != 0));
+        } else if (x->kind() == ir::ExprKind::kBinary) {
+          safe = safe && !ir::may_trap(static_cast<const ir::BinaryNode&>(*x));
         }
       });
     };

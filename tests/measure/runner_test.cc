@@ -74,18 +74,23 @@ TEST(Runner, PreparationThatTimesOutStopsTheRunWithItsReason) {
                   "cannot prepare the reference outputs of matmul(384,384,384,float32)");
 }
 
-TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
-  // dense with its weight pre-packed in the tiles' order: the worker packs
-  // it with the candidate's packer, times the kernel on the packed weight,
-  // and checks the output against the reference on the original one.
+/// dense 8x48x20 built twice: with its weight (input 1, a constant)
+/// pre-packed in the tiles' order, and naive.
+std::pair<te::Task, std::vector<BuildResult>> dense_rewritten_and_naive() {
   te::Task task =
       te::Task::make(te::make_named_workload_from_text("dense", "8,48,20"), ir::Target::parse("c"));
   using namespace schedule;
   State rewritten = State::make({split(2, 1, {16}), split(2, 3, {5}), reorder(2, {0, 1, 3, 4, 2}),
                                  annotate(2, 4, IterAnnotation::kVectorize), layout_rewrite(1)});
   LocalBuilder builder(builder_options(1));
-  std::vector<BuildResult> built =
-      builder.build(task, {rewritten, State::make()}, ir::PassContext::make());
+  return {task, builder.build(task, {rewritten, State::make()}, ir::PassContext::make())};
+}
+
+TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
+  // The worker packs the weight with the candidate's packer, times the
+  // kernel on the packed weight, and checks the output against the
+  // reference on the original one.
+  auto [task, built] = dense_rewritten_and_naive();
   ASSERT_EQ(built[0].error_code, ErrorCode::kNoError) << built[0].error_message;
   EXPECT_EQ(built[0].packed_inputs, std::vector<int64_t>{1});
   EXPECT_EQ(built[0].packed_elements, std::vector<int64_t>{48 * 20});
@@ -99,15 +104,8 @@ TEST(Runner, WeightsEvictedBeforeEveryCallStillGiveTheReferenceAnswer) {
   // dense's weight is a constant input: with flush_weights the worker
   // evicts it (packed, for the rewritten candidate) before every call of
   // every measurement, however many calls min_repeat_ms asks for.
-  te::Task task =
-      te::Task::make(te::make_named_workload_from_text("dense", "8,48,20"), ir::Target::parse("c"));
+  auto [task, built] = dense_rewritten_and_naive();
   ASSERT_EQ(te::workload_tensors(task->workload).constant_inputs, std::vector<int>{1});
-  using namespace schedule;
-  State rewritten = State::make({split(2, 1, {16}), split(2, 3, {5}), reorder(2, {0, 1, 3, 4, 2}),
-                                 annotate(2, 4, IterAnnotation::kVectorize), layout_rewrite(1)});
-  LocalBuilder builder(builder_options(1));
-  std::vector<BuildResult> built =
-      builder.build(task, {rewritten, State::make()}, ir::PassContext::make());
   LocalRunnerOptions options = runner_options();  // with check
   options.timing.flush_weights = true;
   options.timing.repeat = 3;

@@ -310,6 +310,9 @@ Expr reduce_identity(ReduceOp op, DataType dtype);
 
 /// The constant value if `e` is an integer constant.
 std::optional<int64_t> as_const_int(const Expr& e);
+/// Whether evaluating `b` itself may trap: an integer division or modulo
+/// whose divisor is not a nonzero constant.
+bool may_trap(const BinaryNode& b);
 /// The constant value if `e` is a float or integer constant.
 std::optional<double> as_const_float(const Expr& e);
 
