@@ -113,7 +113,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
   CompileReport report;
   Graph g = model;
   try {
-    g = optimize(model);
+    g = optimize(model, options.target);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) throw;
     report.fallback_reason = e.what();

@@ -158,6 +158,65 @@ bool register_all() {
                  return c.data_layout == "NCHW" ? te::conv2d_nchw(a[0], a[1], conv_attrs(c))
                                                 : te::conv2d_nhwc(a[0], a[1], conv_attrs(c));
                }});
+  // The steps of a 3x3 convolution by Winograd's algorithm (the pass
+  // winograd_conv2d makes them): the input transform, a batched product
+  // with the transformed kernel (nn.matmul), the output transform. Each
+  // transform is a reduction: the output's elementwise followers fuse into it.
+  register_op({"nn.winograd_input_transform",
+               "Winograd's input transform of NHWC data: [alpha, alpha, N, TH, TW, C]", 2, 2,
+               WinogradAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
+                 check_rank(a[0], 4, "the data");
+                 check_rank(a[1], 2, "the input transform");
+                 check_same_dtype(a);
+                 check_float(a[0], "the data");
+                 int64_t alpha = wa.tile + 2;
+                 TT_CHECK(a[1].shape == (std::vector<int64_t>{alpha, alpha}), kInvalidArgument,
+                          "the input transform of tiles of ", wa.tile, " is [", alpha, ", ", alpha,
+                          "], got ", shape_text(a[1].shape));
+                 int64_t oh = a[0].shape[1] + wa.padding[0] + wa.padding[2] - 2;
+                 int64_t ow = a[0].shape[2] + wa.padding[1] + wa.padding[3] - 2;
+                 TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "data ", shape_text(a[0].shape),
+                          " is smaller than the 3x3 window");
+                 TT_CHECK(wa.output_size == (std::vector<int64_t>{oh, ow}), kInvalidArgument,
+                          "output size ", shape_text(wa.output_size), " differs from the ", oh, "x",
+                          ow, " the data and padding give");
+                 return TensorType{{alpha, alpha, a[0].shape[0], (oh + wa.tile - 1) / wa.tile,
+                                    (ow + wa.tile - 1) / wa.tile, a[0].shape[3]},
+                                   a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
+                 return te::winograd_input_transform(
+                     a[0], a[1], wa.tile,
+                     {wa.padding[0], wa.padding[1], wa.padding[2], wa.padding[3]});
+               }});
+  register_op({"nn.winograd_output_transform",
+               "Winograd's output transform to NHWC: [N, OH, OW, K] from [alpha, alpha, N, TH, "
+               "TW, K]",
+               2, 2, WinogradAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
+                 check_rank(a[0], 6, "the products");
+                 check_rank(a[1], 2, "the output transform");
+                 check_same_dtype(a);
+                 check_float(a[0], "the products");
+                 int64_t alpha = wa.tile + 2, oh = wa.output_size[0], ow = wa.output_size[1];
+                 const std::vector<int64_t>& s = a[0].shape;
+                 TT_CHECK(a[1].shape == (std::vector<int64_t>{wa.tile, alpha}) && s[0] == alpha &&
+                              s[1] == alpha && s[3] == (oh + wa.tile - 1) / wa.tile &&
+                              s[4] == (ow + wa.tile - 1) / wa.tile,
+                          kInvalidArgument, "products ", shape_text(s), " and output transform ",
+                          shape_text(a[1].shape), " do not make a ", oh, "x", ow,
+                          " output with tiles of ", wa.tile);
+                 return TensorType{{s[2], oh, ow, s[5]}, a[0].dtype};
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
+                 return te::winograd_output_transform(a[0], a[1], wa.output_size[0],
+                                                      wa.output_size[1]);
+               }});
   register_op({"nn.conv2d_transpose",
                "transposed 2-D convolution, NCHW data and a [C, K, R, S] kernel", 2, 2,
                Conv2dTransposeAttrsNode::kTypeKey, OpPattern::kAnchor,
@@ -626,6 +685,22 @@ void Conv2dAttrsNode::declare(FieldList<Conv2dAttrsNode>& f) {
       });
 }
 
+void WinogradAttrsNode::declare(FieldList<WinogradAttrsNode>& f) {
+  f.def("tile", &WinogradAttrsNode::tile)
+      .def("padding", &WinogradAttrsNode::padding)
+      .def("output_size", &WinogradAttrsNode::output_size)
+      .validate([](const WinogradAttrsNode& a) {
+        TT_CHECK(a.tile == 2 || a.tile == 4, kInvalidArgument, "Winograd output tiles of ", a.tile,
+                 " are not supported (2 or 4)");
+        TT_CHECK(a.padding.size() == 4 && a.output_size.size() == 2, kInvalidArgument,
+                 "the Winograd transforms need 4 paddings and a 2-D output size");
+        for (int64_t p : a.padding) TT_CHECK(p >= 0, kInvalidArgument, "paddings must be >= 0");
+        for (int64_t e : a.output_size) {
+          TT_CHECK(e >= 1, kInvalidArgument, "the output size must be >= 1");
+        }
+      });
+}
+
 void Conv2dTransposeAttrsNode::declare(FieldList<Conv2dTransposeAttrsNode>& f) {
   f.def("strides", &Conv2dTransposeAttrsNode::strides)
       .def("padding", &Conv2dTransposeAttrsNode::padding)
@@ -702,6 +777,7 @@ void ResizeAttrsNode::declare(FieldList<ResizeAttrsNode>& f) {
 
 TT_REGISTER_NODE(Conv2dAttrsNode);
 TT_REGISTER_NODE(Conv2dTransposeAttrsNode);
+TT_REGISTER_NODE(WinogradAttrsNode);
 TT_REGISTER_NODE(Pool2dAttrsNode);
 TT_REGISTER_NODE(LayoutAttrsNode);
 TT_REGISTER_NODE(AxisAttrsNode);

@@ -304,6 +304,111 @@ Graph convert_layout_nhwc(const Graph& graph) {
   return fold_constants(Graph::make(graph->inputs, outputs, graph->output_names));
 }
 
+namespace {
+
+/// The output tile for a 3x3 convolution of `channels` to `filters` on
+/// `target`, or 0 to keep it direct (see winograd_conv2d in passes.h).
+int64_t winograd_tile(int64_t channels, int64_t filters, const ir::Target& target) {
+  // Per output element and filter, the direct form costs 9 * channels
+  // multiply-adds, tiles of 4 cost 2.25 * channels in the products plus
+  // about 27 * channels / filters and 15 in the transforms: below 16
+  // channels the saving is gone in the transforms and the padding.
+  if (!target || channels < 16 || filters < 16) return 0;
+  ir::HardwareParams hw = ir::hardware_params(target);
+  int64_t l2 = hw->l2_cache_bytes * std::max<int64_t>(hw->num_cores, 1);
+  for (int64_t tile : {4, 2}) {
+    int64_t alpha = tile + 2;
+    if (alpha * alpha * channels * filters * 4 <= l2) return tile;
+  }
+  return 0;
+}
+
+/// The HWIO kernel `g` [3, 3, C, K] transformed: [alpha * alpha, C, K] with
+/// [eps * alpha + nu] = (G . g . G^T)[eps][nu], computed in double.
+te::NDArray winograd_kernel(const te::NDArray& g, const te::WinogradMatrices& m) {
+  const int64_t a = m.alpha, ck = g.shape()[2] * g.shape()[3];
+  const auto* src = static_cast<const float*>(g.data());
+  std::vector<double> rows(static_cast<size_t>(a * 3 * ck), 0.0);  // [eps][j][ck] = G . g
+  for (int64_t eps = 0; eps < a; ++eps) {
+    for (int64_t i = 0; i < 3; ++i) {
+      double coef = m.g[static_cast<size_t>(eps * 3 + i)];
+      if (coef == 0) continue;
+      for (int64_t j = 0; j < 3; ++j) {
+        double* dst = &rows[static_cast<size_t>((eps * 3 + j) * ck)];
+        const float* from = src + (i * 3 + j) * ck;
+        for (int64_t x = 0; x < ck; ++x) dst[x] += coef * from[x];
+      }
+    }
+  }
+  te::NDArray out(g.dtype(), {a * a, g.shape()[2], g.shape()[3]});
+  auto* dst = static_cast<float*>(out.data());
+  std::vector<double> acc(static_cast<size_t>(ck));
+  for (int64_t eps = 0; eps < a; ++eps) {
+    for (int64_t nu = 0; nu < a; ++nu) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j < 3; ++j) {
+        double coef = m.g[static_cast<size_t>(nu * 3 + j)];
+        const double* from = &rows[static_cast<size_t>((eps * 3 + j) * ck)];
+        for (int64_t x = 0; x < ck; ++x) acc[static_cast<size_t>(x)] += coef * from[x];
+      }
+      float* to = dst + (eps * a + nu) * ck;
+      for (int64_t x = 0; x < ck; ++x) to[x] = static_cast<float>(acc[static_cast<size_t>(x)]);
+    }
+  }
+  return out;
+}
+
+te::NDArray matrix_array(const std::vector<double>& values, std::vector<int64_t> shape) {
+  te::NDArray out(ir::DataType::float32(), std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) out.set(static_cast<int64_t>(i), values[i]);
+  return out;
+}
+
+Value reshape_call(const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
+  auto a = make_node<ReshapeAttrsNode>();
+  a->shape = shape;
+  return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
+}
+
+}  // namespace
+
+Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.conv2d") return Value();
+    const auto& conv = dynamic_cast<const Conv2dAttrsNode&>(*c.attrs);
+    const ConstantNode* kernel = as_constant(args[1]);
+    const std::vector<int64_t> ones = {1, 1};
+    if (conv.data_layout != "NHWC" || !kernel || conv.groups != 1 || conv.strides != ones ||
+        conv.dilation != ones || c.dtype != ir::DataType::float32() || kernel->shape[0] != 3 ||
+        kernel->shape[1] != 3) {
+      return Value();
+    }
+    const int64_t channels = kernel->shape[2], filters = kernel->shape[3];
+    const int64_t tile = winograd_tile(channels, filters, target);
+    if (tile == 0) return Value();
+    const te::WinogradMatrices m = te::winograd_matrices(tile);
+    const int64_t alpha = m.alpha;
+    auto wa = make_node<WinogradAttrsNode>();
+    wa->tile = tile;
+    wa->padding = conv.padding;
+    wa->output_size = {c.shape[1], c.shape[2]};
+    Attrs attrs(attrs_node(std::move(wa)));
+    const std::string suffix = "." + std::to_string(tile);
+    Value bt = constant(matrix_array(m.bt, {alpha, alpha}), "winograd.bt" + suffix);
+    Value at = constant(matrix_array(m.at, {tile, alpha}), "winograd.at" + suffix);
+    Value data = call("nn.winograd_input_transform", {args[0], bt}, attrs, c.name + ".input");
+    const std::vector<int64_t> tiled = data->shape;  // alpha, alpha, N, TH, TW, C
+    const int64_t tiles = tiled[2] * tiled[3] * tiled[4];
+    Value u = constant(winograd_kernel(kernel->data.array(), m), kernel->name + ".winograd");
+    Value product = call(
+        "nn.matmul", {reshape_call(data, {alpha * alpha, tiles, channels}, c.name + ".tiles"), u},
+        Attrs(), c.name + ".product");
+    Value products = reshape_call(product, {alpha, alpha, tiled[2], tiled[3], tiled[4], filters},
+                                  c.name + ".products");
+    return call("nn.winograd_output_transform", {products, at}, attrs, c.name);
+  });
+}
+
 Graph sink_reshapes(const Graph& graph) {
   auto reshape_of = [](const Value& v) -> const CallNode* {
     const CallNode* c = as_call(v);
@@ -369,15 +474,21 @@ const char* kFailPassOption = "testing.fail_graph_pass";
 
 struct PipelinePass {
   const char* name;
-  Graph (*run)(const Graph&);
+  Graph (*run)(const Graph&, const ir::Target&);
 };
+
+template <Graph (*pass)(const Graph&)>
+Graph any_target(const Graph& graph, const ir::Target&) {
+  return pass(graph);
+}
 
 const std::vector<PipelinePass>& pipeline() {
   static const std::vector<PipelinePass> passes = {
-      {"simplify_inference", simplify_inference},
-      {"fold_constants", fold_constants},
-      {"convert_layout_nhwc", convert_layout_nhwc},
-      {"sink_reshapes", sink_reshapes},
+      {"simplify_inference", any_target<simplify_inference>},
+      {"fold_constants", any_target<fold_constants>},
+      {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
+      {"winograd_conv2d", winograd_conv2d},
+      {"sink_reshapes", any_target<sink_reshapes>},
   };
   return passes;
 }
@@ -394,12 +505,12 @@ std::string failing_pass_for_testing() {
   return ir::PassContext::current()->get_config<std::string>(kFailPassOption);
 }
 
-Graph optimize(const Graph& graph) {
+Graph optimize(const Graph& graph, const ir::Target& target) {
   std::string fail_in = failing_pass_for_testing();
   Graph g = graph;
   for (const auto& p : pipeline()) {
     g = ir::run_pass(p.name, g, [&](const Graph& in) {
-      Graph out = p.run(in);
+      Graph out = p.run(in, target);
       // Testing: a pass that fails halfway, after its work was done.
       TT_CHECK(fail_in != p.name, kRuntime, "graph pass ", p.name, " failed (planted by ",
                kFailPassOption, ")");

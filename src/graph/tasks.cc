@@ -111,7 +111,7 @@ Extraction extract_tasks(const Graph& model, const ir::Target& target) {
   Extraction result;
   Graph optimised = model;
   try {
-    optimised = optimize(model);
+    optimised = optimize(model, target);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) throw;
     // The graph as given is still whole: nothing can have changed it.

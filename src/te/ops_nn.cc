@@ -239,6 +239,104 @@ Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
       std::move(name), op, conv_attrs_json(attrs, "NHWC"));
 }
 
+WinogradMatrices winograd_matrices(int64_t tile) {
+  WinogradMatrices w;
+  w.tile = tile;
+  w.alpha = tile + 2;
+  // Interpolation points 0, 1, -1 (and 2, -2 for tiles of 4), and infinity.
+  if (tile == 2) {
+    w.bt = {1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
+    w.g = {1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
+    w.at = {1, 1, 1, 0, 0, 1, -1, -1};
+  } else if (tile == 4) {
+    w.bt = {4, 0,  -5, 0, 1, 0, 0, -4, -4, 1,  1, 0, 0, 4, -4, -1, 1, 0,
+            0, -2, -1, 2, 1, 0, 0, 2,  -1, -2, 1, 0, 0, 4, 0,  -5, 0, 1};
+    w.g = {1.0 / 4,  0,        0,       -1.0 / 6, -1.0 / 6,  -1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6,
+           1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 24, -1.0 / 12, 1.0 / 6,  0,        0,       1};
+    w.at = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+  } else {
+    fail(ErrorKind::kInvalidArgument, "Winograd output tiles of ", tile,
+         " are not supported (2 or 4)");
+  }
+  return w;
+}
+
+Tensor winograd_input_transform(const Tensor& data, const Tensor& bt, int64_t tile,
+                                const std::array<int64_t, 4>& padding, std::string name) {
+  const char* op = "winograd_input_transform";
+  check_rank(data, 4, op, "data");
+  check_rank(bt, 2, op, "the input transform");
+  check_same_dtype(data, bt, op);
+  int64_t alpha = winograd_matrices(tile).alpha;
+  if (bt.shape()[0] != alpha || bt.shape()[1] != alpha) {
+    fail(ErrorKind::kInvalidArgument, op, ": the input transform of tiles of ", tile, " is ", alpha,
+         "x", alpha, ", got ", shape_str(bt.shape()));
+  }
+  auto [pt, pl, pb, pr] = padding;
+  int64_t n = data.shape()[0], h = data.shape()[1], w = data.shape()[2], c = data.shape()[3];
+  int64_t oh = out_extent(op, "height", h, pt + pb, 3, 1);
+  int64_t ow = out_extent(op, "width", w, pl + pr, 3, 1);
+  int64_t th = (oh + tile - 1) / tile, tw = (ow + tile - 1) / tile;
+  // Every tile's window lies inside the padded data: the last tiles read
+  // zeros past the convolution's own padding.
+  Tensor padded = detail::pad_stage(data, {0, pt, pl, 0},
+                                    {0, th * tile + 2 - h - pt, tw * tile + 2 - w - pl, 0},
+                                    value_const(data.dtype(), 0), "pad_data", 0.0);
+  IterVar ra = reduce_axis(alpha, "ra");
+  Tensor rows = compute(
+      {n, th, tw, alpha, alpha, c},
+      [&](const std::vector<Var>& v) {  // n, y, x, eps, b, c
+        return sum(bt(v[3], ra.expr()) * padded(v[0], mul_index(v[1], tile) + ra.expr(),
+                                                mul_index(v[2], tile) + v[4], v[5]),
+                   {ra});
+      },
+      name + "_rows", op);
+  IterVar rb = reduce_axis(alpha, "rb");
+  return compute(
+      {alpha, alpha, n, th, tw, c},
+      [&](const std::vector<Var>& v) {  // eps, nu, n, y, x, c
+        return sum(rows(v[2], v[3], v[4], v[0], rb.expr(), v[5]) * bt(v[1], rb.expr()), {rb});
+      },
+      std::move(name), op, nlohmann::json{{"tile", tile}});
+}
+
+Tensor winograd_output_transform(const Tensor& m, const Tensor& at, int64_t out_h, int64_t out_w,
+                                 std::string name) {
+  const char* op = "winograd_output_transform";
+  check_rank(m, 6, op, "the products");
+  check_rank(at, 2, op, "the output transform");
+  check_same_dtype(m, at, op);
+  int64_t tile = at.shape()[0];
+  int64_t alpha = winograd_matrices(tile).alpha;
+  const std::vector<int64_t>& s = m.shape();
+  int64_t n = s[2], th = s[3], tw = s[4], k = s[5];
+  if (at.shape()[1] != alpha || s[0] != alpha || s[1] != alpha || out_h < 1 || out_w < 1 ||
+      th != (out_h + tile - 1) / tile || tw != (out_w + tile - 1) / tile) {
+    fail(ErrorKind::kInvalidArgument, op, ": products ", shape_str(s), " and output transform ",
+         shape_str(at.shape()), " do not make a ", out_h, "x", out_w, " output (expected [", alpha,
+         ", ", alpha, ", N, ", (out_h + tile - 1) / tile, ", ", (out_w + tile - 1) / tile,
+         ", K] and [", tile, ", ", alpha, "])");
+  }
+  IterVar ra = reduce_axis(alpha, "ra");
+  Tensor rows = compute(
+      {n, th, tw, tile, alpha, k},
+      [&](const std::vector<Var>& v) {  // n, y, x, i, nu, k
+        return sum(at(v[3], ra.expr()) * m(ra.expr(), v[4], v[0], v[1], v[2], v[5]), {ra});
+      },
+      name + "_rows", op);
+  IterVar rb = reduce_axis(alpha, "rb");
+  Expr t = index_const(tile);
+  return compute(
+      {n, out_h, out_w, k},
+      [&](const std::vector<Var>& v) {  // n, h, w, k
+        return sum(rows(v[0], ir::floordiv(v[1], t), ir::floordiv(v[2], t), ir::floormod(v[1], t),
+                        rb.expr(), v[3]) *
+                       at(ir::floormod(v[2], t), rb.expr()),
+                   {rb});
+      },
+      std::move(name), op, nlohmann::json{{"tile", tile}});
+}
+
 Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
                              std::string name) {
   const char* op = "depthwise_conv2d_nchw";

@@ -50,6 +50,13 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
       a.output_padding = {1, 0};
     });
   };
+  s["graph.WinogradAttrs"] = [] {
+    return attrs<WinogradAttrsNode>([](auto& a) {
+      a.tile = 2;
+      a.padding = {1, 0, 2, 1};
+      a.output_size = {7, 5};
+    });
+  };
   s["graph.Pool2dAttrs"] = [] {
     return attrs<Pool2dAttrsNode>([](auto& a) {
       a.kernel = {3, 3};

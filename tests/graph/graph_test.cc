@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <unordered_map>
 
 #include "common/module_cache.h"
@@ -138,12 +139,15 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   const uint64_t hash = structural_hash(g);
   std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 4, 6, 6}, 3)};
   te::NDArray expected = evaluate_graph(g, in)[0];
-  for (auto [name, pass] : std::vector<std::pair<const char*, Graph (*)(const Graph&)>>{
+  const ir::Target target = ir::Target::parse("c -num-cores=2 -l2-cache=1048576");
+  using Pass = std::function<Graph(const Graph&)>;
+  for (auto [name, pass] : std::vector<std::pair<const char*, Pass>>{
            {"fold_constants", fold_constants},
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
+           {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"sink_reshapes", sink_reshapes},
-           {"optimize", optimize}}) {
+           {"optimize", [&](const Graph& x) { return optimize(x, target); }}}) {
     SCOPED_TRACE(name);
     Graph out = pass(g);
     EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], expected, te::Tolerance{1e-5, 1e-4}));
@@ -161,7 +165,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                      "sink_reshapes"}));
+                                      "winograd_conv2d", "sink_reshapes"}));
 }
 
 TEST(GraphPasses, ADisabledPassIsSkipped) {
@@ -173,6 +177,100 @@ TEST(GraphPasses, ADisabledPassIsSkipped) {
       EXPECT_EQ(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout, "NCHW");
     }
   }
+}
+
+/// x -> conv3x3 (pad 1, or none) -> bias -> relu, NHWC with HWIO kernels
+/// already, `c` to `k` channels.
+Graph nhwc_conv_block(int64_t c, int64_t k, int64_t size, int64_t pad, int64_t stride = 1) {
+  auto x = input("x", {1, size, size, c}, kF32);
+  auto a = make_node<Conv2dAttrsNode>();
+  a->padding = {pad, pad, pad, pad};
+  a->strides = {stride, stride};
+  a->data_layout = "NHWC";
+  Value y = call("nn.conv2d", {x, weight({3, 3, c, k}, 11)}, Attrs(a), "conv");
+  auto axis = make_node<AxisAttrsNode>();
+  axis->axis = 3;
+  y = call("relu", {call("nn.bias_add", {y, weight({k}, 12)}, Attrs(axis), "bias")}, Attrs(),
+           "relu");
+  return Graph::make({x}, {y}, {"out"});
+}
+
+std::string ops_of(const Graph& g) {
+  std::string ops;
+  for (const auto& c : calls_in_order(g)) ops += (ops.empty() ? "" : " ") + c->op;
+  return ops;
+}
+
+TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
+  // 1 MiB of L2 on each of 2 cores: the 16 -> 32 kernel transformed for
+  // tiles of 4 (36 * 16 * 32 * 4 bytes = 72 KiB) fits.
+  const ir::Target target = ir::Target::parse("c -num-cores=2 -l2-cache=1048576");
+  for (int64_t pad : {1, 0}) {
+    for (int64_t size : {9, 12}) {  // 7 or 9 outputs wide with no padding: ragged last tiles
+      SCOPED_TRACE(::testing::Message() << "pad " << pad << ", size " << size);
+      Graph g = nhwc_conv_block(16, 32, size, pad);
+      const std::string bytes = save_string(g);
+      Graph w = winograd_conv2d(g, target);
+      EXPECT_EQ(ops_of(w),
+                "nn.winograd_input_transform reshape nn.matmul reshape "
+                "nn.winograd_output_transform nn.bias_add relu");
+      EXPECT_EQ(save_string(g), bytes);
+      std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, size, size, 16}, 5)};
+      EXPECT_TRUE(te::allclose(evaluate_graph(w, in)[0], evaluate_graph(g, in)[0],
+                               te::Tolerance{1e-4, 1e-4}));
+      // The output transform takes the bias and the relu: three kernels, one view each way.
+      std::vector<std::string> groups;
+      for (const auto& grp : fuse_groups(w)) {
+        groups.push_back((grp.is_view() ? "view:" : "") + grp.description());
+      }
+      EXPECT_EQ(groups, (std::vector<std::string>{
+                            "nn.winograd_input_transform", "view:reshape", "nn.matmul",
+                            "view:reshape", "nn.winograd_output_transform+nn.bias_add+relu"}));
+    }
+  }
+  // Tiles of 2 where those of 4 do not fit: 36 * 64 * 64 * 4 bytes = 576 KiB
+  // is over 2 * 256 KiB, 16 * 64 * 64 * 4 = 256 KiB is not.
+  Graph small_l2 = winograd_conv2d(nhwc_conv_block(64, 64, 8, 1),
+                                   ir::Target::parse("c -num-cores=2 -l2-cache=262144"));
+  for (const auto& c : calls_in_order(small_l2)) {
+    if (c->op == "nn.winograd_output_transform") {
+      EXPECT_EQ(dynamic_cast<const WinogradAttrsNode&>(*c->attrs).tile, 2);
+    }
+  }
+  // Left direct: strided, too few channels, a kernel too big for the L2.
+  auto direct = [](const Graph& g, const ir::Target& t) {
+    return ops_of(winograd_conv2d(g, t)) == "nn.conv2d nn.bias_add relu";
+  };
+  EXPECT_TRUE(direct(nhwc_conv_block(16, 32, 9, 1, 2), target));
+  EXPECT_TRUE(direct(nhwc_conv_block(8, 32, 9, 1), target));
+  EXPECT_TRUE(
+      direct(nhwc_conv_block(64, 64, 8, 1), ir::Target::parse("c -num-cores=1 -l2-cache=131072")));
+}
+
+TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {
+  auto x = input("x", {1, 8, 8, 16}, kF32);
+  auto a = make_node<WinogradAttrsNode>();
+  a->tile = 4;
+  a->padding = {1, 1, 1, 1};
+  a->output_size = {8, 8};
+  Value bt = weight({6, 6}, 1);
+  EXPECT_EQ(call("nn.winograd_input_transform", {x, bt}, Attrs(a))->shape,
+            (std::vector<int64_t>{6, 6, 1, 2, 2, 16}));
+  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x, weight({4, 4}, 1)}, Attrs(a)),
+                  kInvalidArgument, "the input transform of tiles of 4 is [6, 6], got [4, 4]");
+  auto b = make_node<WinogradAttrsNode>(*a);
+  b->output_size = {7, 8};
+  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x, bt}, Attrs(b)), kInvalidArgument,
+                  "output size [7, 8] differs from the 8x8 the data and padding give");
+  auto products = input("m", {6, 6, 1, 2, 2, 32}, kF32);
+  EXPECT_EQ(call("nn.winograd_output_transform", {products, weight({4, 6}, 2)}, Attrs(a))->shape,
+            (std::vector<int64_t>{1, 8, 8, 32}));
+  b->output_size = {9, 8};
+  EXPECT_TT_ERROR(call("nn.winograd_output_transform", {products, weight({4, 6}, 2)}, Attrs(b)),
+                  kInvalidArgument, "do not make a 9x8 output with tiles of 4");
+  auto c = make_node<WinogradAttrsNode>(*a);
+  c->tile = 3;
+  EXPECT_ANY_THROW(load_string(save_string(ObjectPtr(c))));
 }
 
 TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {

@@ -40,6 +40,17 @@ struct Conv2dTransposeAttrsNode : AttrsNode {
   static void declare(FieldList<Conv2dTransposeAttrsNode>& f);
 };
 
+/// The Winograd transforms of a 3x3 convolution (see te::winograd_matrices):
+/// output tiles of `tile`; the input transform pads by `padding` (top,
+/// left, bottom, right), the output transform crops to `output_size`.
+struct WinogradAttrsNode : AttrsNode {
+  int64_t tile = 4;
+  std::vector<int64_t> padding = {0, 0, 0, 0};
+  std::vector<int64_t> output_size = {1, 1};  ///< height, width
+  TT_NODE(WinogradAttrsNode, "graph.WinogradAttrs")
+  static void declare(FieldList<WinogradAttrsNode>& f);
+};
+
 /// max_pool2d, avg_pool2d: window, strides, padding; "NCHW" or "NHWC".
 struct Pool2dAttrsNode : AttrsNode {
   std::vector<int64_t> kernel = {1, 1};

@@ -73,6 +73,38 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
 Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs = {},
                    std::string name = "conv2d_nhwc");
 
+/// The matrices of Winograd's minimal filtering F(tile x tile, 3 x 3) (Lavin
+/// and Gray, 2015), alpha = tile + 2, each row-major: a 3x3 convolution of an
+/// alpha x alpha input tile d with kernel g is
+/// AT . ((G . g . G^T) * (BT . d . BT^T)) . AT^T, tile x tile outputs.
+struct WinogradMatrices {
+  int64_t tile = 0, alpha = 0;
+  std::vector<double> bt;  ///< [alpha, alpha]: the input transform
+  std::vector<double> g;   ///< [alpha, 3]: the kernel transform
+  std::vector<double> at;  ///< [tile, alpha]: the output transform
+};
+
+/// The matrices for output tiles of 2 or 4; kInvalidArgument otherwise.
+WinogradMatrices winograd_matrices(int64_t tile);
+
+/// The first step of a 3x3, stride-1 NHWC convolution by Winograd's
+/// algorithm: out[alpha, alpha, N, TH, TW, C] = BT . d . BT^T for every
+/// alpha x alpha input tile d (tiles `tile` apart, TH = ceil(out_h / tile),
+/// TW likewise; the data padded by `padding` (top, left, bottom, right) and
+/// with zeros past it) and channel. `bt` is the [alpha, alpha] input transform.
+/// Two reduction stages, rows then columns, so each costs alpha, not alpha^2,
+/// multiply-adds per element.
+Tensor winograd_input_transform(const Tensor& data, const Tensor& bt, int64_t tile,
+                                const std::array<int64_t, 4>& padding,
+                                std::string name = "winograd_input");
+
+/// The last step: out[N, out_h, out_w, K] from the products
+/// m[alpha, alpha, N, TH, TW, K] (transformed data times transformed kernel,
+/// summed over the input channels): AT . m . AT^T per tile, cropped to
+/// out_h x out_w. `at` is the [tile, alpha] output transform.
+Tensor winograd_output_transform(const Tensor& m, const Tensor& at, int64_t out_h, int64_t out_w,
+                                 std::string name = "winograd_output");
+
 /// out[N, C * M, OH, OW] from data[N, C, H, W] and kernel[C, M, R, S] (M: the
 /// channel multiplier): output channel c * M + m convolves input channel c
 /// with kernel[c, m]. attrs.groups must be 1 (it is implied).
