@@ -69,6 +69,17 @@ TEST_F(ModelCli, TasksListsOperatorsShapesWeightsFlopsAndKeys) {
   EXPECT_NE(text.out.find("10 tasks, 10 kernel calls"), std::string::npos) << text.out;
 }
 
+TEST_F(ModelCli, ADisabledGraphPassIsSkippedByExtractionAsByCompile) {
+  json direct = cli_json(
+      {"tasks", cnn(), "--target", kTarget, "--disable-pass", "winograd_conv2d", "--json"});
+  EXPECT_EQ(direct["tasks"].size(), 8u);
+  EXPECT_EQ(direct["tasks"][3]["operators"], "nn.conv2d+nn.bias_add+relu");
+  json tuned =
+      cli_json({"tune", cnn(), "--target", kTarget, "--trials", "8", "--batch-size", "8",
+                "--disable-pass", "winograd_conv2d", "--log", dir_ + "/direct.log", "--json"});
+  EXPECT_EQ(tuned["tasks"].size(), 8u);
+}
+
 TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
   const std::string log = dir_ + "/cnn.log";
   RunResult tune = cli({"tune", cnn(), "--target", kTarget, "--trials", "24", "--batch-size", "3",

@@ -71,7 +71,7 @@ void write_output(const std::string& path, const std::string& text) {
 void PassContextArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--opt-level", opt_level, "optimisation level 0-3")->check(CLI::Range(0, 3));
   cmd->add_option("--config", config, "a PassContext option KEY=VALUE (repeatable)");
-  cmd->add_option("--disable-pass", disabled, "a lowering pass to skip (repeatable)");
+  cmd->add_option("--disable-pass", disabled, "a pass to skip, lowering or graph (repeatable)");
   cmd->add_option("--instrument", instruments, "an instrument NAME or NAME=JSON (repeatable)");
 }
 

@@ -81,11 +81,13 @@ struct ModelArgs {
 struct TasksArgs {
   ModelArgs source;
   bool as_json = false;
+  PassContextArgs pass_context;
 };
 
 int run_tasks(const TasksArgs& args) {
   auto start = std::chrono::steady_clock::now();
   graph::Graph model = args.source.load();
+  ir::PassContextGuard guard(args.pass_context.make());
   graph::Extraction ex = graph::extract_tasks(model, ir::Target::parse(args.source.target));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ex.fallback_reason.empty()) {
@@ -341,6 +343,7 @@ Command add_tasks_command(CLI::App& app) {
       "tasks", "the tuning tasks of an ONNX model: fused operators, shapes, weights, FLOPs, keys");
   args->source.add_to(cmd);
   cmd->add_flag("--json", args->as_json, "machine-readable output");
+  args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_tasks(*args); }};
 }
 

@@ -109,7 +109,12 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
     // `compile` extract and compile it.
     ir::Target target = ir::Target::parse(args.target_given ? args.target : "native");
     if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
-    graph::Extraction ex = graph::extract_tasks(load_model(args.model, args.input_shapes), target);
+    // Extraction runs the graph passes as compile will: under the user's
+    // PassContext (a disabled pass is skipped in both).
+    graph::Extraction ex = [&] {
+      ir::PassContextGuard guard(args.pass_context.make());
+      return graph::extract_tasks(load_model(args.model, args.input_shapes), target);
+    }();
     if (!ex.fallback_reason.empty()) {
       std::fprintf(
           stderr,
