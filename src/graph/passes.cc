@@ -35,6 +35,13 @@ Attrs transpose_attrs(std::vector<int64_t> perm) {
   return Attrs(attrs_node(std::move(a)));
 }
 
+/// `v` seen in another shape.
+Value reshape_call(const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
+  auto a = make_node<ReshapeAttrsNode>();
+  a->shape = shape;
+  return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
+}
+
 /// `a` with its dimensions permuted: out dimension d is a's dimension perm[d].
 te::NDArray transpose_array(const te::NDArray& a, const std::vector<int64_t>& perm) {
   std::vector<int64_t> shape;
@@ -364,12 +371,6 @@ te::NDArray matrix_array(const std::vector<double>& values, std::vector<int64_t>
   return out;
 }
 
-Value reshape_call(const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
-  auto a = make_node<ReshapeAttrsNode>();
-  a->shape = shape;
-  return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
-}
-
 }  // namespace
 
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
@@ -414,17 +415,12 @@ Graph sink_reshapes(const Graph& graph) {
     const CallNode* c = as_call(v);
     return c && c->op == "reshape" ? c : nullptr;
   };
-  auto reshape_to = [](const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
-    auto a = make_node<ReshapeAttrsNode>();
-    a->shape = shape;
-    return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
-  };
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     OpPattern pattern = find_op(c.op).pattern;
     if (pattern == OpPattern::kElemwise && args.size() == 1) {
       const CallNode* r = reshape_of(args[0]);
       if (!r) return Value();
-      return reshape_to(call(c.op, {r->args[0]}, c.attrs, c.name), c.shape, r->name);
+      return reshape_call(call(c.op, {r->args[0]}, c.attrs, c.name), c.shape, r->name);
     }
     if (pattern != OpPattern::kBroadcast || args.size() != 2) return Value();
     // Both operands reshaped from the same shape to the result's.
@@ -432,7 +428,8 @@ Graph sink_reshapes(const Graph& graph) {
     const CallNode* rb = reshape_of(args[1]);
     if (ra && rb && ra->shape == c.shape && rb->shape == c.shape &&
         ra->args[0]->shape == rb->args[0]->shape) {
-      return reshape_to(call(c.op, {ra->args[0], rb->args[0]}, c.attrs, c.name), c.shape, ra->name);
+      return reshape_call(call(c.op, {ra->args[0], rb->args[0]}, c.attrs, c.name), c.shape,
+                          ra->name);
     }
     for (int side = 0; side < 2; ++side) {
       const CallNode* r = reshape_of(args[static_cast<size_t>(side)]);
@@ -440,10 +437,10 @@ Graph sink_reshapes(const Graph& graph) {
       // An operand of the result's shape, not broadcast: seen in the
       // reshape's source shape (a view too).
       if (r && !as_constant(other) && other->shape == c.shape && r->shape == c.shape) {
-        Value seen = reshape_to(other, r->args[0]->shape, r->name);
+        Value seen = reshape_call(other, r->args[0]->shape, r->name);
         std::vector<Value> moved =
             side == 0 ? std::vector<Value>{r->args[0], seen} : std::vector<Value>{seen, r->args[0]};
-        return reshape_to(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
+        return reshape_call(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
       }
       const ConstantNode* k = as_constant(other);
       if (!r || !k || c.shape != r->shape) continue;
@@ -462,7 +459,7 @@ Graph sink_reshapes(const Graph& graph) {
           k->name);
       std::vector<Value> moved =
           side == 0 ? std::vector<Value>{r->args[0], kc} : std::vector<Value>{kc, r->args[0]};
-      return reshape_to(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
+      return reshape_call(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
     }
     return Value();
   });

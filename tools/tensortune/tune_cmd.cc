@@ -89,11 +89,13 @@ std::pair<te::Task, double> task_from_line(const json& line) {
           weight};
 }
 
-/// The run's tasks and weights, from --task, --tasks or --workload.
 /// What the table calls each task: a model's tasks by their operators.
 using TaskLabels = std::map<std::string, std::string>;
 
+/// The run's tasks and weights, from a model (extracted under `context`, as
+/// compile will extract it), --task, --tasks or --workload.
 std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommandArgs& args,
+                                                               const ir::PassContext& context,
                                                                TaskLabels& labels) {
   std::vector<te::Task> tasks;
   std::vector<double> weights;
@@ -109,10 +111,8 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
     // `compile` extract and compile it.
     ir::Target target = ir::Target::parse(args.target_given ? args.target : "native");
     if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
-    // Extraction runs the graph passes as compile will: under the user's
-    // PassContext (a disabled pass is skipped in both).
     graph::Extraction ex = [&] {
-      ir::PassContextGuard guard(args.pass_context.make());
+      ir::PassContextGuard guard(context);
       return graph::extract_tasks(load_model(args.model, args.input_shapes), target);
     }();
     if (!ex.fallback_reason.empty()) {
@@ -286,7 +286,11 @@ json time_json(const search::TimeSplit& t) {
 
 int run_tune(const TuneCommandArgs& args) {
   TaskLabels labels;
-  auto [tasks, weights] = tasks_of(args, labels);
+  // The run's one context: extraction runs the graph passes under it, every
+  // candidate is built under it, and only records built under it are
+  // resumed (unless --any-pass-context).
+  const ir::PassContext context = args.pass_context.make();
+  auto [tasks, weights] = tasks_of(args, context, labels);
   TT_CHECK(!args.time_budget_given || (std::isfinite(args.time_budget_s) && args.time_budget_s > 0),
            kInvalidArgument, "--time-budget must be a number of seconds > 0, got ",
            args.time_budget_s);
@@ -321,9 +325,7 @@ int run_tune(const TuneCommandArgs& args) {
   options.early_stopping = args.early_stopping;
   options.abandon_factor = args.abandon_factor;
   options.weights = weights;
-  // The run's one context: every candidate is built under it, and only
-  // records built under it are resumed (unless --any-pass-context).
-  options.pass_context = args.pass_context.make();
+  options.pass_context = context;
   options.any_pass_context = args.any_pass_context;
 
   std::fprintf(
