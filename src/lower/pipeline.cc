@@ -12,7 +12,11 @@ struct PipelineStep {
   int64_t min_opt_level;  ///< the pass is skipped below this PassContext opt_level
 };
 
-// The order matters: conditions are removed before vectorizing (a guard the
+// The order matters: loops are partitioned where guards hold on part of
+// their range once the conditions the ranges settle are gone (their folded
+// divisions and loops of extent 1 leave the guards affine in fewer
+// variables), then conditions are removed again (the whole tiles' guards are
+// now provably redundant); conditions are removed before vectorizing (a guard the
 // loop ranges prove redundant would otherwise block it), vectorizing comes
 // before unrolling (an unrolled loop around a vectorized one replicates
 // vector code), storage is rewritten once the loops have their final shape,
@@ -25,6 +29,8 @@ struct PipelineStep {
 constexpr PipelineStep kPipeline[] = {
     {"simplify", simplify_pass, 1},
     {"remove_redundant_conditions", remove_redundant_conditions, 1},
+    {"partition_loops", partition_loops, 2},
+    {"remove_redundant_conditions", remove_redundant_conditions, 2},
     {"vectorize", vectorize_pass, 1},
     {"unroll", unroll_pass, 2},
     {"storage_rewrite", storage_rewrite_pass, 2},

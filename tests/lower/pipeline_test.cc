@@ -38,6 +38,7 @@ PrimFunc sample() {
 
 TEST(Pipeline, PassOrder) {
   std::vector<std::string> expected = {"simplify",        "remove_redundant_conditions",
+                                       "partition_loops", "remove_redundant_conditions",
                                        "vectorize",       "unroll",
                                        "storage_rewrite", "simplify"};
   EXPECT_EQ(pipeline_pass_names(), expected);

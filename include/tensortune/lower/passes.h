@@ -18,6 +18,15 @@ namespace tensortune::lower {
 /// tests/lower/simplify_pass_test.cc.
 PrimFunc simplify_pass(const PrimFunc& f);
 
+/// "partition_loops": splits a serial or unrolled loop with constant bounds
+/// into up to three loops when guards below it (if and select conditions,
+/// comparisons affine in its variable) hold throughout the inner loops' ranges
+/// on a sub-range of it: the loop over that sub-range computes whole tiles,
+/// whose guards remove_redundant_conditions then drops, and the loops before
+/// and after keep them. A tile size that does not divide its axis costs
+/// guards on the last tile only. Tested by tests/lower/partition_loops_test.cc.
+PrimFunc partition_loops(const PrimFunc& f);
+
 /// "remove_redundant_conditions": drops if and select conditions (and
 /// conjuncts of them) that the ranges of the enclosing loops prove always
 /// true, and branches they prove never taken; replaces loops of extent 1 by
