@@ -1244,7 +1244,7 @@ bool is_x86_feature(const std::string& feature) {
 
 std::string c_function_name(const std::string& name) { return sanitize(name, "_kernel"); }
 
-std::vector<std::string> c_pass_names() { return {"split_wide_vectors"}; }
+std::vector<std::string> c_pass_names() { return {"vectorize_reductions", "split_wide_vectors"}; }
 
 std::vector<std::string> compile_flags(const ir::Target& target) {
   const ir::TargetNode& t = check_c_target(target);
@@ -1319,8 +1319,12 @@ class CKernelSources final : public KernelSources {
     // Vectors wider than the registers are cut to their width first
     // (lower/passes.h says why); the emitter's lane loops remain for when
     // that pass is disabled.
+    // Reductions are vectorized first, into vectors of the registers' width.
+    PrimFunc reduced = ir::run_pass(
+        "vectorize_reductions", f,
+        [&](const PrimFunc& g) { return lower::vectorize_reductions(g, vector_bytes_); }, 2);
     PrimFunc legal = ir::run_pass(
-        "split_wide_vectors", f,
+        "split_wide_vectors", reduced,
         [&](const PrimFunc& g) { return lower::split_wide_vectors(g, vector_bytes_); }, 1);
     FunctionEmitter emitter(prelude, legal, num_cores_, align_, vector_bytes_);
     std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");

@@ -24,4 +24,10 @@ Stmt no_op();
 /// True if `s` is an empty sequence.
 bool is_no_op(const Stmt& s);
 
+/// The body of `loop` (a constant power-of-two extent from 2 to 64) rewritten
+/// into vector operations of that many lanes, as the vectorize pass does but
+/// without its check that the iterations are independent (the caller knows);
+/// a null Stmt when something in it has no vector form.
+Stmt vectorize_body(const ForNode& loop);
+
 }  // namespace tensortune::lower::detail

@@ -443,6 +443,16 @@ class VectorizeSkipper final : public StmtMutator {
 
 }  // namespace
 
+namespace detail {
+Stmt vectorize_body(const ForNode& loop) {
+  auto extent = ir::as_const_int(loop.extent);
+  if (!extent || *extent > kMaxLanes || !is_power_of_two(*extent) || *extent < 2) return Stmt();
+  BodyVectorizer vectorizer(loop, static_cast<int>(*extent));
+  Stmt body = vectorizer.vectorize(loop.body);
+  return vectorizer.failed() ? Stmt() : body;
+}
+}  // namespace detail
+
 PrimFunc vectorize_pass(const PrimFunc& f) {
   Stmt body;
   if (ir::PassContext::current()->get_config<bool>("tir.disable_vectorize")) {

@@ -79,6 +79,22 @@ PrimFunc row_sum() {
                                                ForKind::kVectorized)})));
 }
 
+// Softmax's row statistics over 3 rows of 100: M[i] = max over k of A[i*100
+// + k], S[i] = sum over k of exp(A[i*100 + k] - M[i]); both reductions
+// become vector accumulators with a scalar tail (100 is no multiple of a
+// register's lanes).
+PrimFunc row_stats() {
+  Buffer a = f32("A", 300), m = f32("M", 3), s = f32("S", 3);
+  Var i = Var::make("i"), k = Var::make("k"), l = Var::make("l");
+  Expr x = load(a, i * 100 + k), y = load(a, i * 100 + l);
+  return PrimFunc::make(
+      "row_stats", {a, m, s}, 1,
+      loop(i, 3,
+           lower::seq({store(m, i, load(a, i * 100)),
+                       loop(k, 100, store(m, i, ir::max(load(m, i), x))), store(s, i, 0.0f),
+                       loop(l, 100, store(s, i, load(s, i) + ir::exp(y - load(m, i))))})));
+}
+
 // C = A * 3 + 1 over 64 x 16 with a parallel outer loop.
 PrimFunc parallel_scale() {
   Buffer a = f32("A", 1024), c = f32("C", 1024);
@@ -199,6 +215,7 @@ class EndToEnd : public ::testing::Test {
     std::vector<PrimFunc> raw = {vadd("vadd"),
                                  matmul(),
                                  row_sum(),
+                                 row_stats(),
                                  parallel_scale(),
                                  staged("staged", 16),
                                  staged("staged_heap", 32768),
@@ -306,6 +323,23 @@ TEST_F(EndToEnd, ReductionMarkedVectorizedRunsSerially) {
     expected.set(i, sum);
   }
   expect_close(s, expected, "row_sum");
+}
+
+TEST_F(EndToEnd, RowReductionsFoldVectors) {
+  EXPECT_NE(source_->find("S_acc"), std::string::npos) << "the sum was not vectorized";
+  EXPECT_NE(source_->find("M_acc"), std::string::npos) << "the maximum was not vectorized";
+  NDArray a = random_f32(300, 9), m(DataType::float32(), {3}), s(DataType::float32(), {3});
+  call("row_stats", {&a, &m, &s});
+  NDArray want_m(DataType::float32(), {3}), want_s(DataType::float32(), {3});
+  for (int i = 0; i < 3; ++i) {
+    double max = a.get(i * 100), sum = 0;
+    for (int k = 0; k < 100; ++k) max = std::max(max, a.get(i * 100 + k));
+    for (int k = 0; k < 100; ++k) sum += std::exp(a.get(i * 100 + k) - max);
+    want_m.set(i, max);
+    want_s.set(i, sum);
+  }
+  expect_close(m, want_m, "row_stats max");
+  expect_close(s, want_s, "row_stats sum");
 }
 
 TEST_F(EndToEnd, ParallelLoop) {

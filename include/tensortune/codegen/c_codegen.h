@@ -53,8 +53,9 @@ namespace tensortune::codegen {
 std::string generate_c(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target);
 
 /// The passes the C back end runs on each kernel after lower::run_pipeline,
-/// in order, each through ir::run_pass: "split_wide_vectors" with the
-/// target's vector width (lower/passes.h).
+/// in order, each through ir::run_pass: "vectorize_reductions" (opt_level 2
+/// and up) and "split_wide_vectors", both with the target's vector width
+/// (lower/passes.h).
 std::vector<std::string> c_pass_names();
 
 /// The C symbol generate_c gives a kernel called `name`: `name` itself when it

@@ -83,4 +83,15 @@ PrimFunc storage_rewrite_pass(const PrimFunc& f);
 /// tests/lower/split_wide_vectors_test.cc.
 PrimFunc split_wide_vectors(const PrimFunc& f, int64_t vector_bytes);
 
+/// "vectorize_reductions": rewrites an innermost serial or unrolled loop that
+/// only folds a term into one element (`B[i] = B[i] op term(v)`, op + max or
+/// min, i the same in every iteration, 32- or 64-bit numbers) into up to four
+/// register-wide vector accumulators of `vector_bytes` each, folded into B[i]
+/// once at the end: a softmax's row sum becomes vector adds instead of a chain
+/// of scalar ones. A float sum is added up in another order, so its last bits
+/// may differ. Loops whose term has no vector form are left alone. Not part
+/// of the pipeline: the code generator runs it with its target's width, before
+/// split_wide_vectors. Tested by tests/lower/vectorize_reductions_test.cc.
+PrimFunc vectorize_reductions(const PrimFunc& f, int64_t vector_bytes);
+
 }  // namespace tensortune::lower
