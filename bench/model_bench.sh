@@ -5,13 +5,15 @@
 # weights. Each model is tuned (the log in DIR resumes, so running again
 # adds trials), compiled with its log and without one (default schedules),
 # and run on 1 and 2 threads beside ONNX Runtime on the same input.
-# Prints a table and writes DIR/results.json: median latencies, the ratio
-# to ONNX Runtime (below 1: faster), tuning and compile wall-clock times.
+# Prints a table and writes DIR/results.json: median latencies over
+# alternating rounds, the median of the rounds' ratios to ONNX Runtime
+# (below 1: faster), tuning and compile wall-clock times.
 #
 # usage: bench/model_bench.sh [DIR] [TRIALS_RESNET] [TRIALS_TRANSFORMER]
 #        (defaults: build/models, 1000, 400)
 # environment: TT_BUILD_DIR (default build), TT_MODELS (subset of:
-#   resnet18 transformer bert_base_block), TT_REPEAT (timed runs, default 30)
+#   resnet18 transformer bert_base_block), TT_REPEAT (timed runs per round,
+#   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TT_BUILD_DIR:-$root/build}
@@ -19,6 +21,7 @@ dir=${1:-$build/models}
 trials_resnet=${2:-1000}
 trials_transformer=${3:-400}
 repeat=${TT_REPEAT:-30}
+rounds=${TT_ROUNDS:-5}
 models=${TT_MODELS:-"resnet18 transformer bert_base_block"}
 tt="$build/tensortune"
 ort="node $root/tools/ort/ort_run.js"
@@ -53,18 +56,29 @@ for m in $models; do
   rm -rf "$cache"
   "$tt" compile "$model" --target "$target" -o "$dir/$m.default.tt" --json > /dev/null
   for threads in 1 2; do
-    ours=$("$tt" run "$dir/$m.tt" --input "input=$input" --threads $threads --repeat "$repeat" --json |
-           json_field '["latency_s"]')
-    untuned=$("$tt" run "$dir/$m.default.tt" --input "input=$input" --threads $threads --repeat 5 --json |
-              json_field '["latency_s"]')
-    peer=$($ort "$model" --input "input=$input" --threads $threads --repeat "$repeat" --json |
-           json_field '["latency_s"]')
-    results=$(/usr/bin/python3 - "$results" <<EOF
-import json, sys
-r = json.loads(sys.argv[1])
-r.append({"model": "$m", "threads": $threads, "trials": $trials, "tensortune_s": $ours,
-          "untuned_s": $untuned, "onnxruntime_s": $peer, "ratio": $ours / $peer,
-          "tune_wall_s": $tune_s, "compile_s": $compile_s})
+    # A shared VM's speed drifts by tens of percent over minutes: the three
+    # builds are timed in alternating rounds, and the ratio to ONNX Runtime
+    # is the median of the rounds' ratios, so that no drift lands on one side.
+    results=$(/usr/bin/python3 - "$results" "$m" "$threads" "$trials" "$tune_s" "$compile_s" <<EOF
+import json, statistics, subprocess, sys
+results, m, threads, trials, tune_s, compile_s = sys.argv[1:]
+def median_latency(cmd, repeat):
+    out = subprocess.run(cmd + ["--input", "input=$input", "--threads", threads, "--repeat", str(repeat),
+                                "--json"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["latency_s"]
+runs = {"ours": ["$tt", "run", "$dir/$m.tt"], "untuned": ["$tt", "run", "$dir/$m.default.tt"],
+        "peer": "$ort".split() + ["$model"]}
+rounds = {k: [] for k in runs}
+for r in range($rounds):
+    for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
+        rounds[k].append(median_latency(runs[k], $repeat if k != "untuned" else max($repeat // 4, 3)))
+ratios = [o / p for o, p in zip(rounds["ours"], rounds["peer"])]
+r = json.loads(results)
+r.append({"model": m, "threads": int(threads), "trials": int(trials),
+          "tensortune_s": statistics.median(rounds["ours"]),
+          "untuned_s": statistics.median(rounds["untuned"]),
+          "onnxruntime_s": statistics.median(rounds["peer"]), "ratio": statistics.median(ratios),
+          "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s)})
 print(json.dumps(r))
 EOF
 )

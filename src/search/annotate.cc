@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "tensortune/ir/expr_functor.h"
 #include "tensortune/schedule/steps.h"
 
 namespace tensortune::search {
@@ -291,6 +292,70 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
   return last;
 }
 
+namespace {
+
+/// The tensors through which other stages read stage `producer`: its own,
+/// and those of the inlined stages that read it, directly or not.
+void read_through(const LoopState& state, int producer, std::set<const Object*>* out) {
+  out->insert(state.stage(producer).tensor.get());
+  for (int c : state.consumers(producer)) {
+    if (state.stage(c).location == ComputeLocation::kInline) read_through(state, c, out);
+  }
+}
+
+bool is_reduction(const Stage& st) {
+  auto op = st.tensor.compute_op();
+  return op && op->body->kind() == ir::ExprKind::kReduce;
+}
+
+}  // namespace
+
+std::vector<int> compute_at_loops_without_recomputation(const LoopState& state, int producer,
+                                                        int consumer) {
+  const Stage& c = state.stage(consumer);
+  auto op = c.tensor.compute_op();
+  if (!op) return {};
+  // The consumer's axis variables, in the order of its root iterators.
+  std::vector<const ir::VarNode*> axis_vars;
+  for (const auto& iv : op->axis) axis_vars.push_back(iv->var.get());
+  if (op->body->kind() == ir::ExprKind::kReduce) {
+    for (const auto& iv : static_cast<const ir::ReduceNode&>(*op->body).axis) {
+      axis_vars.push_back(iv->var.get());
+    }
+  }
+  std::set<const Object*> tensors;
+  read_through(state, producer, &tensors);
+  std::set<const ir::VarNode*> read_vars;
+  ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    if (!tensors.count(load.producer.get())) return;
+    for (const auto& index : load.indices) {
+      ir::visit_pre_order(index, [&](const ir::Expr& x) {
+        if (x->kind() == ir::ExprKind::kVar)
+          read_vars.insert(static_cast<const ir::VarNode*>(x.get()));
+      });
+    }
+  });
+  // Loops that change the part read: those derived from an axis the reads use.
+  std::set<int> varying;
+  for (size_t i = 0; i < c.root.size() && i < axis_vars.size(); ++i) {
+    if (read_vars.count(axis_vars[i])) varying.insert(c.root[i]);
+  }
+  for (const auto& rel : c.relations) {
+    bool any = false;
+    for (int in : rel.inputs) any |= varying.count(in) > 0;
+    if (any) varying.insert(rel.outputs.begin(), rel.outputs.end());
+  }
+  std::vector<int> out;
+  for (size_t k = 0; k < c.leaves.size(); ++k) {
+    int id = c.leaves[k];
+    if (!varying.count(id) && c.iters[id].extent > 1) break;
+    out.push_back(static_cast<int>(k));
+  }
+  return out;
+}
+
 void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
   for (int s = state.num_stages() - 1; s >= 0; --s) {
     const Stage& st = state.stage(s);
@@ -306,8 +371,14 @@ void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
     if (st.tensor.compute_op()->body->kind() != ir::ExprKind::kReduce) {
       choices.push_back(schedule::compute_inline(s));
     }
-    for (size_t k = 0; k < consumer.leaves.size(); ++k) {
-      choices.push_back(schedule::compute_at(s, consumers[0], static_cast<int>(k)));
+    if (is_reduction(st)) {
+      for (int k : compute_at_loops_without_recomputation(state, s, consumers[0])) {
+        choices.push_back(schedule::compute_at(s, consumers[0], k));
+      }
+    } else {
+      for (size_t k = 0; k < consumer.leaves.size(); ++k) {
+        choices.push_back(schedule::compute_at(s, consumers[0], static_cast<int>(k)));
+      }
     }
     const Step& choice = choices[static_cast<size_t>(pick(rng, choices.size()))];
     if (choice) try_apply(state, choice);

@@ -196,10 +196,20 @@ std::optional<State> mutate_compute_location(const schedule::ComputeDAG& dag, co
   size_t at = candidates[static_cast<size_t>(pick(rng, candidates.size()))];
   auto ca = state.steps()[at].as<schedule::ComputeAtStepNode>();
   LoopState before = replay_prefix(dag, state.steps(), at);
-  size_t loops = before.stage(ca->target_stage).leaves.size();
-  if (loops < 2) return std::nullopt;
-  int iter = pick(rng, loops - 1);
-  if (iter >= ca->target_iter) ++iter;
+  // Any other loop of the consumer; for a reduction, one where it is not
+  // computed again (annotate.h says why).
+  std::vector<int> loops;
+  auto op = before.stage(ca->stage).tensor.compute_op();
+  if (op && op->body->kind() == ir::ExprKind::kReduce) {
+    loops = compute_at_loops_without_recomputation(before, ca->stage, ca->target_stage);
+  } else {
+    for (size_t k = 0; k < before.stage(ca->target_stage).leaves.size(); ++k) {
+      loops.push_back(static_cast<int>(k));
+    }
+  }
+  std::erase(loops, ca->target_iter);
+  if (loops.empty()) return std::nullopt;
+  int iter = loops[static_cast<size_t>(pick(rng, loops.size()))];
   std::vector<Step> steps = state.steps();
   steps[at] = schedule::compute_at(ca->stage, ca->target_stage, iter);
   return if_valid(dag, std::move(steps));

@@ -12,6 +12,7 @@
 #include "tensortune/lower/lower.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/annotate.h"
+#include "tensortune/search/mutate.h"
 #include "tensortune/search/sketch.h"
 #include "tensortune/te/ops.h"
 #include "tensortune/te/workload.h"
@@ -373,6 +374,60 @@ TEST(Annotate, AnUntiledRowTooLongForOneLoopOfVectorsIsSplitAndItsInnerPartVecto
     ++vectorized;
   }
   EXPECT_GT(vectorized, 35);  // nine in ten, the rest left to the C compiler
+}
+
+TEST(Annotate, AReductionIsComputedOnlyWhereItIsNotComputedAgain) {
+  // softmax: the row maximum feeds exp[i, j]; inside exp's j loop it would
+  // be computed again for every column, so only exp's i loop takes it.
+  ComputeDAG dag = named_dag("softmax", "64,128");
+  LoopState naive(dag);
+  const int max = naive.stage_named("softmax_max"), exp = naive.stage_named("softmax_exp");
+  EXPECT_EQ(compute_at_loops_without_recomputation(naive, max, exp), std::vector<int>{0});
+  // Split apart, the row loop's parts both change the row read; the column's do not.
+  LoopState split = naive;
+  split.apply(schedule::split(exp, 0, {8}));
+  EXPECT_EQ(compute_at_loops_without_recomputation(split, max, exp), (std::vector<int>{0, 1}));
+  // A convolution's padding is read the same for every output channel (its
+  // second loop); the batch loop before it has one iteration. (Padding is no
+  // reduction: the sampler still places it anywhere, where a tile of it is
+  // cheap to compute again and stays in cache.)
+  ComputeDAG conv = named_dag("conv2d_nchw", "1,4,8,8,4,3,3,1,1");
+  LoopState conv_state(conv);
+  int pad = conv_state.stage_named("pad_data"), out = conv_state.num_stages() - 1;
+  ASSERT_GE(pad, 0);
+  EXPECT_EQ(compute_at_loops_without_recomputation(conv_state, pad, out), std::vector<int>{0});
+
+  // Sampled states and mutated ones place the reductions only there.
+  std::vector<Sketch> sketches = generate_sketches(dag);
+  std::mt19937_64 rng(5);
+  int at_a_loop = 0;
+  auto check = [&](const schedule::State& state) {
+    LoopState loops = schedule::replay(dag, state);
+    for (int s = 0; s < loops.num_stages(); ++s) {
+      const schedule::Stage& st = loops.stage(s);
+      if (st.location != schedule::ComputeLocation::kAt) continue;
+      ++at_a_loop;
+      int position = loops.stage(st.attach_stage).leaf_position(st.attach_iter);
+      auto allowed = compute_at_loops_without_recomputation(loops, s, st.attach_stage);
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), position), allowed.end())
+          << st.name() << " at loop " << position << "\n"
+          << loops.str();
+    }
+  };
+  for (int i = 0; i < 200; ++i) check(sample_state(sketches[0], dag, avx2(), {}, rng));
+  EXPECT_GT(at_a_loop, 50);
+  // At the outer part of a split row loop, the maximum moves to the inner
+  // part only, never into the column loop.
+  schedule::State outer =
+      schedule::State::make({schedule::split(exp, 0, {8}), schedule::compute_at(max, exp, 0)});
+  for (int i = 0; i < 10; ++i) {
+    auto moved = mutate_compute_location(dag, outer, rng);
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->steps().back().as<schedule::ComputeAtStepNode>()->target_iter, 1);
+  }
+  // At the only loop it may take, it does not move.
+  schedule::State row = schedule::State::make({schedule::compute_at(max, exp, 0)});
+  EXPECT_FALSE(mutate_compute_location(dag, row, rng));
 }
 
 /// Workloads at their example arguments and a few larger shapes whose

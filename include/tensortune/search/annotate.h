@@ -92,8 +92,18 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
                                 const MachineModel& machine, const AnnotateOptions& options,
                                 std::mt19937_64& rng);
 
+/// The loops of stage `consumer` (positions in its loop order) at which stage
+/// `producer` can be computed without computing any of it twice: every loop
+/// around the place with more than one iteration changes which part of the
+/// producer the consumer reads. (Computed inside a row's column loop, a row
+/// maximum would be computed again, whole, for every column.)
+std::vector<int> compute_at_loops_without_recomputation(const schedule::LoopState& state,
+                                                        int producer, int consumer);
+
 /// Places each untiled, non-inlined stage with one consumer at random: at
-/// the root, inlined (when it may be), or at one of its consumer's loops.
+/// the root, inlined (when it may be), or at one of its consumer's loops
+/// (for a reduction, only where compute_at_loops_without_recomputation
+/// allows: a reduction computed again is its whole work again).
 void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
 
 /// Vectorizes each stage's innermost spatial loop (fusing a random number
