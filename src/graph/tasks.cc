@@ -19,79 +19,6 @@ std::string FusedGroup::description() const {
   return join(ops, "+");
 }
 
-namespace {
-
-/// A group while fuse_groups builds it.
-struct Building {
-  FusedGroup group;
-  bool heavy = false;            ///< has an anchor or a reduction
-  size_t last = 0;               ///< position of its last call
-  std::vector<size_t> position;  ///< of each call, in the graph's call order
-  bool merged_away = false;
-};
-
-/// Folds an elementwise group into the heavy group whose output it alone
-/// reads, when it reads that output more than once (gelu's x * (1 +
-/// erf(x / sqrt 2)) / 2 after a dense): the first reader starts a group of
-/// its own, since a value with two readers joins neither, but both readers
-/// end up in that one group, so the output need not be written and read
-/// back between two kernels.
-void merge_elementwise_diamonds(std::vector<Building>& groups,
-                                const std::unordered_map<const Object*, int>& readers,
-                                size_t max_calls) {
-  std::unordered_map<const Object*, size_t> ends;  // a group's output -> the group
-  for (size_t i = 0; i < groups.size(); ++i) ends[groups[i].group.calls.back().get()] = i;
-  for (Building& g : groups) {
-    if (g.heavy || g.group.is_view()) continue;
-    bool elementwise = true;  // what may join a heavy group
-    for (const auto& c : g.group.calls) {
-      OpPattern pattern = find_op(c->op).pattern;
-      elementwise &= pattern == OpPattern::kElemwise || pattern == OpPattern::kBroadcast;
-    }
-    if (!elementwise) continue;
-    std::unordered_map<const Object*, int> reads_inside;
-    std::unordered_set<const Object*> inside;
-    for (const auto& c : g.group.calls) {
-      inside.insert(c.get());
-      for (const auto& a : c->args) ++reads_inside[a.get()];
-    }
-    for (const auto& [value, count] : reads_inside) {
-      auto it = ends.find(value);
-      if (inside.count(value) || it == ends.end() || count < 2) continue;
-      Building& producer = groups[it->second];
-      if (&producer == &g || !producer.heavy || producer.merged_away || producer.group.is_view() ||
-          readers.at(value) != count ||
-          producer.group.calls.size() + g.group.calls.size() > max_calls) {
-        continue;
-      }
-      // Every call of g leads to its last one, which reads the producer's
-      // output through some path: sorted by position, the calls run
-      // producers first and g's last call stays the group's output.
-      std::vector<std::pair<size_t, Ref<CallNode>>> calls;
-      for (size_t k = 0; k < producer.group.calls.size(); ++k) {
-        calls.emplace_back(producer.position[k], producer.group.calls[k]);
-      }
-      for (size_t k = 0; k < g.group.calls.size(); ++k) {
-        calls.emplace_back(g.position[k], g.group.calls[k]);
-      }
-      std::sort(calls.begin(), calls.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      producer.group.calls.clear();
-      producer.position.clear();
-      for (auto& [pos, call] : calls) {
-        producer.position.push_back(pos);
-        producer.group.calls.push_back(std::move(call));
-      }
-      producer.last = std::max(producer.last, g.last);
-      g.merged_away = true;
-      break;
-    }
-  }
-  std::erase_if(groups, [](const Building& b) { return b.merged_away; });
-}
-
-}  // namespace
-
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   std::vector<Ref<CallNode>> calls = calls_in_order(graph);
   // Readers of each value (calls, and the graph's outputs).
@@ -100,6 +27,11 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
     for (const auto& a : c->args) ++readers[a.get()];
   }
   for (const auto& o : graph->outputs) readers[o.get()] += 1000;  // an output is never fused away
+  struct Building {
+    FusedGroup group;
+    bool heavy = false;  ///< has an anchor or a reduction
+    size_t last = 0;     ///< position of its last call
+  };
   std::vector<Building> groups;
   std::unordered_map<const Object*, size_t> group_of;
   for (size_t position = 0; position < calls.size(); ++position) {
@@ -129,12 +61,10 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
     }
     Building& g = groups[*joined];
     g.group.calls.push_back(c);
-    g.position.push_back(position);
     g.heavy |= pattern == OpPattern::kAnchor || pattern == OpPattern::kReduction;
     g.last = position;
     group_of[c.get()] = *joined;
   }
-  merge_elementwise_diamonds(groups, readers, max_calls);
   // In the order of their last calls: a call that joined a group may read a
   // group made after it (a residual add reading the shortcut's conv), and
   // only a group's last call is read from outside it, so this order runs

@@ -298,31 +298,6 @@ TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {
   EXPECT_EQ(ex.tasks[0].description, "nn.dense+add+add+relu");
 }
 
-/// gelu's shape after a dense: its output d is read twice, by d * c and by
-/// d * (1 + erf(d * c)); with `d_is_output` d is also an output of the graph.
-Graph gelu_after_dense(bool d_is_output) {
-  auto x = input("x", {4, 8}, kF32);
-  Value d = call("nn.dense", {x, weight({8, 8}, 1)});
-  Value e = call("erf", {call("multiply", {d, weight({1}, 2)})});
-  Value out =
-      call("multiply", {call("multiply", {d, call("add", {e, weight({1}, 3)})}), weight({1}, 4)});
-  return d_is_output ? Graph::make({x}, {out, d}, {"out", "d"}) : Graph::make({x}, {out}, {"out"});
-}
-
-TEST(GraphFusion, AnElementwiseDiamondAfterADenseJoinsItsGroup) {
-  // Both readers of d end in one group, which then joins d's.
-  auto descriptions = [](const Graph& g) {
-    std::vector<std::string> out;
-    for (const auto& grp : fuse_groups(g)) out.push_back(grp.description());
-    return out;
-  };
-  EXPECT_EQ(descriptions(gelu_after_dense(false)),
-            std::vector<std::string>{"nn.dense+multiply+erf+add+multiply+multiply"});
-  // A dense whose output the graph also returns keeps its own group.
-  EXPECT_EQ(descriptions(gelu_after_dense(true)),
-            (std::vector<std::string>{"nn.dense", "multiply+erf+add+multiply+multiply"}));
-}
-
 TEST(GraphFusion, GroupsRunProducersFirst) {
   // The residual add joins the first conv's group, which was made before
   // the shortcut conv it reads: the groups must still come out in an order
@@ -360,15 +335,6 @@ class CompiledGraph : public ::testing::Test {
   }
   std::string dir_;
 };
-
-TEST_F(CompiledGraph, AFusedDiamondComputesWhatTheGraphDoes) {
-  Graph g = gelu_after_dense(false);
-  CompileReport report = compile(g, "gelu");
-  ASSERT_EQ(report.tasks.size(), 1u);
-  CompiledModel m = CompiledModel::load(dir_ + "/gelu");
-  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {4, 8}, 5)};
-  EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
-}
 
 TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
   // Four denses in a chain, and outputs that are a view and an input.

@@ -35,9 +35,6 @@ struct FusedGroup {
 /// output of the graph, ends its group, and the two fit: elementwise
 /// operations join any group, injective ones only groups without a
 /// convolution, dense, matmul or reduction; groups stay under `max_calls`.
-/// Last, an elementwise group that alone reads a convolution's, dense's,
-/// matmul's or reduction's group output, more than once (gelu after a
-/// dense), is folded into that group.
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls = 16);
 
 /// The workload of a group: placeholders "p0", "p1", ... for its inputs,
