@@ -1316,10 +1316,9 @@ class CKernelSources final : public KernelSources {
     // Emitted into a copy of the prelude, kept only when the kernel succeeds,
     // so a kernel that cannot be expressed leaves no trace.
     Prelude prelude = prelude_;
-    // Vectors wider than the registers are cut to their width first
-    // (lower/passes.h says why); the emitter's lane loops remain for when
-    // that pass is disabled.
-    // Reductions are vectorized first, into vectors of the registers' width.
+    // Reductions are folded into register-wide vectors, then vectors wider
+    // than the registers are cut to their width (lower/passes.h says why);
+    // the emitter's lane loops remain for when that pass is disabled.
     PrimFunc reduced = ir::run_pass(
         "vectorize_reductions", f,
         [&](const PrimFunc& g) { return lower::vectorize_reductions(g, vector_bytes_); }, 2);

@@ -36,19 +36,21 @@ struct Reduction {
   Expr value;  ///< the folded-in term
 };
 
+bool same_buffer(const Buffer& a, const Buffer& b) {
+  return a.same_as(b) || structural_equal(a, b);
+}
+
 bool is_same_element(const Expr& e, const BufferStoreNode& store) {
   if (e->kind() != ExprKind::kBufferLoad) return false;
   const auto& load = static_cast<const ir::BufferLoadNode&>(*e);
-  return (load.buffer.same_as(store.buffer) || structural_equal(load.buffer, store.buffer)) &&
-         structural_equal(load.index, store.index);
+  return same_buffer(load.buffer, store.buffer) && structural_equal(load.index, store.index);
 }
 
 bool reads_buffer(const Expr& e, const Buffer& b) {
   bool found = false;
   ir::visit_pre_order(e, [&](const Expr& x) {
     if (x->kind() == ExprKind::kBufferLoad) {
-      const auto& buffer = static_cast<const ir::BufferLoadNode&>(*x).buffer;
-      found |= buffer.same_as(b) || structural_equal(buffer, b);
+      found |= same_buffer(static_cast<const ir::BufferLoadNode&>(*x).buffer, b);
     }
   });
   return found;
@@ -163,14 +165,10 @@ class ReductionVectorizer final : public StmtMutator {
     auto fold = [&](Expr a, Expr b) { return ir::binary(r.op, std::move(a), std::move(b)); };
     // The lane loop folding iterations first + lane into acc (or setting acc to them).
     auto accumulate = [&](const Expr& first, bool initialize) -> Stmt {
-      Stmt body = detail::substitute(loop.body, loop.loop_var.get(), first + lane);
-      const StmtNode* x = body.get();
-      while (x->kind() == StmtKind::kLetStmt) x = static_cast<const LetStmtNode&>(*x).body.get();
-      const auto& st = static_cast<const BufferStoreNode&>(*x);
-      const auto& folded = static_cast<const ir::BinaryNode&>(*st.value);
-      Expr value = is_same_element(folded.a, st) ? folded.b : folded.a;
-      Stmt update = buffer_store(acc, lane, initialize ? value : fold(acc_lane, value));
-      return vector_loop(lane, lanes, with_store(body, update));
+      Stmt update = buffer_store(acc, lane, initialize ? r.value : fold(acc_lane, r.value));
+      Stmt body =
+          detail::substitute(with_store(loop.body, update), loop.loop_var.get(), first + lane);
+      return vector_loop(lane, lanes, body);
     };
 
     std::vector<Stmt> stmts;

@@ -356,6 +356,15 @@ std::vector<int> compute_at_loops_without_recomputation(const LoopState& state, 
   return out;
 }
 
+std::vector<int> compute_at_loops(const LoopState& state, int producer, int consumer) {
+  if (is_reduction(state.stage(producer))) {
+    return compute_at_loops_without_recomputation(state, producer, consumer);
+  }
+  std::vector<int> all(state.stage(consumer).leaves.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+  return all;
+}
+
 void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
   for (int s = state.num_stages() - 1; s >= 0; --s) {
     const Stage& st = state.stage(s);
@@ -365,20 +374,11 @@ void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
     }
     std::vector<int> consumers = state.effective_consumers(s);
     if (consumers.size() != 1) continue;
-    const Stage& consumer = state.stage(consumers[0]);
-    // Choices: root, inline, or each loop of the consumer.
+    // Choices: root, inline, or a loop of the consumer.
     std::vector<Step> choices = {Step()};
-    if (st.tensor.compute_op()->body->kind() != ir::ExprKind::kReduce) {
-      choices.push_back(schedule::compute_inline(s));
-    }
-    if (is_reduction(st)) {
-      for (int k : compute_at_loops_without_recomputation(state, s, consumers[0])) {
-        choices.push_back(schedule::compute_at(s, consumers[0], k));
-      }
-    } else {
-      for (size_t k = 0; k < consumer.leaves.size(); ++k) {
-        choices.push_back(schedule::compute_at(s, consumers[0], static_cast<int>(k)));
-      }
+    if (!is_reduction(st)) choices.push_back(schedule::compute_inline(s));
+    for (int k : compute_at_loops(state, s, consumers[0])) {
+      choices.push_back(schedule::compute_at(s, consumers[0], k));
     }
     const Step& choice = choices[static_cast<size_t>(pick(rng, choices.size()))];
     if (choice) try_apply(state, choice);

@@ -196,17 +196,8 @@ std::optional<State> mutate_compute_location(const schedule::ComputeDAG& dag, co
   size_t at = candidates[static_cast<size_t>(pick(rng, candidates.size()))];
   auto ca = state.steps()[at].as<schedule::ComputeAtStepNode>();
   LoopState before = replay_prefix(dag, state.steps(), at);
-  // Any other loop of the consumer; for a reduction, one where it is not
-  // computed again (annotate.h says why).
-  std::vector<int> loops;
-  auto op = before.stage(ca->stage).tensor.compute_op();
-  if (op && op->body->kind() == ir::ExprKind::kReduce) {
-    loops = compute_at_loops_without_recomputation(before, ca->stage, ca->target_stage);
-  } else {
-    for (size_t k = 0; k < before.stage(ca->target_stage).leaves.size(); ++k) {
-      loops.push_back(static_cast<int>(k));
-    }
-  }
+  // Any other loop the sampler could have chosen.
+  std::vector<int> loops = compute_at_loops(before, ca->stage, ca->target_stage);
   std::erase(loops, ca->target_iter);
   if (loops.empty()) return std::nullopt;
   int iter = loops[static_cast<size_t>(pick(rng, loops.size()))];

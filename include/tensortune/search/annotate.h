@@ -100,10 +100,15 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
 std::vector<int> compute_at_loops_without_recomputation(const schedule::LoopState& state,
                                                         int producer, int consumer);
 
+/// The loops of stage `consumer` at which the search may compute stage
+/// `producer`: every one, or for a reduction only those of
+/// compute_at_loops_without_recomputation (a reduction computed again is its
+/// whole work again; a tile of cheap padding computed again can pay for
+/// itself by staying in cache).
+std::vector<int> compute_at_loops(const schedule::LoopState& state, int producer, int consumer);
+
 /// Places each untiled, non-inlined stage with one consumer at random: at
-/// the root, inlined (when it may be), or at one of its consumer's loops
-/// (for a reduction, only where compute_at_loops_without_recomputation
-/// allows: a reduction computed again is its whole work again).
+/// the root, inlined (when it may be), or at one of compute_at_loops.
 void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
 
 /// Vectorizes each stage's innermost spatial loop (fusing a random number
