@@ -41,6 +41,15 @@ void apply(SketchState& state, const schedule::Step& step) {
   }
 }
 
+/// True if `index` names the value of `axis` at every point of it: the axis
+/// variable, or 0 on an axis of extent 1 (how a broadcasting op reads an
+/// operand's dimension of extent 1, such as a batch of one).
+bool indexes_axis(const ir::Expr& index, const ir::IterVar& axis) {
+  if (index.get() == axis->var.get()) return true;
+  return axis->extent == 1 && index->kind() == ir::ExprKind::kIntImm &&
+         static_cast<const ir::IntImmNode&>(*index).value == 0;
+}
+
 /// True if every read of `producer` in `consumer`'s body is at the
 /// consumer's own axes, in order, and the two have the same shape.
 bool reads_elementwise(const te::Tensor& consumer, const te::Tensor& producer) {
@@ -59,7 +68,7 @@ bool reads_elementwise(const te::Tensor& consumer, const te::Tensor& producer) {
       return;
     }
     for (size_t d = 0; d < op->axis.size(); ++d) {
-      ok &= load.indices[d].get() == op->axis[d]->var.get();
+      ok &= indexes_axis(load.indices[d], op->axis[d]);
     }
   });
   return ok && any;

@@ -108,6 +108,33 @@ TEST(SketchRules, CacheWriteOnlyWithoutAnElementwiseConsumer) {
   EXPECT_EQ(rule.condition(SketchState{loops, conv, {}}, {}), SketchRule::Condition::kPass);
 }
 
+// A model's residual add broadcasts: it reads a batch of one at index 0, not
+// at its batch axis. That is still an elementwise read, so the convolution is
+// fused into the relu instead of writing a whole intermediate for it.
+TEST(SketchRules, AResidualAddOverABatchOfOneIsAnElementwiseConsumer) {
+  te::Tensor data = te::placeholder({1, 5, 5, 4}, ir::DataType::float32(), "data");
+  te::Tensor kernel = te::placeholder({3, 3, 4, 8}, ir::DataType::float32(), "kernel");
+  te::Tensor bias = te::placeholder({8}, ir::DataType::float32(), "bias");
+  te::Tensor residual = te::placeholder({1, 5, 5, 8}, ir::DataType::float32(), "residual");
+  te::Tensor conv = te::conv2d_nhwc(data, kernel, te::Conv2dAttrs::uniform(1, 1));
+  te::Tensor out = te::relu(te::add(te::bias_add(conv, bias, 3), residual));
+  te::WorkloadTensors tensors{{data, kernel, bias, residual}, {out}, {1, 2}};
+  ComputeDAG dag(tensors);
+  std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1, 2}, 2});
+  std::vector<std::string> d = descriptions(sketches);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d[0].find("tile_with_fusion(conv2d_nhwc, level 1)"), std::string::npos) << d[0];
+  for (const auto& s : d) EXPECT_EQ(s.find("add_cache_write"), std::string::npos) << s;
+  std::mt19937_64 rng(7);
+  MachineModel machine;
+  machine.num_cores = 2;
+  for (size_t i = 0; i < 2 * sketches.size(); ++i) {
+    const Sketch& sketch = sketches[i % sketches.size()];
+    schedule::State state = sample_state(sketch, dag, machine, {}, rng);
+    EXPECT_TRUE(testing::schedule_matches_reference(tensors, state, i)) << sketch.description;
+  }
+}
+
 TEST(SketchRules, TileWithFusionComputesTheStageAtEachFusionLevel) {
   const SketchRule& rule = sketch_rule("tile_with_fusion");
   ComputeDAG mm = named_dag("matmul", "8,8,8");
