@@ -1,7 +1,10 @@
 #include "tensortune/search/default_schedule.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
+#include "tensortune/ir/expr_functor.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/annotate.h"
 #include "tensortune/search/sketch.h"
@@ -45,6 +48,47 @@ bool op_has_reduction(const Stage& st) {
   return op && op->body->kind() == ir::ExprKind::kReduce;
 }
 
+/// Bytes of a tensor.
+double tensor_bytes(const ir::ProducerNode& t) {
+  double n = t.dtype.bytes();
+  for (int64_t e : t.shape) n *= static_cast<double>(e);
+  return n;
+}
+
+/// What a tiled stage reads: the constant inputs (weights) and the rest, in
+/// bytes, and which of its spatial axes index the weights.
+struct Operands {
+  double weight_bytes = 0, other_bytes = 0;
+  std::vector<bool> indexes_weights;  ///< per spatial axis
+};
+
+Operands operands(const Stage& st, const schedule::ComputeDAG& dag) {
+  Operands out;
+  auto op = st.tensor.compute_op();
+  if (!op) return out;
+  std::set<const Object*> constants;
+  for (int i : dag.tensors().constant_inputs) constants.insert(dag.tensors().inputs[i].get());
+  out.indexes_weights.assign(op->axis.size(), false);
+  std::set<const Object*> seen;
+  ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    bool weight = constants.count(load.producer.get()) > 0;
+    if (seen.insert(load.producer.get()).second) {
+      (weight ? out.weight_bytes : out.other_bytes) += tensor_bytes(*load.producer);
+    }
+    if (!weight) return;
+    for (const auto& index : load.indices) {
+      ir::visit_pre_order(index, [&](const ir::Expr& v) {
+        for (size_t a = 0; a < op->axis.size(); ++a) {
+          if (v.get() == op->axis[a]->var.get()) out.indexes_weights[a] = true;
+        }
+      });
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 /// A register tile of `rows` by `vectors` vectors for a stage whose last
@@ -81,9 +125,54 @@ schedule::State default_schedule(const te::Task& task) {
       sketches[1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {
     sketch = &sketches[1];
   }
+  // Whether the outer (parallel) tiles of a stage run over its weights'
+  // blocks, every other spatial axis whole inside them, rather than over its
+  // rows: re-reading weights that do not fit in L2 for every outer row tile
+  // (ResNet's 512-channel 3x3 convs read 9.4 MB of weights for each of 7
+  // rows) moves more bytes than re-reading the other operands for each
+  // weight block, when that gives every core enough blocks.
+  const double l2_bytes = static_cast<double>(task->hardware_params->l2_cache_bytes);
+  std::map<std::string, Operands> stage_operands;
+  auto operands_of = [&](const Stage& st) -> const Operands& {
+    auto it = stage_operands.find(st.name());
+    if (it == stage_operands.end()) it = stage_operands.emplace(st.name(), operands(st, dag)).first;
+    return it->second;
+  };
+  auto runs_weights_outer = [&](const Stage& st, const std::vector<int64_t>& inner) {
+    const Operands& ops = operands_of(st);
+    if (ops.weight_bytes == 0) return false;
+    double weight_blocks = 1, row_tiles = 1;
+    for (size_t a = 0; a < inner.size(); ++a) {
+      double tiles = static_cast<double>(st.iters[st.root[a]].extent / inner[a]);
+      (ops.indexes_weights[a] ? weight_blocks : row_tiles) *= tiles;
+    }
+    auto traffic = [&](double bytes, double times) {
+      return bytes > l2_bytes / 2 ? bytes * times : bytes;
+    };
+    double rows_outer = traffic(ops.weight_bytes, row_tiles) + ops.other_bytes;
+    double blocks_outer = ops.weight_bytes + traffic(ops.other_bytes, weight_blocks);
+    return blocks_outer < rows_outer && weight_blocks >= 4 * static_cast<double>(machine.num_cores);
+  };
+  // The innermost tile of each spatial axis: a register tile of a few rows
+  // by a few vectors (register_tile()) on the last two, 1 on the others.
+  auto inner_tile = [&](const Stage& st, size_t axis, size_t spatial) -> int64_t {
+    int64_t lanes = machine.lanes(st.tensor.dtype());
+    auto root_extent = [&](size_t a) { return st.iters[st.root[a]].extent; };
+    int64_t extent = root_extent(axis);
+    if (axis + 1 == spatial) {
+      int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
+      int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
+      return extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
+    }
+    if (axis + 2 == spatial) {
+      return register_tile(extent, root_extent(spatial - 1), lanes, machine.vector_registers).first;
+    }
+    return 1;
+  };
   // Tiles: the innermost part of the last spatial axis a few vectors wide
   // and of the one before it a few rows (a register tile, register_tile()),
-  // of the last reduction axis up to 16; the other parts 1.
+  // of the last reduction axis up to 16; the other parts 1, or
+  // the rest of a row axis at the second level when weights go outside.
   LoopState state = replay_with_tile_sizes(
       sketch->state, dag, [&](const Stage& st, const schedule::SplitStepNode& split, int id) {
         int64_t extent = st.iters[id].extent;
@@ -92,20 +181,19 @@ schedule::State default_schedule(const te::Task& task) {
         size_t spatial = op ? op->axis.size() : 0;
         auto root =
             static_cast<size_t>(std::find(st.root.begin(), st.root.end(), id) - st.root.begin());
-        int64_t lanes = machine.lanes(st.tensor.dtype());
-        auto root_extent = [&](size_t axis) { return st.iters[st.root[axis]].extent; };
-        int64_t inner = 1;
-        if (root + 1 == spatial) {
-          int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
-          int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
-          inner = extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
-        } else if (root + 2 == spatial) {
-          int64_t cols = root_extent(spatial - 1);
-          inner = register_tile(extent, cols, lanes, machine.vector_registers).first;
+        if (root < spatial) {
+          lengths.back() = inner_tile(st, root, spatial);
+          std::vector<int64_t> inner;
+          for (size_t a = 0; a < spatial; ++a) inner.push_back(inner_tile(st, a, spatial));
+          // The rest of a row axis goes to the second level, inside the
+          // outer loops over weight blocks.
+          if (lengths.size() >= 2 && !operands_of(st).indexes_weights[root] &&
+              runs_weights_outer(st, inner)) {
+            lengths.front() = extent / lengths.back();
+          }
         } else if (root + 1 == st.root.size() && st.iters[id].kind == ir::IterKind::kReduce) {
-          inner = divisor_at_most(extent, 16);
+          lengths.back() = divisor_at_most(extent, 16);
         }
-        lengths.back() = inner;
         return lengths;
       });
   for (int s = 0; s < state.num_stages(); ++s) {

@@ -72,5 +72,48 @@ TEST(DefaultSchedule, FusedDagsAreCorrectAndUseVectorsAndCores) {
   EXPECT_EQ(count_annotations(loops, schedule::IterAnnotation::kParallel), 0);
 }
 
+// Weights too large for L2 are read once, by outer loops over their blocks
+// with the rows inside; weights that fit stay in cache while the outer loops
+// run over rows.
+TEST(DefaultSchedule, WeightsLargerThanL2AreStreamedOnceSmallOnesForEachRow) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  using namespace te;  // NOLINT: tensor builders
+  auto conv = [](int64_t channels, int64_t pixels) {
+    Tensor x = placeholder({1, pixels, pixels, channels}, DataType::float32(), "x");
+    Tensor w = placeholder({3, 3, channels, channels}, DataType::float32(), "w");
+    return make_dag_workload({x, w}, {conv2d_nhwc(x, w, Conv2dAttrs::uniform(1, 1))}, {1});
+  };
+  auto target = [](int cores, int64_t l2_bytes) {
+    return "c -mattr=avx2,fma -num-cores=" + std::to_string(cores) +
+           " -l2-cache=" + std::to_string(l2_bytes);
+  };
+  // The extent of the outer parallel loop of a 3x3 conv over 7 x 7 pixels
+  // (with 8 lanes and 16 registers, a register tile of 7 pixels by 1 vector).
+  auto outer_loop = [&](int64_t channels, int64_t l2_bytes) {
+    Workload wl = conv(channels, 7);
+    schedule::State state = default_schedule(task_of(wl, target(2, l2_bytes)));
+    schedule::LoopState loops =
+        schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+    const auto& out = loops.stage(loops.stage_named("conv2d_nhwc"));
+    const auto& loop = out.iters[out.leaves.front()];
+    EXPECT_EQ(loop.annotation, schedule::IterAnnotation::kParallel) << loops.str();
+    return loop.extent;
+  };
+  // 147 KB of weights against 16 KB of L2: the 8 blocks of 8 channels outside.
+  EXPECT_EQ(outer_loop(64, 16 << 10), 64 / 8);
+  // In 512 KB they fit: the 7 rows outside, fused with the blocks.
+  EXPECT_EQ(outer_loop(64, 512 << 10), 7 * 64 / 8);
+  // Rows inside the weight blocks compute the right answer (on one core,
+  // whose 4 blocks are enough; the loops over the blocks' rows of 7 come
+  // second, after the batch).
+  Workload small = conv(32, 7);
+  schedule::State state = default_schedule(task_of(small, target(1, 4 << 10)));
+  schedule::LoopState loops =
+      schedule::replay(schedule::ComputeDAG(te::workload_tensors(small)), state);
+  const auto& out = loops.stage(loops.stage_named("conv2d_nhwc"));
+  EXPECT_EQ(out.iters[out.leaves[1]].extent, 1) << loops.str();
+  EXPECT_TRUE(testing::schedule_matches_reference(te::workload_tensors(small), state));
+}
+
 }  // namespace
 }  // namespace tensortune::search
