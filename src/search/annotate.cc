@@ -160,7 +160,10 @@ std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_inner
   if (innermost_multiple > 1) {
     std::vector<size_t> whole;
     for (size_t i = 0; i < all.size(); ++i) {
-      if (all[i].back() % innermost_multiple == 0) whole.push_back(i);
+      // A power of two of vectors: the vectorize pass makes vector code of
+      // power-of-two lane counts only (3 vectors would stay a scalar loop).
+      int64_t n = all[i].back() / innermost_multiple;
+      if (all[i].back() % innermost_multiple == 0 && (n & (n - 1)) == 0) whole.push_back(i);
     }
     if (!whole.empty()) return all[whole[static_cast<size_t>(pick(rng, whole.size()))]];
   }

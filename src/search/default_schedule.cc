@@ -99,7 +99,9 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
                                                  int64_t registers) {
   const int64_t budget = std::max<int64_t>(registers - 4, 1);
   std::pair<int64_t, int64_t> best{1, 1};
-  for (int64_t v = 1; v <= 4; ++v) {
+  // Whole powers of two of vectors: the vectorize pass makes vector code of
+  // power-of-two lane counts only, and a 3-vector loop stays scalar.
+  for (int64_t v = 1; v <= 4; v *= 2) {
     if (cols % (v * lanes) != 0) continue;
     int64_t r = divisor_at_most(rows_extent, budget / v);
     if (r * v > best.first * best.second ||

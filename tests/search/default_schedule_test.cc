@@ -115,5 +115,27 @@ TEST(DefaultSchedule, WeightsLargerThanL2AreStreamedOnceSmallOnesForEachRow) {
   EXPECT_TRUE(testing::schedule_matches_reference(te::workload_tensors(small), state));
 }
 
+// The register tile is a power of two of vectors: a dense of 96 columns
+// could take 3 vectors of 8, which the vectorize pass leaves a scalar loop.
+TEST(DefaultSchedule, VectorizedLoopsArePowersOfTwoLanes) {
+  using namespace te;  // NOLINT: tensor builders
+  Tensor a = placeholder({16, 64}, DataType::float32(), "a");
+  Tensor w = placeholder({96, 64}, DataType::float32(), "w");
+  Workload wl = make_dag_workload({a, w}, {dense(a, w)}, {1});
+  schedule::State state = default_schedule(task_of(wl, "c -mattr=avx2,fma -num-cores=2"));
+  schedule::LoopState loops =
+      schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+  int vectorized = 0;
+  for (int s = 0; s < loops.num_stages(); ++s) {
+    for (int id : loops.stage(s).leaves) {
+      const auto& it = loops.stage(s).iters[id];
+      if (it.annotation != schedule::IterAnnotation::kVectorize) continue;
+      ++vectorized;
+      EXPECT_EQ(it.extent & (it.extent - 1), 0) << it.extent << "\n" << loops.str();
+    }
+  }
+  EXPECT_GE(vectorized, 1) << loops.str();
+}
+
 }  // namespace
 }  // namespace tensortune::search

@@ -267,11 +267,14 @@ TEST(Annotate, RandomFactorsMultiplyToADivisorAndRespectTheInnermostBound) {
   }
   EXPECT_GT(seen.size(), 40u);  // uniform over many factorisations, not a few
   EXPECT_EQ(random_factors(7, 2, 64, rng).size(), 2u);
-  // A multiple of the lanes innermost where the extent has one.
-  for (int i = 0; i < 50; ++i) {
-    EXPECT_EQ(random_factors(96, 2, 64, rng, 16).back() % 16, 0);
+  // A power of two of vectors innermost where the extent has one: 96 has
+  // 16, 32 (and 48, 3 vectors, which would not be vector code).
+  std::set<int64_t> innermost;
+  for (int i = 0; i < 100; ++i) {
+    innermost.insert(random_factors(96, 2, 64, rng, 16).back());
     EXPECT_EQ(random_factors(56, 2, 64, rng, 16).size(), 2u);
   }
+  EXPECT_EQ(innermost, (std::set<int64_t>{16, 32}));
 }
 
 TEST(Annotate, RaggedFactorsCoverTheExtentWithLessThanOneInnermostTileToSpare) {

@@ -60,8 +60,8 @@ MachineModel machine_model(const te::Task& task);
 /// Draws a random factorisation of `extent` into `parts` inner lengths
 /// (outer to inner; the outermost part is implied), each dividing what is
 /// left, the innermost at most `max_innermost`; uniform over all such
-/// factorisations, or over those whose innermost length is a multiple of
-/// `innermost_multiple` when there are any.
+/// factorisations, or over those whose innermost length is
+/// `innermost_multiple` times a power of two when there are any.
 std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
                                     std::mt19937_64& rng, int64_t innermost_multiple = 1);
 
