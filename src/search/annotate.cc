@@ -209,6 +209,12 @@ RegisterTile register_tile(const LoopState& state, int stage, const MachineModel
   return tile;
 }
 
+bool is_vector_axis(const Stage& stage, int id) {
+  auto op = stage.tensor.compute_op();
+  return op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
+         id == stage.root[op->axis.size() - 1];
+}
+
 int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options) {
   return kind == ir::IterKind::kReduce ? options.max_innermost_reduction_split
                                        : options.max_innermost_split;
@@ -274,10 +280,7 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
           // when the extent has such a factor.
           auto op = st.tensor.compute_op();
           const bool reduction = op && op->body->kind() == ir::ExprKind::kReduce;
-          int64_t multiple = 1;
-          if (reduction && !op->axis.empty() && id == st.root[op->axis.size() - 1]) {
-            multiple = machine.lanes(st.tensor.dtype());
-          }
+          const int64_t multiple = is_vector_axis(st, id) ? machine.lanes(st.tensor.dtype()) : 1;
           const int parts = static_cast<int>(split.lengths.size());
           if (reduction && split.inner_to_outer && st.iters[id].kind == ir::IterKind::kSpatial &&
               padded.count(st.name()) && chance(rng, options.ragged_tile_prob)) {

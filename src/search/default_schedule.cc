@@ -67,7 +67,9 @@ Operands operands(const Stage& st, const schedule::ComputeDAG& dag) {
   auto op = st.tensor.compute_op();
   if (!op) return out;
   std::set<const Object*> constants;
-  for (int i : dag.tensors().constant_inputs) constants.insert(dag.tensors().inputs[i].get());
+  for (int s = 0; s < dag.num_stages(); ++s) {
+    if (dag.is_constant_input(s)) constants.insert(dag.stages()[static_cast<size_t>(s)].get());
+  }
   out.indexes_weights.assign(op->axis.size(), false);
   std::set<const Object*> seen;
   ir::visit_pre_order(op->body, [&](const ir::Expr& e) {
@@ -127,25 +129,43 @@ schedule::State default_schedule(const te::Task& task) {
       sketches[1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {
     sketch = &sketches[1];
   }
-  // Whether the outer (parallel) tiles of a stage run over its weights'
-  // blocks, every other spatial axis whole inside them, rather than over its
-  // rows: re-reading weights that do not fit in L2 for every outer row tile
-  // (ResNet's 512-channel 3x3 convs read 9.4 MB of weights for each of 7
-  // rows) moves more bytes than re-reading the other operands for each
-  // weight block, when that gives every core enough blocks.
-  const double l2_bytes = static_cast<double>(task->hardware_params->l2_cache_bytes);
-  std::map<std::string, Operands> stage_operands;
-  auto operands_of = [&](const Stage& st) -> const Operands& {
-    auto it = stage_operands.find(st.name());
-    if (it == stage_operands.end()) it = stage_operands.emplace(st.name(), operands(st, dag)).first;
-    return it->second;
+  // Per tiled stage, decided once: the innermost tile of each spatial axis,
+  // a register tile of a few rows by a few vectors (register_tile()) on the
+  // last two and 1 on the others; and whether the outer (parallel) tiles run
+  // over the weights' blocks with every other spatial axis whole inside them,
+  // rather than over its rows. Re-reading weights that do not fit in L2 for
+  // every outer row tile (ResNet's 512-channel 3x3 convs read 9.4 MB of
+  // weights for each of 7 rows) can move more bytes than re-reading the
+  // other operands for each weight block; that way is taken when it moves
+  // fewer and gives every core enough blocks.
+  struct Tiling {
+    std::vector<int64_t> inner;
+    std::vector<bool> indexes_weights;
+    bool weights_outer = false;
   };
-  auto runs_weights_outer = [&](const Stage& st, const std::vector<int64_t>& inner) {
-    const Operands& ops = operands_of(st);
-    if (ops.weight_bytes == 0) return false;
+  const double l2_bytes = static_cast<double>(task->hardware_params->l2_cache_bytes);
+  auto plan = [&](const Stage& st, size_t spatial) {
+    Tiling t;
+    const int64_t lanes = machine.lanes(st.tensor.dtype());
+    auto root_extent = [&](size_t a) { return st.iters[st.root[a]].extent; };
+    for (size_t a = 0; a < spatial; ++a) {
+      int64_t extent = root_extent(a), inner = 1;
+      if (a + 1 == spatial) {
+        int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
+        int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
+        inner = extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
+      } else if (a + 2 == spatial) {
+        inner =
+            register_tile(extent, root_extent(spatial - 1), lanes, machine.vector_registers).first;
+      }
+      t.inner.push_back(inner);
+    }
+    Operands ops = operands(st, dag);
+    t.indexes_weights = ops.indexes_weights;
+    if (ops.weight_bytes == 0) return t;
     double weight_blocks = 1, row_tiles = 1;
-    for (size_t a = 0; a < inner.size(); ++a) {
-      double tiles = static_cast<double>(st.iters[st.root[a]].extent / inner[a]);
+    for (size_t a = 0; a < spatial; ++a) {
+      double tiles = static_cast<double>(root_extent(a) / t.inner[a]);
       (ops.indexes_weights[a] ? weight_blocks : row_tiles) *= tiles;
     }
     auto traffic = [&](double bytes, double times) {
@@ -153,28 +173,14 @@ schedule::State default_schedule(const te::Task& task) {
     };
     double rows_outer = traffic(ops.weight_bytes, row_tiles) + ops.other_bytes;
     double blocks_outer = ops.weight_bytes + traffic(ops.other_bytes, weight_blocks);
-    return blocks_outer < rows_outer && weight_blocks >= 4 * static_cast<double>(machine.num_cores);
+    t.weights_outer =
+        blocks_outer < rows_outer && weight_blocks >= 4 * static_cast<double>(machine.num_cores);
+    return t;
   };
-  // The innermost tile of each spatial axis: a register tile of a few rows
-  // by a few vectors (register_tile()) on the last two, 1 on the others.
-  auto inner_tile = [&](const Stage& st, size_t axis, size_t spatial) -> int64_t {
-    int64_t lanes = machine.lanes(st.tensor.dtype());
-    auto root_extent = [&](size_t a) { return st.iters[st.root[a]].extent; };
-    int64_t extent = root_extent(axis);
-    if (axis + 1 == spatial) {
-      int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
-      int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
-      return extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
-    }
-    if (axis + 2 == spatial) {
-      return register_tile(extent, root_extent(spatial - 1), lanes, machine.vector_registers).first;
-    }
-    return 1;
-  };
-  // Tiles: the innermost part of the last spatial axis a few vectors wide
-  // and of the one before it a few rows (a register tile, register_tile()),
-  // of the last reduction axis up to 16; the other parts 1, or
-  // the rest of a row axis at the second level when weights go outside.
+  std::map<std::string, Tiling> tilings;
+  // Tiles: the plan's innermost parts, the last reduction axis's up to 16,
+  // the other parts 1, or the rest of a row axis at the second level when
+  // the weights' blocks go outside.
   LoopState state = replay_with_tile_sizes(
       sketch->state, dag, [&](const Stage& st, const schedule::SplitStepNode& split, int id) {
         int64_t extent = st.iters[id].extent;
@@ -184,13 +190,11 @@ schedule::State default_schedule(const te::Task& task) {
         auto root =
             static_cast<size_t>(std::find(st.root.begin(), st.root.end(), id) - st.root.begin());
         if (root < spatial) {
-          lengths.back() = inner_tile(st, root, spatial);
-          std::vector<int64_t> inner;
-          for (size_t a = 0; a < spatial; ++a) inner.push_back(inner_tile(st, a, spatial));
-          // The rest of a row axis goes to the second level, inside the
-          // outer loops over weight blocks.
-          if (lengths.size() >= 2 && !operands_of(st).indexes_weights[root] &&
-              runs_weights_outer(st, inner)) {
+          auto it = tilings.find(st.name());
+          if (it == tilings.end()) it = tilings.emplace(st.name(), plan(st, spatial)).first;
+          const Tiling& t = it->second;
+          lengths.back() = t.inner[root];
+          if (lengths.size() >= 2 && t.weights_outer && !t.indexes_weights[root]) {
             lengths.front() = extent / lengths.back();
           }
         } else if (root + 1 == st.root.size() && st.iters[id].kind == ir::IterKind::kReduce) {

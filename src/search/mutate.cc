@@ -54,6 +54,9 @@ std::vector<int64_t> divisors_above_one(int64_t n) {
   return out;
 }
 
+/// `n` without its factors of two.
+int64_t odd_part(int64_t n) { return n / (n & -n); }
+
 }  // namespace
 
 std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const State& state,
@@ -128,6 +131,12 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
   if (ragged) {
     lengths.push_back(*ragged);
   } else if (split->inner_to_outer && lengths.back() > max_innermost) {
+    return std::nullopt;
+  } else if (split->inner_to_outer && is_vector_axis(st, st.leaves.at(split->iter)) &&
+             odd_part(lengths.back()) != odd_part(split->lengths.back())) {
+    // The vector tile gains or loses factors of two only: a power of two of
+    // vectors (annotate.h: random_factors) stays one, which the vectorize
+    // pass needs; 1 vector becoming 3 would be a scalar loop.
     return std::nullopt;
   }
   return with_lengths(std::move(lengths));

@@ -78,6 +78,41 @@ TEST(Mutations, TileSizesMoveFactorsWithinASplit) {
   EXPECT_GT(changed, 40);
 }
 
+// The vector axis's innermost tile gains or loses factors of two only, so a
+// power of two of vectors stays one (3 vectors would be a scalar loop).
+TEST(Mutations, TheVectorTileStaysAPowerOfTwoOfVectors) {
+  // j has 96 = 3 x 32 points: moving a factor 3 into its innermost tile
+  // would make 3 vectors of it.
+  te::Task task = task_of("matmul", "32,96,32");
+  ComputeDAG dag = dag_of(task);
+  std::mt19937_64 rng(5);
+  int vector_tiles_changed = 0;
+  for (State s : samples(task, 40, 4)) {
+    for (int round = 0; round < 20; ++round) {
+      std::optional<State> m = mutate_tile_size(dag, s, AnnotateOptions{}, rng);
+      if (!m) continue;
+      schedule::LoopState loops = schedule::replay(dag, *m);
+      for (size_t i = 0; i < s.steps().size(); ++i) {
+        auto before = s.steps()[i].as<schedule::SplitStepNode>();
+        auto after = m->steps()[i].as<schedule::SplitStepNode>();
+        if (!after || structural_equal(s.steps()[i], m->steps()[i])) continue;
+        // Tiling splits the axes last first: split k of a stage is its axis k.
+        auto op = loops.stage(after->stage).tensor.compute_op();
+        if (!op || op->body->kind() != ir::ExprKind::kReduce ||
+            after->iter != static_cast<int>(op->axis.size()) - 1) {
+          continue;
+        }
+        int64_t old_inner = before->lengths.back(), new_inner = after->lengths.back();
+        EXPECT_EQ(old_inner / (old_inner & -old_inner), new_inner / (new_inner & -new_inner))
+            << old_inner << " -> " << new_inner;
+        vector_tiles_changed += old_inner != new_inner;
+      }
+      s = *m;
+    }
+  }
+  EXPECT_GT(vector_tiles_changed, 0);
+}
+
 TEST(Mutations, AReductionsInnerTileMayGrowPastTheSpatialBound) {
   // k has 1024 points, i and j 16: an inner length past 16 is k's, and
   // mutation takes it past the spatial bound of 64 but not the reduction's.

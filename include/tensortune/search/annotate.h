@@ -40,6 +40,10 @@ struct AnnotateOptions {
 /// The largest innermost tile length `options` allow on an axis of `kind`.
 int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options);
 
+/// True if root iterator `id` of `stage` is where its register tile is
+/// vectorized: the last spatial axis of a reduction.
+bool is_vector_axis(const schedule::Stage& stage, int id);
+
 /// What annotation knows of the machine.
 struct MachineModel {
   int64_t num_cores = 1;
