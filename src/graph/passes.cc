@@ -313,19 +313,25 @@ Graph convert_layout_nhwc(const Graph& graph) {
 
 namespace {
 
-/// The output tile for a 3x3 convolution of `channels` to `filters` on
-/// `target`, or 0 to keep it direct (see winograd_conv2d in passes.h).
-int64_t winograd_tile(int64_t channels, int64_t filters, const ir::Target& target) {
+/// The output tile for a 3x3 convolution of `channels` to `filters` whose
+/// output has `images` x `height` x `width` pixels, or 0 to keep it direct
+/// (see winograd_conv2d in passes.h).
+int64_t winograd_tile(int64_t channels, int64_t filters, int64_t images, int64_t height,
+                      int64_t width, const ir::Target& target) {
   // Per output element and filter, the direct form costs 9 * channels
   // multiply-adds, tiles of 4 cost 2.25 * channels in the products plus
   // about 27 * channels / filters and 15 in the transforms: below 16
   // channels the saving is gone in the transforms and the padding.
   if (!target || channels < 16 || filters < 16) return 0;
-  ir::HardwareParams hw = ir::hardware_params(target);
-  int64_t l2 = hw->l2_cache_bytes * std::max<int64_t>(hw->num_cores, 1);
+  // The transformed kernel, (tile + 2)^2 / 9 times the kernel, is read from
+  // memory on every call (a model's other layers evict it between calls),
+  // and each of its elements serves one multiply-add per output tile: with
+  // fewer than 16 tiles the product waits on memory more than the smaller
+  // count of multiply-adds saves. Larger tiles do fewer of them.
+  constexpr int64_t kMinTiles = 16;
   for (int64_t tile : {4, 2}) {
-    int64_t alpha = tile + 2;
-    if (alpha * alpha * channels * filters * 4 <= l2) return tile;
+    int64_t tiles = images * ((height + tile - 1) / tile) * ((width + tile - 1) / tile);
+    if (tiles >= kMinTiles) return tile;
   }
   return 0;
 }
@@ -385,7 +391,8 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
       return Value();
     }
     const int64_t channels = kernel->shape[2], filters = kernel->shape[3];
-    const int64_t tile = winograd_tile(channels, filters, target);
+    const int64_t tile =
+        winograd_tile(channels, filters, c.shape[0], c.shape[1], c.shape[2], target);
     if (tile == 0) return Value();
     const te::WinogradMatrices m = te::winograd_matrices(tile);
     const int64_t alpha = m.alpha;

@@ -254,7 +254,7 @@ TEST(OnnxImport, TasksOfTheModels) {
   };
   ir::Target target = ir::Target::parse("c -mattr=avx2,fma -num-cores=2");
   for (auto [name, tasks, calls] :
-       {Expect{"mlp", 2, 2}, Expect{"cnn", 10, 10}, Expect{"resnet18", 24, 39},
+       {Expect{"mlp", 2, 2}, Expect{"cnn", 10, 10}, Expect{"resnet18", 28, 51},
         Expect{"transformer", 12, 16}, Expect{"transformer_ln_decomposed", 13, 18}}) {
     SCOPED_TRACE(name);
     graph::Extraction ex =
@@ -266,18 +266,18 @@ TEST(OnnxImport, TasksOfTheModels) {
     EXPECT_EQ(total, calls);
   }
   // ResNet-18: the 3x3 convolutions of each stage with a residual add occur
-  // twice. The target's 1 MiB of L2 on each of 2 cores takes the kernels of
-  // the 64- and 128-channel stages transformed for Winograd's algorithm
-  // (tiles of 4, 576 KiB; tiles of 2, 1 MiB), not the 256- or 512-channel ones.
+  // twice. All stride-1 ones become Winograd's three kernels: tiles of 4 at
+  // 56, 28 and 14 pixels (196, 49 and 16 tiles), tiles of 2 at 7 (16 tiles).
   graph::Extraction ex =
       graph::extract_tasks(frontend::import_onnx(generated().model("resnet18")), target);
   std::map<std::string, int64_t> weights;
   for (const auto& t : ex.tasks) weights[t.description] += t.weight;
-  EXPECT_EQ(weights["nn.conv2d+nn.bias_add+add+relu"], 4);
-  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+add+relu"], 4);
-  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+relu"], 3);
-  EXPECT_EQ(weights["nn.winograd_input_transform"], 7);
-  EXPECT_EQ(weights["nn.matmul"], 7);
+  EXPECT_EQ(weights["nn.conv2d+nn.bias_add+add+relu"], 0);
+  EXPECT_EQ(weights["nn.conv2d+nn.bias_add+relu"], 4);  // the stem and three strided ones
+  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+add+relu"], 8);
+  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+relu"], 5);
+  EXPECT_EQ(weights["nn.winograd_input_transform"], 13);
+  EXPECT_EQ(weights["nn.matmul"], 13);
   EXPECT_EQ(weights["nn.conv2d+nn.bias_add"], 3);  // the downsampling shortcuts
   EXPECT_EQ(weights["nn.dense+add"], 1);
   for (const auto& t : ex.tasks) {

@@ -49,9 +49,10 @@ Graph convert_layout_nhwc(const Graph& graph);
 /// time, and an output transform, about 2.25x (tiles of 2) or 4x (tiles of
 /// 4) fewer multiply-adds. Only where it pays on `target`: at least 16
 /// input and output channels (below that the transforms cost more than the
-/// products save) and a transformed kernel that fits the target's L2
-/// caches together (it is read once per call, and (tile+2)^2 / 9 times the
-/// size of the kernel); tiles of 4 where they fit, else 2.
+/// products save) and at least 16 output tiles per call (the transformed
+/// kernel, (tile+2)^2 / 9 times the kernel, is read from memory once per
+/// call and serves one multiply-add per tile); tiles of 4 where there are
+/// that many, else 2.
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target);
 
 /// Elementwise operations move before the reshapes they read: a unary one
