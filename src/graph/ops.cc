@@ -286,14 +286,17 @@ bool register_all() {
                    return std::accumulate(s.begin(), s.end() - 2, int64_t{1}, std::multiplies<>());
                  };
                  int64_t ba = batch(shape_a), bb = batch(shape_b);
-                 Tensor x = te::reshape(a[0], {ba, m, k}, "matmul_a");
-                 Tensor y = te::reshape(a[1], {bb, k, n}, "matmul_b");
+                 // Reshapes only where the ranks need them: a reshape stage that
+                 // copies the product to the same shape is not an elementwise
+                 // consumer the product's tiles could take in.
+                 Tensor x = shape_a.size() == 3 ? a[0] : te::reshape(a[0], {ba, m, k}, "matmul_a");
+                 Tensor y = shape_b.size() == 3 ? a[1] : te::reshape(a[1], {bb, k, n}, "matmul_b");
                  Tensor out = te::batch_matmul(x, y);
                  std::vector<int64_t> shape((ba >= bb ? shape_a : shape_b).begin(),
                                             (ba >= bb ? shape_a : shape_b).end() - 2);
                  shape.push_back(m);
                  shape.push_back(n);
-                 return te::reshape(out, shape, "matmul_out");
+                 return shape == out.shape() ? out : te::reshape(out, shape, "matmul_out");
                }});
 
   // ---- elementwise ----

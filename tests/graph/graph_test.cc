@@ -228,6 +228,22 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
                             "view:reshape", "nn.winograd_output_transform+nn.bias_add+relu"}));
     }
   }
+  // The product's task is the batched matmul itself, with no reshape stages
+  // around it (a copy to the same shape is no elementwise consumer its tiles
+  // could take in), reading the transformed kernel as a constant input.
+  graph::Extraction ex = extract_tasks(nhwc_conv_block(64, 64, 16, 1), target);
+  int products = 0;
+  for (const auto& t : ex.tasks) {
+    if (t.description != "nn.matmul") continue;
+    ++products;
+    te::WorkloadTensors tensors = te::workload_tensors(t.task->workload);
+    ASSERT_EQ(tensors.outputs.size(), 1u);
+    auto op = tensors.outputs[0].compute_op();
+    ASSERT_TRUE(op);
+    EXPECT_EQ(op->tag, "batch_matmul");
+    EXPECT_EQ(tensors.constant_inputs, (std::vector<int>{1}));
+  }
+  EXPECT_EQ(products, 1);
   // Tiles of 4 where the output has at least 16 of them, else tiles of 2.
   auto tile_of = [](const Graph& w) -> int64_t {
     for (const auto& c : calls_in_order(w)) {
