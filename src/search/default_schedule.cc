@@ -122,12 +122,22 @@ schedule::State default_schedule(const te::Task& task) {
   options.pack_non_constant_inputs = false;
   std::vector<Sketch> sketches = generate_sketches(dag, options);
   MachineModel machine = machine_model(task);
-  // The first sketch, with its constant operands pre-packed when there is
-  // such a variant (the one after it): tiles then read weights in order.
-  const Sketch* sketch = &sketches.front();
-  if (sketches.size() > 1 &&
-      sketches[1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {
-    sketch = &sketches[1];
+  // The first sketch whose tiles accumulate in a local stage (a fused
+  // consumer's or a cache write's), else the first, with its constant
+  // operands pre-packed when there is such a variant (the one after it):
+  // tiles then read weights in order. Accumulating into the output buffer
+  // keeps the register tile in memory (a Winograd product 4.5x slower).
+  size_t first = 0;
+  for (size_t i = 0; i < sketches.size(); ++i) {
+    if (sketches[i].description.find("tile_with_fusion") != std::string::npos) {
+      first = i;
+      break;
+    }
+  }
+  const Sketch* sketch = &sketches[first];
+  if (first + 1 < sketches.size() &&
+      sketches[first + 1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {
+    sketch = &sketches[first + 1];
   }
   // Per tiled stage, decided once: the innermost tile of each spatial axis,
   // a register tile of a few rows by a few vectors (register_tile()) on the

@@ -137,5 +137,28 @@ TEST(DefaultSchedule, VectorizedLoopsArePowersOfTwoLanes) {
   EXPECT_GE(vectorized, 1) << loops.str();
 }
 
+// A product that is the task's output (a Winograd product, a bare matmul)
+// accumulates its register tile in a local stage written out once, not in
+// the output buffer: four to five times faster.
+TEST(DefaultSchedule, AProductWithoutAConsumerAccumulatesInALocalStage) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  using namespace te;  // NOLINT: tensor builders
+  Tensor a = placeholder({4, 14, 32}, DataType::float32(), "a");
+  Tensor w = placeholder({4, 32, 64}, DataType::float32(), "w");
+  for (const Workload& wl : {make_dag_workload({a, w}, {batch_matmul(a, w)}, {1}),
+                             make_named_workload_from_text("matmul", "32,64,48")}) {
+    schedule::State state = default_schedule(task_of(wl, "c -mattr=avx2,fma -num-cores=2"));
+    ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state));
+    schedule::LoopState loops =
+        schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+    bool local = false;
+    for (int s = 0; s < loops.num_stages(); ++s) {
+      const std::string& name = loops.stage(s).name();
+      local |= name.size() > 6 && name.compare(name.size() - 6, 6, ".local") == 0;
+    }
+    EXPECT_TRUE(local) << loops.str();
+  }
+}
+
 }  // namespace
 }  // namespace tensortune::search
