@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "measure/record_v1.h"
@@ -145,6 +146,32 @@ void sort_by_cost(std::vector<const Record*>& group) {
   });
 }
 
+// One record per schedule (state), in log order of its first, holding the
+// costs of all of that schedule's records.
+std::vector<Record> pool_by_state(const std::vector<const Record*>& group) {
+  std::vector<Record> pooled;
+  std::unordered_map<uint64_t, size_t> of_state;
+  for (const Record* r : group) {
+    auto [it, fresh] = of_state.emplace(structural_hash(r->input.state), pooled.size());
+    if (fresh) {
+      pooled.push_back(*r);
+    } else {
+      std::vector<double>& costs = pooled[it->second].result.costs;
+      costs.insert(costs.end(), r->result.costs.begin(), r->result.costs.end());
+    }
+  }
+  return pooled;
+}
+
+// The pooled record of lowest mean cost (the first of equals); null if none.
+const Record* lowest_cost(const std::vector<Record>& pooled) {
+  const Record* best = nullptr;
+  for (const Record& r : pooled) {
+    if (!best || r.result.mean_cost() < best->result.mean_cost()) best = &r;
+  }
+  return best;
+}
+
 bool target_matches(const Record& r, const te::Task& task, TargetMatch match) {
   switch (match) {
     case TargetMatch::kExact: return r.input.task->target == task->target;
@@ -267,10 +294,8 @@ ContextMatch ContextMatch::only(const ir::PassContext& context) {
 
 std::map<std::string, Record> best_per_task(const std::vector<Record>& records) {
   std::map<std::string, Record> best;
-  for (auto& [key, group] : ok_by_group(records)) {
-    sort_by_cost(group);
-    best.emplace(key, *group.front());
-  }
+  for (auto& [key, group] : ok_by_group(records))
+    best.emplace(key, *lowest_cost(pool_by_state(group)));
   return best;
 }
 
@@ -290,12 +315,14 @@ std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Reco
 std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
                                const ContextMatch& context, TargetMatch target) {
   const std::string workload = task.workload_key();
-  const Record* best = nullptr;
+  std::vector<const Record*> matching;
   for (const Record& r : records) {
     if (!r.result.ok() || !context.accepts(r.result)) continue;
     if (r.input.task.workload_key() != workload || !target_matches(r, task, target)) continue;
-    if (!best || r.result.mean_cost() < best->result.mean_cost()) best = &r;
+    matching.push_back(&r);
   }
+  std::vector<Record> pooled = pool_by_state(matching);
+  const Record* best = lowest_cost(pooled);
   if (!best) return std::nullopt;
   return *best;
 }

@@ -4,8 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <unordered_map>
 
+#include "tensortune/object/structural.h"
 #include "tensortune/schedule/compute_dag.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/te/workload.h"
 
 namespace tensortune::search {
@@ -82,6 +85,83 @@ class TimedRunner final : public measure::Runner {
   double& seconds_;
 };
 
+/// TuneOptions::confirm: the best few schedules of each task measured again
+/// back to back, the most weighted tasks first, while `reserve` trials last;
+/// each task's best is then taken from all its costs, pooled per schedule.
+void confirm_best(const std::vector<te::Task>& tasks, const TuneOptions& options,
+                  const measure::ContextMatch& match, int64_t reserve,
+                  std::vector<std::vector<measure::Record>>& measured, measure::Builder& builder,
+                  measure::Runner& runner, measure::RecordWriter* writer, const TuneHooks& hooks,
+                  Clock::time_point start, TuneReport& report) {
+  std::vector<size_t> order;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (report.tasks[t].best_latency()) order.push_back(t);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return report.tasks[a].weight * *report.tasks[a].best_latency() >
+           report.tasks[b].weight * *report.tasks[b].best_latency();
+  });
+  int64_t left = reserve;
+  for (size_t t : order) {
+    if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) break;
+    // The distinct schedules by pooled mean cost, best first.
+    struct Pooled {
+      schedule::State state;
+      double sum = 0;
+      size_t count = 0;
+    };
+    std::vector<Pooled> pooled;
+    std::unordered_map<uint64_t, size_t> index;
+    for (const measure::Record& r : measured[t]) {
+      if (!match.accepts(r.result)) continue;
+      auto [it, fresh] = index.emplace(structural_hash(r.input.state), pooled.size());
+      if (fresh) pooled.push_back({r.input.state});
+      Pooled& p = pooled[it->second];
+      for (double c : r.result.costs) p.sum += c;
+      p.count += r.result.costs.size();
+    }
+    std::stable_sort(pooled.begin(), pooled.end(), [](const Pooled& a, const Pooled& b) {
+      return a.sum / static_cast<double>(a.count) < b.sum / static_cast<double>(b.count);
+    });
+    const int64_t want = std::min<int64_t>(options.confirm, left);
+    std::vector<schedule::State> states;
+    schedule::State fallback = default_schedule(tasks[t]);
+    bool has_default = false;
+    for (const Pooled& p : pooled) {
+      if (static_cast<int64_t>(states.size()) == want) break;
+      bool is_default = structural_equal(p.state, fallback);
+      if (!is_default && !has_default && static_cast<int64_t>(states.size()) + 1 == want) {
+        continue;  // the last place is the default's
+      }
+      has_default |= is_default;
+      states.push_back(p.state);
+    }
+    if (!has_default && static_cast<int64_t>(states.size()) < want) states.push_back(fallback);
+    if (states.size() < 2) continue;  // nothing to choose between
+    TaskSummary& summary = report.tasks[t];
+    measure::RunHints hints;
+    hints.abandon_factor = 0;  // timed fully: these are the ones to tell apart
+    measure::measure_candidates(
+        tasks[t], states, report.pass_context, builder, runner,
+        [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
+          measure::Record record{input, result};
+          if (writer) writer->write(record);
+          if (result.ok()) measured[t].push_back(record);
+          report.time.kernel_s += result.kernel_seconds;
+          ++summary.trials;
+          ++report.trials;
+          ++summary.confirm_trials;
+          if (hooks.result) hooks.result(input, result);
+        },
+        hints);
+    left -= static_cast<int64_t>(states.size());
+    if (auto best = measure::best_for(measured[t], tasks[t], match)) summary.best = *best;
+    report.elapsed_s = seconds_since(start);
+    if (hooks.progress) hooks.progress(summary, report);
+    if (left < 2) break;
+  }
+}
+
 }  // namespace
 
 double TuneReport::weighted_latency() const {
@@ -102,6 +182,8 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
            "the time budget must be a number of seconds > 0 (or 0 for none), got ",
            options.time_budget_s);
   TT_CHECK(options.early_stopping >= 0, kInvalidArgument, "early stopping must be >= 0 trials");
+  TT_CHECK(options.confirm >= 0, kInvalidArgument,
+           "schedules to confirm per task must be >= 0, got ", options.confirm);
   TT_CHECK(options.abandon_factor == 0 ||
                (std::isfinite(options.abandon_factor) && options.abandon_factor >= 1),
            kInvalidArgument,
@@ -127,6 +209,7 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   }
 
   std::vector<std::unique_ptr<SearchPolicy>> policies;
+  std::vector<std::vector<measure::Record>> measured(tasks.size());  // per task, for confirm
   std::vector<measure::Record> logged;
   if (!options.log_path.empty()) {
     logged = measure::load_records(options.log_path, /*print_warnings=*/true, /*missing_ok=*/true)
@@ -147,6 +230,7 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
       results.push_back(r->result);
       account(summary, *r, false);
       ++summary.resumed;
+      if (r->result.ok()) measured[t].push_back(*r);
     }
     // Each task gets its own stream of random numbers. A resumed run starts
     // a new stream (the seed mixed with what the log holds): replaying the
@@ -170,63 +254,78 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   TaskScheduler& choose = hooks.scheduler ? *hooks.scheduler : round_robin;
   const auto loop_start = Clock::now();
   report.stop_reason = "trials";
-  while (report.trials < options.trials) {
-    double elapsed = seconds_since(start);
-    size_t want =
-        static_cast<size_t>(std::min<int64_t>(options.batch_size, options.trials - report.trials));
-    if (options.time_budget_s > 0) {
-      double left = options.time_budget_s - elapsed;
-      // What a trial has cost so far decides how many fit in what is left.
-      if (report.trials > 0) {
-        double per_trial = seconds_since(loop_start) / static_cast<double>(report.trials);
-        want = std::min(want, static_cast<size_t>(std::max(0.0, std::floor(left / per_trial))));
-      } else {
-        // Nothing is known of a trial's cost yet: a small first batch.
-        want = std::min<size_t>(want, 4);
+  const int64_t reserve =
+      std::min<int64_t>(options.confirm * static_cast<int64_t>(tasks.size()), options.trials / 10);
+  // Searches until `held_back` trials of the budget are left.
+  auto search = [&](int64_t held_back) {
+    while (report.trials < options.trials - held_back) {
+      double elapsed = seconds_since(start);
+      size_t want = static_cast<size_t>(
+          std::min<int64_t>(options.batch_size, options.trials - held_back - report.trials));
+      if (options.time_budget_s > 0) {
+        double left = options.time_budget_s - elapsed;
+        // What a trial has cost so far decides how many fit in what is left.
+        if (report.trials > 0) {
+          double per_trial = seconds_since(loop_start) / static_cast<double>(report.trials);
+          left -= static_cast<double>(held_back) * per_trial;
+          want = std::min(want, static_cast<size_t>(std::max(0.0, std::floor(left / per_trial))));
+        } else {
+          // Nothing is known of a trial's cost yet: a small first batch.
+          want = std::min<size_t>(want, 4);
+        }
+        if (left <= 0 || want == 0) {
+          report.stop_reason = "time budget";
+          break;
+        }
       }
-      if (left <= 0 || want == 0) {
-        report.stop_reason = "time budget";
+      std::optional<size_t> next = choose.next(report.tasks);
+      if (!next) {
+        report.stop_reason = "every task done";
         break;
       }
+      size_t t = *next;
+      TaskSummary& summary = report.tasks[t];
+      auto search_start = Clock::now();
+      std::vector<schedule::State> states = policies[t]->propose(want);
+      report.time.search_s += seconds_since(search_start);
+      if (states.empty()) {
+        summary.exhausted = true;
+        continue;
+      }
+      measure::RunHints hints;
+      hints.abandon_factor = options.abandon_factor;
+      if (auto best = summary.best_latency()) hints.best_s = *best;
+      auto results = measure::measure_candidates(
+          tasks[t], states, context, timed_builder, timed_runner,
+          [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
+            measure::Record record{input, result};
+            if (writer) writer->write(record);
+            account(summary, record, true);
+            if (result.ok()) measured[t].push_back(record);
+            report.time.kernel_s += result.kernel_seconds;
+            ++summary.trials;
+            ++report.trials;
+            if (hooks.result) hooks.result(input, result);
+          },
+          hints);
+      auto learn = Clock::now();
+      policies[t]->update(states, results);
+      report.time.training_s += seconds_since(learn);
+      ++summary.rounds;
+      if (options.early_stopping > 0 &&
+          summary.trials_since_improvement >= options.early_stopping) {
+        summary.early_stopped = true;
+      }
+      report.elapsed_s = seconds_since(start);
+      if (hooks.progress) hooks.progress(summary, report);
     }
-    std::optional<size_t> next = choose.next(report.tasks);
-    if (!next) {
-      report.stop_reason = "every task done";
-      break;
-    }
-    size_t t = *next;
-    TaskSummary& summary = report.tasks[t];
-    auto search_start = Clock::now();
-    std::vector<schedule::State> states = policies[t]->propose(want);
-    report.time.search_s += seconds_since(search_start);
-    if (states.empty()) {
-      summary.exhausted = true;
-      continue;
-    }
-    measure::RunHints hints;
-    hints.abandon_factor = options.abandon_factor;
-    if (auto best = summary.best_latency()) hints.best_s = *best;
-    auto results = measure::measure_candidates(
-        tasks[t], states, context, timed_builder, timed_runner,
-        [&](const measure::MeasureInput& input, const measure::MeasureResult& result) {
-          measure::Record record{input, result};
-          if (writer) writer->write(record);
-          account(summary, record, true);
-          report.time.kernel_s += result.kernel_seconds;
-          ++summary.trials;
-          ++report.trials;
-          if (hooks.result) hooks.result(input, result);
-        },
-        hints);
-    auto learn = Clock::now();
-    policies[t]->update(states, results);
-    report.time.training_s += seconds_since(learn);
-    ++summary.rounds;
-    if (options.early_stopping > 0 && summary.trials_since_improvement >= options.early_stopping) {
-      summary.early_stopped = true;
-    }
-    report.elapsed_s = seconds_since(start);
-    if (hooks.progress) hooks.progress(summary, report);
+  };
+  search(reserve);
+  if (reserve > 0 && report.stop_reason != "time budget") {
+    confirm_best(tasks, options, match, reserve, measured, timed_builder, timed_runner,
+                 writer.get(), hooks, start, report);
+    // Trials the confirmation did not need (too few distinct schedules) go to the search.
+    if (report.stop_reason == "trials") search(0);
   }
   report.elapsed_s = seconds_since(start);
   const TimeSplit& t = report.time;

@@ -368,6 +368,26 @@ TEST(Record, BestAndTopKUseMeanCostOfSuccessfulRecordsPerTaskAndContext) {
   EXPECT_TRUE(best_per_task({failed_record(a, 1, ErrorCode::kCompileError)}).empty());
 }
 
+TEST(Record, ASchedulesRecordsArePooledForTheBest) {
+  te::Task a = matmul_task("c -num-cores=2");
+  // State 1 was timed at 1 ms once and at 4 ms twice: 3 ms pooled, worse
+  // than state 2's steady 2 ms, though its first record is the fastest.
+  std::vector<Record> records = {ok_record(a, 1, 1e-3), ok_record(a, 2, 2e-3),
+                                 ok_record(a, 1, 4e-3), ok_record(a, 1, 4e-3)};
+  auto best = best_for(records, a, ContextMatch::any());
+  ASSERT_TRUE(best);
+  EXPECT_TRUE(structural_equal(best->input.state, nth_state(a, 2)));
+  EXPECT_DOUBLE_EQ(best->result.mean_cost(), 2e-3);
+  EXPECT_TRUE(structural_equal(best_per_task(records).at(group(a)).input.state, nth_state(a, 2)));
+  // Measured once more at 1 ms each time, state 1 wins on all its six costs.
+  records.push_back(ok_record(a, 1, 1e-4));
+  records.push_back(ok_record(a, 1, 1e-4));
+  best = best_for(records, a, ContextMatch::any());
+  EXPECT_TRUE(structural_equal(best->input.state, nth_state(a, 1)));
+  EXPECT_EQ(best->result.costs.size(), 10u);
+  EXPECT_NEAR(best->result.mean_cost(), (2 * 1e-3 + 4 * 4e-3 + 4 * 1e-4) / 10, 1e-12);
+}
+
 TEST(Record, DistillKeepsTheKBestInOrderOfFirstAppearance) {
   te::Task a = matmul_task("c"), b = dag_task(), c = matmul_task("c -num-cores=3");
   std::vector<Record> records = {failed_record(b, 0, ErrorCode::kRunTimeout),

@@ -12,6 +12,7 @@
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/compute_dag.h"
 #include "tensortune/schedule/steps.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/search/tuner.h"
 #include "tensortune/te/workload.h"
 
@@ -413,6 +414,84 @@ TEST_F(Tuner, TheTimeSplitAddsUpToTheWallClock) {
   const TimeSplit& t = report.time;
   EXPECT_GT(t.run_s, 0);
   EXPECT_NEAR(t.search_s + t.training_s + t.build_s + t.run_s + t.other_s, report.elapsed_s, 1e-6);
+}
+
+/// Names each candidate by its state's hash (in BuildResult::function).
+class NamingBuilder final : public measure::Builder {
+ public:
+  std::vector<BuildResult> build(const te::Task&, const std::vector<schedule::State>& states,
+                                 const ir::PassContext& context) override {
+    std::vector<BuildResult> out(states.size());
+    for (size_t i = 0; i < states.size(); ++i) {
+      out[i].pass_context_hash = measure::Hash64(context.hash());
+      out[i].function = std::to_string(structural_hash(states[i]));
+    }
+    return out;
+  }
+};
+
+/// A drifting machine: schedules take 2 ms and a bit, `steady` (the
+/// default) 1.5 ms, but the 4th and 8th new schedules ran in a fast moment
+/// the first time they were measured: 1 ms, and 3 ms ever after.
+class LuckyRunner final : public measure::Runner {
+ public:
+  explicit LuckyRunner(uint64_t steady) : steady_(std::to_string(steady)) {}
+  std::vector<RunOutcome> run(const te::Task&, const std::vector<BuildResult>& built,
+                              const measure::RunHints&) override {
+    std::vector<RunOutcome> out(built.size());
+    for (size_t i = 0; i < built.size(); ++i) {
+      const std::string& name = built[i].function;
+      auto [it, fresh] = first_seen_.emplace(name, static_cast<int>(first_seen_.size()));
+      const int n = it->second;
+      double cost = 2e-3 + 1e-5 * (n % 5);
+      if (name == steady_) {
+        cost = 1.5e-3;
+      } else if (n == 3 || n == 7) {
+        cost = fresh ? 1e-3 : 3e-3;
+      }
+      out[i].costs = {cost};
+    }
+    return out;
+  }
+
+ private:
+  std::string steady_;
+  std::map<std::string, int> first_seen_;
+};
+
+TEST_F(Tuner, ConfirmMeasuresTheBestAgainWithTheDefaultAndJudgesOnAllCosts) {
+  te::Task task = matmul("32,32,32");
+  const schedule::State fallback = default_schedule(task);
+  NamingBuilder builder;
+  TuneOptions options;
+  options.trials = 40;
+  options.batch_size = 8;
+  options.log_path = log_;
+  // Without it, a lucky first measurement wins.
+  LuckyRunner plain(structural_hash(fallback));
+  TuneReport lucky = tune({task}, random_policy(), builder, plain, options);
+  EXPECT_DOUBLE_EQ(*lucky.tasks[0].best_latency(), 1e-3);
+  std::filesystem::remove(log_);
+  // With it: the two lucky ones and the default measured again (3 of the
+  // 40 trials), and the default, steady at 1.5 ms, beats 1 ms then 3 ms.
+  options.confirm = 3;
+  LuckyRunner drifting(structural_hash(fallback));
+  TuneReport confirmed = tune({task}, random_policy(), builder, drifting, options);
+  EXPECT_EQ(confirmed.trials, 40);
+  EXPECT_EQ(confirmed.tasks[0].trials, 40);
+  EXPECT_EQ(confirmed.tasks[0].confirm_trials, 3);
+  ASSERT_TRUE(confirmed.tasks[0].best);
+  EXPECT_TRUE(structural_equal(confirmed.tasks[0].best->input.state, fallback));
+  EXPECT_DOUBLE_EQ(*confirmed.tasks[0].best_latency(), 1.5e-3);
+  // The log says the same to a compile in another process.
+  auto records = measure::load_records(log_).records;
+  EXPECT_EQ(records.size(), 40u);
+  auto best = measure::best_for(records, task, measure::ContextMatch::any());
+  ASSERT_TRUE(best);
+  EXPECT_TRUE(structural_equal(best->input.state, fallback));
+  options.confirm = -1;
+  EXPECT_TT_ERROR(tune({task}, random_policy(), builder, drifting, options), kInvalidArgument,
+                  "schedules to confirm per task must be >= 0");
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct TuneCommandArgs {
   bool time_budget_given = false, target_given = false;
   int64_t early_stopping = 0;
   double abandon_factor = 4;
+  int confirm = 3;
   search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
@@ -324,6 +325,7 @@ int run_tune(const TuneCommandArgs& args) {
   options.time_budget_s = args.time_budget_s;
   options.early_stopping = args.early_stopping;
   options.abandon_factor = args.abandon_factor;
+  options.confirm = args.confirm;
   options.weights = weights;
   options.pass_context = context;
   options.any_pass_context = args.any_pass_context;
@@ -405,6 +407,7 @@ int run_tune(const TuneCommandArgs& args) {
     if (s.failed()) t["error_message"] = s.sample_error;
     if (s.exhausted) t["exhausted"] = true;
     if (s.early_stopped) t["early_stopped"] = true;
+    t["confirm_trials"] = s.confirm_trials;
     t["improved"] = s.improved;
     tasks_out.push_back(t);
   }
@@ -506,6 +509,11 @@ Command add_tune_command(CLI::App& app) {
                   "time a candidate once when its first measurement is this many times slower "
                   "than its task's best so far (0: time every candidate fully)")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--confirm", args->confirm,
+                  "at the end, measure each task's best N schedules (its default among them) "
+                  "again and judge them on all their costs; at most a tenth of the trials "
+                  "(0: none)")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--early-stopping", args->early_stopping,
                   "stop tuning a task after this many trials without improvement (0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -122,7 +122,8 @@ enum class TargetMatch {
 };
 
 /// The successful record with the lowest mean cost per task_key (the first
-/// of equals in log order), over every context.
+/// of equals in log order), over every context; a schedule's records
+/// pooled as in best_for.
 std::map<std::string, Record> best_per_task(const std::vector<Record>& records);
 
 /// The k successful records of lowest mean cost per task_key, best first.
@@ -131,6 +132,9 @@ std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Reco
 
 /// The best successful record for `task`'s workload on its target under an
 /// accepted context; nullopt when there is none (why_no_record says why).
+/// A schedule measured more than once is judged on all its costs: the
+/// record returned holds them pooled, so one lucky measurement on a noisy
+/// machine does not outweigh later ones.
 std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
                                const ContextMatch& context,
                                TargetMatch target = TargetMatch::kExact);

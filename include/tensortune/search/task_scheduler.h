@@ -23,9 +23,10 @@ struct TaskSummary {
   te::Task task;
   /// How often the task occurs (in a model); its latency counts this often.
   double weight = 1;
-  int64_t trials = 0;   ///< measured in this run
-  int64_t resumed = 0;  ///< taken from the log at the start
-  int64_t rounds = 0;   ///< measured batches in this run
+  int64_t trials = 0;          ///< measured in this run
+  int64_t resumed = 0;         ///< taken from the log at the start
+  int64_t rounds = 0;          ///< measured batches in this run
+  int64_t confirm_trials = 0;  ///< of trials, best schedules measured again (TuneOptions::confirm)
   /// The best successful record, over the log and this run.
   std::optional<measure::Record> best;
   /// Trials of this run since the best improved (or since the start).

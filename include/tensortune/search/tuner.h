@@ -47,6 +47,13 @@ struct TuneOptions {
   /// search's early batches are mostly such candidates, and timing each
   /// `repeat` times took most of a run. 0 times every candidate fully.
   double abandon_factor = 4;
+  /// At the end, each task's `confirm` best schedules, its default schedule
+  /// among them, are measured again back to back, most weighted tasks
+  /// first, and a task's best is judged on all its costs (measure::best_for
+  /// pools a schedule's records): where the machine's speed drifts, the
+  /// fastest single measurement is often a lucky one. The re-measurements
+  /// are trials of this run and take at most a tenth of them. 0: none.
+  int confirm = 0;
 };
 
 /// Where the run's wall-clock time went.
