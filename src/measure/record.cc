@@ -147,27 +147,39 @@ void sort_by_cost(std::vector<const Record*>& group) {
 }
 
 // One record per schedule (state), in log order of its first, holding the
-// costs of all of that schedule's records.
-std::vector<Record> pool_by_state(const std::vector<const Record*>& group) {
-  std::vector<Record> pooled;
+// costs of all of that schedule's records; `records` counts them.
+struct PooledRecord {
+  Record record;
+  size_t records = 0;
+};
+std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group) {
+  std::vector<PooledRecord> pooled;
   std::unordered_map<uint64_t, size_t> of_state;
   for (const Record* r : group) {
     auto [it, fresh] = of_state.emplace(structural_hash(r->input.state), pooled.size());
-    if (fresh) {
-      pooled.push_back(*r);
-    } else {
-      std::vector<double>& costs = pooled[it->second].result.costs;
+    if (fresh) pooled.push_back({*r, 0});
+    PooledRecord& p = pooled[it->second];
+    if (!fresh) {
+      std::vector<double>& costs = p.record.result.costs;
       costs.insert(costs.end(), r->result.costs.begin(), r->result.costs.end());
     }
+    ++p.records;
   }
   return pooled;
 }
 
-// The pooled record of lowest mean cost (the first of equals); null if none.
-const Record* lowest_cost(const std::vector<Record>& pooled) {
+// The pooled record of lowest mean cost (the first of equals) among the
+// schedules measured more than once if there are any, else among all; null
+// if none. A schedule is measured again only as a finalist (tune --confirm
+// times a run's best few back to back), and one timed once in a fast moment
+// must not outrank the finalists that were compared under one condition.
+const Record* lowest_cost(const std::vector<PooledRecord>& pooled) {
+  bool any_again = std::any_of(pooled.begin(), pooled.end(),
+                               [](const PooledRecord& p) { return p.records > 1; });
   const Record* best = nullptr;
-  for (const Record& r : pooled) {
-    if (!best || r.result.mean_cost() < best->result.mean_cost()) best = &r;
+  for (const PooledRecord& p : pooled) {
+    if (any_again && p.records < 2) continue;
+    if (!best || p.record.result.mean_cost() < best->result.mean_cost()) best = &p.record;
   }
   return best;
 }
@@ -321,7 +333,7 @@ std::optional<Record> best_for(const std::vector<Record>& records, const te::Tas
     if (r.input.task.workload_key() != workload || !target_matches(r, task, target)) continue;
     matching.push_back(&r);
   }
-  std::vector<Record> pooled = pool_by_state(matching);
+  std::vector<PooledRecord> pooled = pool_by_state(matching);
   const Record* best = lowest_cost(pooled);
   if (!best) return std::nullopt;
   return *best;

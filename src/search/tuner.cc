@@ -124,19 +124,20 @@ void confirm_best(const std::vector<te::Task>& tasks, const TuneOptions& options
       return a.sum / static_cast<double>(a.count) < b.sum / static_cast<double>(b.count);
     });
     const int64_t want = std::min<int64_t>(options.confirm, left);
-    std::vector<schedule::State> states;
+    // The best schedules, with places kept for the default: one, or two if
+    // it was never measured, so that it counts among the finalists
+    // (measure::best_for prefers schedules measured more than once).
     schedule::State fallback = default_schedule(tasks[t]);
-    bool has_default = false;
+    const bool default_measured = std::any_of(pooled.begin(), pooled.end(), [&](const Pooled& p) {
+      return structural_equal(p.state, fallback);
+    });
+    const int64_t default_places = std::min<int64_t>(default_measured ? 1 : 2, want);
+    std::vector<schedule::State> states;
     for (const Pooled& p : pooled) {
-      if (static_cast<int64_t>(states.size()) == want) break;
-      bool is_default = structural_equal(p.state, fallback);
-      if (!is_default && !has_default && static_cast<int64_t>(states.size()) + 1 == want) {
-        continue;  // the last place is the default's
-      }
-      has_default |= is_default;
-      states.push_back(p.state);
+      if (static_cast<int64_t>(states.size()) + default_places >= want) break;
+      if (!structural_equal(p.state, fallback)) states.push_back(p.state);
     }
-    if (!has_default && static_cast<int64_t>(states.size()) < want) states.push_back(fallback);
+    for (int64_t i = 0; i < default_places; ++i) states.push_back(fallback);
     if (states.size() < 2) continue;  // nothing to choose between
     TaskSummary& summary = report.tasks[t];
     measure::RunHints hints;

@@ -132,9 +132,10 @@ std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Reco
 
 /// The best successful record for `task`'s workload on its target under an
 /// accepted context; nullopt when there is none (why_no_record says why).
-/// A schedule measured more than once is judged on all its costs: the
-/// record returned holds them pooled, so one lucky measurement on a noisy
-/// machine does not outweigh later ones.
+/// A schedule measured more than once is judged on all its costs (the
+/// record returned holds them pooled), and such schedules, a tuning run's
+/// finalists (tune --confirm), outrank those measured once: on a machine
+/// whose speed drifts, one measurement in a fast moment is no evidence.
 std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
                                const ContextMatch& context,
                                TargetMatch target = TargetMatch::kExact);
