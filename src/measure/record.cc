@@ -324,6 +324,14 @@ std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Reco
   return top;
 }
 
+std::vector<Record> pool_by_schedule(const std::vector<Record>& records) {
+  std::vector<const Record*> group;
+  for (const Record& r : records) group.push_back(&r);
+  std::vector<Record> out;
+  for (PooledRecord& p : pool_by_state(group)) out.push_back(std::move(p.record));
+  return out;
+}
+
 std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
                                const ContextMatch& context, TargetMatch target) {
   const std::string workload = task.workload_key();

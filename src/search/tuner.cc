@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <unordered_map>
 
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/compute_dag.h"
@@ -105,37 +104,28 @@ void confirm_best(const std::vector<te::Task>& tasks, const TuneOptions& options
   for (size_t t : order) {
     if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) break;
     // The distinct schedules by pooled mean cost, best first.
-    struct Pooled {
-      schedule::State state;
-      double sum = 0;
-      size_t count = 0;
-    };
-    std::vector<Pooled> pooled;
-    std::unordered_map<uint64_t, size_t> index;
+    std::vector<measure::Record> accepted;
     for (const measure::Record& r : measured[t]) {
-      if (!match.accepts(r.result)) continue;
-      auto [it, fresh] = index.emplace(structural_hash(r.input.state), pooled.size());
-      if (fresh) pooled.push_back({r.input.state});
-      Pooled& p = pooled[it->second];
-      for (double c : r.result.costs) p.sum += c;
-      p.count += r.result.costs.size();
+      if (match.accepts(r.result)) accepted.push_back(r);
     }
-    std::stable_sort(pooled.begin(), pooled.end(), [](const Pooled& a, const Pooled& b) {
-      return a.sum / static_cast<double>(a.count) < b.sum / static_cast<double>(b.count);
-    });
+    std::vector<measure::Record> pooled = measure::pool_by_schedule(accepted);
+    std::stable_sort(pooled.begin(), pooled.end(),
+                     [](const measure::Record& a, const measure::Record& b) {
+                       return a.result.mean_cost() < b.result.mean_cost();
+                     });
     const int64_t want = std::min<int64_t>(options.confirm, left);
     // The best schedules, with places kept for the default: one, or two if
     // it was never measured, so that it counts among the finalists
     // (measure::best_for prefers schedules measured more than once).
     schedule::State fallback = default_schedule(tasks[t]);
-    const bool default_measured = std::any_of(pooled.begin(), pooled.end(), [&](const Pooled& p) {
-      return structural_equal(p.state, fallback);
-    });
+    const bool default_measured = std::any_of(
+        pooled.begin(), pooled.end(),
+        [&](const measure::Record& p) { return structural_equal(p.input.state, fallback); });
     const int64_t default_places = std::min<int64_t>(default_measured ? 1 : 2, want);
     std::vector<schedule::State> states;
-    for (const Pooled& p : pooled) {
+    for (const measure::Record& p : pooled) {
       if (static_cast<int64_t>(states.size()) + default_places >= want) break;
-      if (!structural_equal(p.state, fallback)) states.push_back(p.state);
+      if (!structural_equal(p.input.state, fallback)) states.push_back(p.input.state);
     }
     for (int64_t i = 0; i < default_places; ++i) states.push_back(fallback);
     if (states.size() < 2) continue;  // nothing to choose between

@@ -140,6 +140,11 @@ std::optional<Record> best_for(const std::vector<Record>& records, const te::Tas
                                const ContextMatch& context,
                                TargetMatch target = TargetMatch::kExact);
 
+/// One record per schedule (state) of `records`, in order of its first
+/// record, holding the costs of all that schedule's records: what best_for
+/// judges schedules on. The records are taken to be of one task.
+std::vector<Record> pool_by_schedule(const std::vector<Record>& records);
+
 /// Why `records` hold no successful record that best_for would take, for an
 /// error message: none of the workload, none on this target (naming those
 /// there are), or only records under other pass contexts (naming their
