@@ -1,7 +1,8 @@
 // Tuned kernels against oneDNN and OpenBLAS, side by side in one run: the
 // best schedule that record logs hold for each case, built for the machine
 // this runs on, timed beside the peers on the same number of threads.
-// Cases: matmul 512^3, 1024^3, 2048^3, dense 1x1024x1024 and the ResNet-50
+// Cases: matmul 512^3, 1024^3, 2048^3, dense 1x1024x1024, the dense layers
+// of BERT-base (128 x K x N) and the ResNet-50
 // 3x3 and 1x1 convolutions (batch 1) in NHWC, oneDNN's convolution in the
 // layout it picks. Weights a schedule pre-packs are packed once, outside the
 // timed loop, as a compiled model does at load time. Ends with a table of
@@ -45,6 +46,13 @@ std::vector<Case> cases() {
     out.push_back({"matmul_" + s, "matmul", s + "," + s + "," + s, Case::Kind::kGemm, n, n, n});
   }
   out.push_back({"dense_1x1024x1024", "dense", "1,1024,1024", Case::Kind::kDense, 1, 1024, 1024});
+  // The products of a BERT-base encoder layer (sequence 128, hidden 768):
+  // what bounds a transformer's latency against ONNX Runtime.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {3072, 768}, {768, 3072}}) {
+    std::string s = "128," + std::to_string(n) + "," + std::to_string(k);
+    out.push_back({"dense_128x" + std::to_string(k) + "x" + std::to_string(n), "dense", s,
+                   Case::Kind::kDense, 128, n, k});
+  }
   struct Conv {
     int64_t c, hw, out, r;
   };
