@@ -1,6 +1,7 @@
 #include "tensortune/graph/tasks.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,6 +20,46 @@ std::string FusedGroup::description() const {
   return join(ops, "+");
 }
 
+namespace {
+
+bool is_elementwise(OpPattern p) { return p == OpPattern::kElemwise || p == OpPattern::kBroadcast; }
+
+/// The positions of the elementwise calls after the one at `start` that
+/// take in every reader of its value and converge on one call, the
+/// converging call last: GELU's x * 0.5 * (1 + erf(x / sqrt 2)) reads x
+/// twice, and both paths meet in the last multiply. Empty when the readers
+/// do not converge within `budget` elementwise calls or one of them is
+/// `taken` (in a group already).
+std::vector<size_t> converging_region(const std::vector<Ref<CallNode>>& calls, size_t start,
+                                      const std::unordered_map<const Object*, int>& readers,
+                                      const std::function<bool(const Object*)>& taken,
+                                      size_t budget) {
+  // Reader edges of the region's values not yet inside the region; the
+  // region is closed when only its newest call's are left.
+  std::unordered_map<const Object*, int> open{{calls[start].get(), readers.at(calls[start].get())}};
+  std::vector<size_t> region;
+  for (size_t position = start + 1; position < calls.size(); ++position) {
+    const Ref<CallNode>& c = calls[position];
+    int edges = 0;
+    for (const auto& a : c->args) edges += open.count(a.get());
+    if (edges == 0) continue;
+    if (!is_elementwise(find_op(c->op).pattern) || taken(c.get()) || region.size() == budget) {
+      return {};
+    }
+    for (const auto& a : c->args) {
+      auto it = open.find(a.get());
+      if (it != open.end() && --it->second == 0) open.erase(it);
+    }
+    region.push_back(position);
+    if (auto it = readers.find(c.get()); it != readers.end()) open[c.get()] = it->second;
+    if (open.size() == 1 && open.count(c.get())) return region;
+    if (open.empty()) return {};  // nothing reads the region's last call
+  }
+  return {};
+}
+
+}  // namespace
+
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   std::vector<Ref<CallNode>> calls = calls_in_order(graph);
   // Readers of each value (calls, and the graph's outputs).
@@ -34,16 +75,24 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   };
   std::vector<Building> groups;
   std::unordered_map<const Object*, size_t> group_of;
+  // Calls of a converging region (see converging_region) joined to the
+  // group they read before their turn comes.
+  std::unordered_map<const Object*, size_t> planned;
+  std::unordered_map<const Object*, size_t> position_of;
+  for (size_t position = 0; position < calls.size(); ++position) {
+    position_of[calls[position].get()] = position;
+  }
   for (size_t position = 0; position < calls.size(); ++position) {
     const Ref<CallNode>& c = calls[position];
     OpPattern pattern = find_op(c->op).pattern;
     std::optional<size_t> joined;
+    if (auto it = planned.find(c.get()); it != planned.end()) joined = it->second;
     // A reshape is a view of its operand's memory, never part of a kernel,
     // and nothing joins a view.
-    if (c->op != "reshape" && pattern != OpPattern::kAnchor) {
+    if (!joined && c->op != "reshape" && pattern != OpPattern::kAnchor) {
       for (const auto& a : c->args) {
         auto it = group_of.find(a.get());
-        if (it == group_of.end() || readers[a.get()] != 1) continue;
+        if (it == group_of.end()) continue;
         Building& g = groups[it->second];
         if (!g.group.calls.back().same_as(a) || g.group.calls.size() >= max_calls) continue;
         if (g.group.is_view()) continue;
@@ -51,6 +100,19 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
         // A reduction takes in the elementwise work before it (a residual
         // add before a norm), not another reduction or an anchor.
         if (pattern == OpPattern::kReduction && g.heavy) continue;
+        if (readers[a.get()] != 1) {
+          // Several readers may still all join when they are elementwise
+          // and meet again (a diamond), so that the value never leaves the
+          // kernel.
+          if (!is_elementwise(pattern) || readers[a.get()] >= 1000) continue;
+          auto taken = [&](const Object* call) {
+            return planned.count(call) > 0 || group_of.count(call) > 0;
+          };
+          std::vector<size_t> region = converging_region(calls, position_of.at(a.get()), readers,
+                                                         taken, max_calls - g.group.calls.size());
+          if (region.empty()) continue;
+          for (size_t r : region) planned[calls[r].get()] = it->second;
+        }
         joined = it->second;
         break;
       }

@@ -1,6 +1,7 @@
 #include "tensortune/search/sketch.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -452,15 +453,44 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
   return out;
 }
 
+namespace {
+
+/// How many times the stages that are not inlined evaluate an element of
+/// `stage` per element they compute, through the inlined stages between.
+int64_t reads_through_inlining(const LoopState& state, int stage) {
+  int64_t reads = 0;
+  for (int c : state.consumers(stage)) {
+    const Stage& consumer = state.stage(c);
+    int64_t loads = 0;
+    ir::visit_pre_order(body_of(consumer), [&](const ir::Expr& e) {
+      if (e->kind() == ir::ExprKind::kProducerLoad &&
+          static_cast<const ir::ProducerLoadNode&>(*e).producer.get() ==
+              state.stage(stage).tensor.get()) {
+        ++loads;
+      }
+    });
+    bool inlined = consumer.location == schedule::ComputeLocation::kInline;
+    reads += loads * (inlined ? reads_through_inlining(state, c) : 1);
+  }
+  return reads;
+}
+
+}  // namespace
+
 bool is_strictly_inlineable(const LoopState& state, int stage) {
   const Stage& st = state.stage(stage);
   if (st.is_placeholder() || st.is_output || is_reduction(st)) return false;
   if (st.location == schedule::ComputeLocation::kInline) return false;
-  bool cheap = true;
+  if (state.consumers(stage).empty()) return false;
+  bool select = false, call = false;
   ir::visit_pre_order(body_of(st), [&](const ir::Expr& e) {
-    cheap &= e->kind() != ir::ExprKind::kSelect && e->kind() != ir::ExprKind::kCall;
+    select |= e->kind() == ir::ExprKind::kSelect;
+    call |= e->kind() == ir::ExprKind::kCall;
   });
-  return cheap && !state.consumers(stage).empty();
+  // A call (exp, erf, ...) is worth a stage of its own only where inlining
+  // would evaluate it more than once per element: GELU's erf, read once by
+  // the output, inlines and vectorizes with it.
+  return !select && (!call || reads_through_inlining(state, stage) == 1);
 }
 
 bool needs_multi_level_tiling(const LoopState& state, int stage) {
@@ -490,20 +520,22 @@ int elementwise_consumer(const LoopState& state, int stage) {
   if (st.is_placeholder()) return -1;
   std::vector<int> consumers = state.effective_consumers(stage);
   if (consumers.size() != 1) return -1;
-  // Through inlined stages: each hop must read elementwise.
-  std::vector<int> direct = state.consumers(stage);
-  if (direct.size() != 1) return -1;
-  int producer = stage;
-  int c = direct[0];
-  while (true) {
-    if (!reads_elementwise(state.stage(c).tensor, state.stage(producer).tensor)) return -1;
-    if (state.stage(c).location != schedule::ComputeLocation::kInline) break;
-    std::vector<int> next = state.consumers(c);
-    if (next.size() != 1) return -1;
-    producer = c;
-    c = next[0];
-  }
-  return c == consumers[0] ? c : -1;
+  // Through inlined stages, which may read the stage on several paths (GELU
+  // reads x twice): each hop must read elementwise, and every path end in
+  // the one consumer.
+  bool elementwise = true;
+  std::function<void(int)> walk = [&](int producer) {
+    for (int c : state.consumers(producer)) {
+      elementwise &= reads_elementwise(state.stage(c).tensor, state.stage(producer).tensor);
+      if (state.stage(c).location == schedule::ComputeLocation::kInline) {
+        walk(c);
+      } else {
+        elementwise &= c == consumers[0];
+      }
+    }
+  };
+  walk(stage);
+  return elementwise ? consumers[0] : -1;
 }
 
 }  // namespace tensortune::search

@@ -339,6 +339,53 @@ TEST(GraphFusion, GroupsRunProducersFirst) {
       << join(d, ", ");
 }
 
+/// GELU of `x` as ONNX exporters write it: x * 0.5 * (1 + erf(x / sqrt 2)).
+Value gelu(const Value& x) {
+  auto scalar = [](float v, const char* name) {
+    te::NDArray a(kF32, {1});
+    a.set(0, v);
+    return constant(a, name);
+  };
+  Value e = call("erf", {call("divide", {x, scalar(1.41421356f, "sqrt2")})});
+  Value y = call("multiply", {x, call("add", {e, scalar(1.0f, "one")})});
+  return call("multiply", {y, scalar(0.5f, "half")});
+}
+
+TEST(GraphFusion, ElementwiseBranchesThatMeetAgainJoinTheirProducer) {
+  // GELU reads the dense's output twice; both paths meet in its last
+  // multiply, so the whole of it is the dense's epilogue.
+  auto x = input("x", {4, 16}, kF32);
+  Value d = call("add", {call("nn.dense", {x, weight({32, 16}, 1)}), weight({32}, 2)});
+  Graph g = Graph::make({x}, {call("nn.dense", {gelu(d), weight({8, 32}, 3)})}, {"out"});
+  std::vector<std::string> groups;
+  for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add+divide+erf+add+multiply+multiply",
+                                              "nn.dense"}));
+  // Not when a branch leaves the elementwise world (a softmax), when the
+  // value is an output of the graph too, or when the branches never meet.
+  auto last_axis = make_node<AxisAttrsNode>();
+  last_axis->axis = -1;
+  Value s = call("nn.softmax", {d}, Attrs(last_axis));
+  g = Graph::make({x}, {call("add", {call("relu", {d}), s})}, {"out"});
+  groups.clear();
+  for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add", "nn.softmax", "relu+add"}));
+  g = Graph::make({x}, {gelu(d), d}, {"out", "pre"});
+  groups.clear();
+  for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add", "divide+erf+add+multiply+multiply"}));
+  g = Graph::make({x}, {call("relu", {d}), call("sigmoid", {d})}, {"a", "b"});
+  groups.clear();
+  for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add", "relu", "sigmoid"}));
+  // A group too small for the branches does not take them.
+  groups.clear();
+  g = Graph::make({x}, {gelu(d)}, {"out"});
+  for (const auto& grp : fuse_groups(g, 4)) groups.push_back(grp.description());
+  EXPECT_EQ(groups,
+            (std::vector<std::string>{"nn.dense+add", "divide+erf+add+multiply", "multiply"}));
+}
+
 class CompiledGraph : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -387,6 +434,17 @@ TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
   EXPECT_TT_ERROR(m.run({te::NDArray::random(kF32, {4, 15}, 1)}), kInvalidArgument,
                   "input 'x' must be float32 of shape float32[4, 16], got float32[4, 15]");
   EXPECT_TT_ERROR(m.run({}), kInvalidArgument, "the model takes 1 inputs, got 0");
+}
+
+TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReferenceDoes) {
+  auto x = input("x", {6, 16}, kF32);
+  Value d = call("add", {call("nn.dense", {x, weight({24, 16}, 1)}), weight({24}, 2)});
+  Graph g = Graph::make({x}, {gelu(d)}, {"out"});
+  CompileReport report = compile(g, "gelu");
+  ASSERT_EQ(report.tasks.size(), 1u);
+  CompiledModel m = CompiledModel::load(dir_ + "/gelu");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {6, 16}, 1, -3, 3)};
+  EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
 }
 
 TEST_F(CompiledGraph, BadFoldersAreNamedErrorsAndAFailedCompileLeavesNothing) {

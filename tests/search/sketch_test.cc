@@ -135,6 +135,41 @@ TEST(SketchRules, AResidualAddOverABatchOfOneIsAnElementwiseConsumer) {
   }
 }
 
+TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
+  // x * (erf(x * c) + 1) * 0.5 after a dense: the erf is read once and
+  // inlines; the product is read twice, through the inlined stages, by the
+  // output alone, so it is tiled with the output fused in.
+  te::Tensor data = te::placeholder({8, 16}, ir::DataType::float32(), "data");
+  te::Tensor weight = te::placeholder({24, 16}, ir::DataType::float32(), "weight");
+  te::Tensor c = te::placeholder({1}, ir::DataType::float32(), "c");
+  te::Tensor half = te::placeholder({1}, ir::DataType::float32(), "half");
+  te::Tensor one = te::placeholder({1}, ir::DataType::float32(), "one");
+  te::Tensor x = te::dense(data, weight);
+  te::Tensor out = te::multiply(te::multiply(x, te::add(te::erf(te::multiply(x, c)), one)), half);
+  te::WorkloadTensors tensors{{data, weight, c, half, one}, {out}, {1, 2, 3, 4}};
+  ComputeDAG dag(tensors);
+  std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1}, 2});
+  std::vector<std::string> d = descriptions(sketches);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(d[0].find("always_inline(erf)"), std::string::npos) << d[0];
+  EXPECT_NE(d[0].find("tile_with_fusion(dense, level 1)"), std::string::npos) << d[0];
+  std::mt19937_64 rng(3);
+  MachineModel machine;
+  machine.num_cores = 2;
+  for (size_t i = 0; i < 2 * sketches.size(); ++i) {
+    const Sketch& sketch = sketches[i % sketches.size()];
+    schedule::State state = sample_state(sketch, dag, machine, {}, rng);
+    EXPECT_TRUE(testing::schedule_matches_reference(tensors, state, i)) << sketch.description;
+  }
+  // Read twice by an output, erf would be computed twice: it keeps a stage.
+  te::Tensor e = te::erf(x);
+  te::Tensor twice = te::multiply(e, e);
+  ComputeDAG again(te::WorkloadTensors{{data, weight}, {twice}, {1}});
+  SketchState erf_stage = at_stage(again, "erf");
+  ASSERT_GE(erf_stage.stage, 0) << again.str();
+  EXPECT_EQ(sketch_rule("always_inline").condition(erf_stage, {}), SketchRule::Condition::kPass);
+}
+
 TEST(SketchRules, TileWithFusionComputesTheStageAtEachFusionLevel) {
   const SketchRule& rule = sketch_rule("tile_with_fusion");
   ComputeDAG mm = named_dag("matmul", "8,8,8");

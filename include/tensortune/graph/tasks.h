@@ -35,6 +35,8 @@ struct FusedGroup {
 /// output of the graph, ends its group, and the two fit: elementwise
 /// operations join any group, injective ones only groups without a
 /// convolution, dense, matmul or reduction; groups stay under `max_calls`.
+/// Elementwise calls that read a value on several branches join it when the
+/// branches meet again in one call (GELU, SiLU).
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls = 16);
 
 /// The workload of a group: placeholders "p0", "p1", ... for its inputs,

@@ -98,15 +98,16 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
 // ---- stage predicates the rules use (on the state's own stages) ----
 
 /// Injective, not an output, and cheap to recompute: no select (a padding
-/// stage branches) and no math intrinsic (exp, erf, ...). Inlining such a
-/// stage into its readers never costs more than it saves.
+/// stage branches), and a math intrinsic (exp, erf, ...) only where the
+/// readers evaluate it once per element. Inlining such a stage into its
+/// readers never costs more than it saves.
 bool is_strictly_inlineable(const schedule::LoopState& state, int stage);
 /// A reduction reading two or more tensors, each missing some output axis of
 /// extent > 1: data reuse that tiling exploits (matmul, conv, dense).
 bool needs_multi_level_tiling(const schedule::LoopState& state, int stage);
 /// The only consumer of `stage` when it reads the stage elementwise (at its
-/// own axes, in order, with the same extents) and is not a reduction; -1
-/// otherwise.
+/// own axes, in order, with the same extents) on every path through inlined
+/// stages and is not a reduction; -1 otherwise.
 int elementwise_consumer(const schedule::LoopState& state, int stage);
 
 }  // namespace tensortune::search
