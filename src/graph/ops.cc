@@ -281,22 +281,12 @@ bool register_all() {
                [](const Tensors& a, const AttrsNode*) {
                  auto shape_a = a[0].shape(), shape_b = a[1].shape();
                  if (shape_a.size() == 2 && shape_b.size() == 2) return te::matmul(a[0], a[1]);
-                 int64_t m = shape_a[shape_a.size() - 2], k = shape_a.back(), n = shape_b.back();
-                 auto batch = [](const std::vector<int64_t>& s) {
-                   return std::accumulate(s.begin(), s.end() - 2, int64_t{1}, std::multiplies<>());
-                 };
-                 int64_t ba = batch(shape_a), bb = batch(shape_b);
-                 // Reshapes only where the ranks need them: a reshape stage that
-                 // copies the product to the same shape is not an elementwise
-                 // consumer the product's tiles could take in.
-                 Tensor x = shape_a.size() == 3 ? a[0] : te::reshape(a[0], {ba, m, k}, "matmul_a");
-                 Tensor y = shape_b.size() == 3 ? a[1] : te::reshape(a[1], {bb, k, n}, "matmul_b");
-                 Tensor out = te::batch_matmul(x, y);
-                 std::vector<int64_t> shape((ba >= bb ? shape_a : shape_b).begin(),
-                                            (ba >= bb ? shape_a : shape_b).end() - 2);
-                 shape.push_back(m);
-                 shape.push_back(n);
-                 return shape == out.shape() ? out : te::reshape(out, shape, "matmul_out");
+                 // The product at the output's own axes: a reshape stage
+                 // around it would copy the product to another shape, and a
+                 // copy is no elementwise consumer its tiles could take in.
+                 if (shape_a.size() == 3 && shape_b.size() == 3)
+                   return te::batch_matmul(a[0], a[1]);
+                 return te::batch_matmul_nd(a[0], a[1]);
                }});
 
   // ---- elementwise ----

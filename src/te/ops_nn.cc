@@ -169,6 +169,54 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool tra
                  {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
 }
 
+Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
+  const char* op = "batch_matmul_nd";
+  check_same_dtype(a, b, op);
+  const auto &sa = a.shape(), &sb = b.shape();
+  if (sa.size() < 2 || sb.size() < 2) {
+    fail(ErrorKind::kInvalidArgument, op, ": operands need rank 2 or more, got ", shape_str(sa),
+         " and ", shape_str(sb));
+  }
+  size_t ra = sa.size() - 2, rb = sb.size() - 2;  // batch ranks
+  if (sa.back() != sb[rb]) {
+    fail(ErrorKind::kInvalidArgument, op, ": reduction extents differ: A ", shape_str(sa),
+         " has K = ", sa.back(), ", B ", shape_str(sb), " has K = ", sb[rb]);
+  }
+  std::vector<int64_t> batch_a(sa.begin(), sa.begin() + ra), batch_b(sb.begin(), sb.begin() + rb);
+  auto ones = [](const std::vector<int64_t>& s) {
+    return std::all_of(s.begin(), s.end(), [](int64_t e) { return e == 1; });
+  };
+  if (!(batch_a == batch_b || ones(batch_a) || ones(batch_b))) {
+    fail(ErrorKind::kInvalidArgument, op, ": batch axes ", shape_str(batch_a), " and ",
+         shape_str(batch_b), " neither match nor broadcast whole");
+  }
+  std::vector<int64_t> shape = broadcast_shape(batch_a, batch_b);
+  size_t rank = shape.size();
+  shape.push_back(sa[ra]);
+  shape.push_back(sb.back());
+  IterVar k = reduce_axis(sa.back(), "k");
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        // A side's batch axes are the output's last ones, or all 0 where
+        // that side broadcasts.
+        auto batch_index = [&](const std::vector<int64_t>& batch) {
+          std::vector<Expr> index;
+          for (size_t i = 0; i < batch.size(); ++i) {
+            index.push_back(ones(batch) ? index_const(0) : Expr(v[rank - batch.size() + i]));
+          }
+          return index;
+        };
+        std::vector<Expr> ia = batch_index(batch_a), ib = batch_index(batch_b);
+        ia.push_back(v[rank]);
+        ia.push_back(k.expr());
+        ib.push_back(k.expr());
+        ib.push_back(v[rank + 1]);
+        return sum(a(ia) * b(ib), {k});
+      },
+      std::move(name), "batch_matmul");
+}
+
 // ---- convolutions -------------------------------------------------------------
 
 Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,

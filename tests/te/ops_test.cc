@@ -117,6 +117,48 @@ TEST(Ops, BatchMatmulWithTransposesAndBroadcast) {
       kInvalidArgument, "neither match nor broadcast");
 }
 
+TEST(Ops, BatchMatmulNdComputesAtTheOutputsAxesAndBroadcastsWholeSides) {
+  struct Case {
+    Index a, b, out;
+  };
+  for (const Case& c :
+       {Case{{2, 3, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}},
+        Case{{1, 1, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}}, Case{{2, 3, 4, 5}, {5, 6}, {2, 3, 4, 6}},
+        Case{{4, 5}, {3, 5, 6}, {3, 4, 6}}}) {
+    Tensor a = placeholder(c.a, kF32, "A"), b = placeholder(c.b, kF32, "B");
+    Tensor out = batch_matmul_nd(a, b);
+    ASSERT_EQ(out.shape(), c.out);
+    // One stage: the product itself, no reshapes around it.
+    EXPECT_EQ(out.compute_op()->tag, "batch_matmul");
+    Evaluated r = run(out, {a, b}, 5);
+    NDArray expected = make_array(kF32, c.out, [&](const Index& ix) {
+      size_t rank = ix.size();
+      auto at = [&](const Index& shape, int64_t row, int64_t col) {
+        Index i;
+        bool ones = std::all_of(shape.begin(), shape.end() - 2, [](int64_t e) { return e == 1; });
+        for (size_t d = 0; d + 2 < shape.size(); ++d) {
+          i.push_back(ones ? 0 : ix[rank - 2 - (shape.size() - 2) + d]);
+        }
+        i.push_back(row);
+        i.push_back(col);
+        return i;
+      };
+      double s = 0;
+      for (int64_t k = 0; k < 5; ++k) {
+        s += r.in[0].at(at(c.a, ix[rank - 2], k)) * r.in[1].at(at(c.b, k, ix[rank - 1]));
+      }
+      return s;
+    });
+    EXPECT_TRUE(arrays_close(r.out, expected)) << c.a.size() << "-d A, " << c.b.size() << "-d B";
+  }
+  EXPECT_TT_ERROR(
+      batch_matmul_nd(placeholder({2, 3, 4, 5}, kF32, "A"), placeholder({3, 2, 5, 6}, kF32, "B")),
+      kInvalidArgument, "neither match nor broadcast whole");
+  EXPECT_TT_ERROR(
+      batch_matmul_nd(placeholder({2, 4, 5}, kF32, "A"), placeholder({2, 4, 6}, kF32, "B")),
+      kInvalidArgument, "K = 5");
+}
+
 // ---- convolutions -------------------------------------------------------------
 
 int64_t conv_out(int64_t in, int64_t before, int64_t after, int64_t window, int64_t dilation,

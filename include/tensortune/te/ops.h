@@ -50,6 +50,11 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias = Tens
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
                     bool transpose_b = false, std::string name = "batch_matmul");
 
+/// numpy's matmul of A[..., M, K] and B[..., K, N] with any number of batch
+/// axes, computed at the output's own axes (no reshapes): the batch axes of
+/// both the same, or one side's all ones and broadcast. Tag "batch_matmul".
+Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name = "batch_matmul");
+
 // ---- convolution and pooling -------------------------------------------------
 
 /// Stride, padding, dilation and groups of a 2-D convolution.
