@@ -125,11 +125,6 @@ Record read_line(std::string_view line, bool* newer) {
   fail(ErrorKind::kIO, what, " '", path, "': ", std::strerror(err));
 }
 
-/// The group of a record for best and distill: its task and its context.
-std::string group_key(const Record& r) {
-  return task_key(r.input.task) + " pass_context " + r.result.pass_context_hash.str();
-}
-
 // Records of successful measurements, grouped by group_key, each group in log order.
 std::map<std::string, std::vector<const Record*>> ok_by_group(const std::vector<Record>& records) {
   std::map<std::string, std::vector<const Record*>> groups;
@@ -139,49 +134,48 @@ std::map<std::string, std::vector<const Record*>> ok_by_group(const std::vector<
   return groups;
 }
 
-// Best first; equal costs keep log order, so results do not depend on sort internals.
-void sort_by_cost(std::vector<const Record*>& group) {
-  std::stable_sort(group.begin(), group.end(), [](const Record* a, const Record* b) {
-    return a->result.mean_cost() < b->result.mean_cost();
-  });
-}
-
 // One record per schedule (state), in log order of its first, holding the
-// costs of all of that schedule's records; `records` counts them.
+// costs of all of that schedule's records; `sources` are those records.
 struct PooledRecord {
   Record record;
-  size_t records = 0;
+  std::vector<const Record*> sources;
 };
 std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group) {
   std::vector<PooledRecord> pooled;
   std::unordered_map<uint64_t, size_t> of_state;
   for (const Record* r : group) {
     auto [it, fresh] = of_state.emplace(structural_hash(r->input.state), pooled.size());
-    if (fresh) pooled.push_back({*r, 0});
+    if (fresh) pooled.push_back({*r, {}});
     PooledRecord& p = pooled[it->second];
     if (!fresh) {
       std::vector<double>& costs = p.record.result.costs;
       costs.insert(costs.end(), r->result.costs.begin(), r->result.costs.end());
     }
-    ++p.records;
+    p.sources.push_back(r);
   }
   return pooled;
 }
 
-// The pooled record of lowest mean cost (the first of equals) among the
-// schedules measured more than once if there are any, else among all; null
-// if none. A schedule is measured again only as a finalist (tune --confirm
-// times a run's best few back to back), and one timed once in a fast moment
-// must not outrank the finalists that were compared under one condition.
+// The pooled schedules best first: by lowest mean cost (equals in log
+// order), those measured more than once ahead of the rest. A schedule is
+// measured again only as a finalist (tune --confirm times a run's best few
+// back to back), and one timed once in a fast moment must not outrank the
+// finalists that were compared under one condition.
+std::vector<const PooledRecord*> ranked(const std::vector<PooledRecord>& pooled) {
+  std::vector<const PooledRecord*> order;
+  for (const PooledRecord& p : pooled) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const PooledRecord* a, const PooledRecord* b) {
+    bool again_a = a->sources.size() > 1, again_b = b->sources.size() > 1;
+    if (again_a != again_b) return again_a;
+    return a->record.result.mean_cost() < b->record.result.mean_cost();
+  });
+  return order;
+}
+
+// The best of ranked(pooled); null if none.
 const Record* lowest_cost(const std::vector<PooledRecord>& pooled) {
-  bool any_again = std::any_of(pooled.begin(), pooled.end(),
-                               [](const PooledRecord& p) { return p.records > 1; });
-  const Record* best = nullptr;
-  for (const PooledRecord& p : pooled) {
-    if (any_again && p.records < 2) continue;
-    if (!best || p.record.result.mean_cost() < best->result.mean_cost()) best = &p.record;
-  }
-  return best;
+  std::vector<const PooledRecord*> order = ranked(pooled);
+  return order.empty() ? nullptr : &order.front()->record;
 }
 
 bool target_matches(const Record& r, const te::Task& task, TargetMatch match) {
@@ -304,6 +298,10 @@ ContextMatch ContextMatch::only(const ir::PassContext& context) {
   return ContextMatch{Hash64(context.hash())};
 }
 
+std::string group_key(const Record& r) {
+  return task_key(r.input.task) + " pass_context " + r.result.pass_context_hash.str();
+}
+
 std::map<std::string, Record> best_per_task(const std::vector<Record>& records) {
   std::map<std::string, Record> best;
   for (auto& [key, group] : ok_by_group(records))
@@ -316,10 +314,13 @@ std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Reco
   std::map<std::string, std::vector<Record>> top;
   if (k == 0) return top;
   for (auto& [key, group] : ok_by_group(records)) {
-    sort_by_cost(group);
-    if (group.size() > k) group.resize(k);
+    std::vector<PooledRecord> pooled = pool_by_state(group);
+    std::vector<const PooledRecord*> order = ranked(pooled);
+    if (order.size() > k) order.resize(k);
     auto& out = top[key];
-    for (const Record* r : group) out.push_back(*r);
+    for (const PooledRecord* p : order) {
+      for (const Record* r : p->sources) out.push_back(*r);
+    }
   }
   return top;
 }

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/schedule/random_schedule.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/support/subprocess.h"
 
@@ -31,9 +33,15 @@ te::Task matmul_task(std::string_view target) {
                         ir::Target::parse(target));
 }
 
+/// A schedule of `task` of its own for each `seconds` (a random one).
+schedule::State state_for(const te::Task& task, double seconds) {
+  std::mt19937_64 rng(static_cast<uint64_t>(seconds * 1e6));
+  return schedule::random_state(schedule::ComputeDAG(te::workload_tensors(task->workload)), rng);
+}
+
 Record record(const te::Task& task, double seconds, ErrorCode code = ErrorCode::kNoError,
               std::string message = "") {
-  Record r{{task, schedule::State::make()}, {}};
+  Record r{{task, state_for(task, seconds)}, {}};
   r.result.error_code = code;
   r.result.error_message = std::move(message);
   if (code == ErrorCode::kNoError) r.result.costs = {seconds};
@@ -130,6 +138,26 @@ TEST_F(RecordsCli, BestReportsLatencyOrWhyEveryTrialFailed) {
   EXPECT_TRUE(doc[1]["latency_ms"].is_null());
   EXPECT_EQ(doc[1]["errors"], (nlohmann::json{{"COMPILE_ERROR", 2}, {"RUNTIME_ERROR", 1}}));
   EXPECT_EQ(doc[1]["message"], "cc: error: bad\nsecond line of it");
+}
+
+TEST_F(RecordsCli, BestAndDistillPickTheScheduleCompilePicks) {
+  // The run's finalist, measured twice at 2 ms, against a schedule timed
+  // once at 1 ms in a fast moment: compile takes the finalist, and so do
+  // best and distill.
+  te::Task c = matmul_task("c");
+  Record again = record(c, 2e-3);
+  again.result.timestamp += 1;
+  std::string text = measure::record_to_line(record(c, 2e-3)) + "\n" +
+                     measure::record_to_line(record(c, 1e-3)) + "\n" +
+                     measure::record_to_line(again) + "\n";
+  write(path("finalists.jsonl"), text);
+  RunResult b = cli({"records", "best", path("finalists.jsonl")});
+  ASSERT_TRUE(b.status.success()) << b.err;
+  EXPECT_NE(b.out.find("  2 ms  "), std::string::npos) << b.out;
+  RunResult d = cli({"records", "distill", path("finalists.jsonl"), "-o", path("one.jsonl")});
+  ASSERT_TRUE(d.status.success()) << d.err;
+  EXPECT_EQ(read(path("one.jsonl")), measure::record_to_line(record(c, 2e-3)) + "\n" +
+                                         measure::record_to_line(again) + "\n");
 }
 
 TEST_F(RecordsCli, DistillAndMergeWriteLogs) {

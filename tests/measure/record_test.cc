@@ -394,6 +394,17 @@ TEST(Record, ASchedulesRecordsArePooledAndSchedulesMeasuredAgainOutrankTheRest) 
   EXPECT_TRUE(structural_equal(best->input.state, nth_state(a, 1)));
   EXPECT_EQ(best->result.costs.size(), 10u);
   EXPECT_NEAR(best->result.mean_cost(), (2 * 1e-3 + 4 * 4e-3 + 4 * 1e-4) / 10, 1e-12);
+  // A distilled log keeps every record of the schedules it keeps, ranked
+  // the same way, so it still picks what the whole log picks.
+  records.push_back(ok_record(a, 4, 1e-5));  // once, in a fast moment
+  std::vector<Record> one = distill_records(records, 1);
+  ASSERT_EQ(one.size(), 5u);
+  for (const Record& r : one) EXPECT_TRUE(structural_equal(r.input.state, nth_state(a, 1)));
+  EXPECT_TRUE(structural_equal(best_for(one, a, ContextMatch::any())->input.state,
+                               best_for(records, a, ContextMatch::any())->input.state));
+  std::vector<Record> two = distill_records(records, 2);
+  ASSERT_EQ(two.size(), 7u);
+  EXPECT_TRUE(structural_equal(two[5].input.state, nth_state(a, 2)));
 }
 
 TEST(Record, DistillKeepsTheKBestInOrderOfFirstAppearance) {

@@ -143,9 +143,10 @@ int best(const RecordsArgs& args) {
   std::vector<TaskSummary> tasks;
   std::map<std::string, size_t> index;
   std::set<std::string> contexts;
+  // The best as compile and apply pick it (a schedule's records pooled).
+  std::map<std::string, Record> best = measure::best_per_task(log.records);
   for (const Record& r : log.records) {
-    auto [it, added] = index.emplace(
-        measure::task_key(r.input.task) + " " + r.result.pass_context_hash.str(), tasks.size());
+    auto [it, added] = index.emplace(measure::group_key(r), tasks.size());
     if (added) {
       tasks.emplace_back();
       tasks.back().task = r.input.task;
@@ -155,7 +156,7 @@ int best(const RecordsArgs& args) {
     TaskSummary& t = tasks[it->second];
     ++t.trials;
     if (r.result.ok()) {
-      if (!t.best || r.result.mean_cost() < t.best->result.mean_cost()) t.best = r;
+      t.best = best.at(it->first);
     } else {
       ++t.errors[r.result.error_code];
       t.first_message.emplace(r.result.error_code, r.result.error_message);
@@ -231,7 +232,7 @@ int distill(const RecordsArgs& args) {
   std::vector<Record> kept = measure::distill_records(records, args.k);
   write_output(args.output, lines_of(kept));
   std::cerr << "wrote " << kept.size() << " of " << records.size() << " records to " << args.output
-            << " (the best " << args.k << " per task)\n";
+            << " (the records of the best " << args.k << " schedules per task)\n";
   return 0;
 }
 
@@ -260,9 +261,9 @@ Command add_records_command(CLI::App& app) {
       ->required();
 
   CLI::App* distill_cmd =
-      records->add_subcommand("distill", "keep the k best successful records of each task");
+      records->add_subcommand("distill", "keep the records of the k best schedules of each task");
   distill_cmd->add_option("log", args->logs, "a record log")->required()->expected(1);
-  distill_cmd->add_option("-k", args->k, "records kept per task")->check(CLI::Range(1, 1000000));
+  distill_cmd->add_option("-k", args->k, "schedules kept per task")->check(CLI::Range(1, 1000000));
   distill_cmd->add_option("-o,--output", args->output, "the distilled log ('-': standard output)")
       ->required();
 

@@ -121,12 +121,19 @@ enum class TargetMatch {
   kCompatible,  ///< any target ir::compatible() accepts, asked for explicitly
 };
 
-/// The successful record with the lowest mean cost per task_key (the first
-/// of equals in log order), over every context; a schedule's records
-/// pooled as in best_for.
+/// What best_per_task and top_k_per_task group records by: the task_key
+/// and the pass context the record was built under.
+std::string group_key(const Record& record);
+
+/// Per group_key, the best successful record as best_for picks it: a
+/// schedule's records pooled, schedules measured again ranked first, the
+/// lowest mean cost (the first of equals in log order).
 std::map<std::string, Record> best_per_task(const std::vector<Record>& records);
 
-/// The k successful records of lowest mean cost per task_key, best first.
+/// The successful records of the k best schedules per group_key, ranked as
+/// best_for ranks them (costs pooled, schedules measured again first), best
+/// first, each schedule's records in log order: a log of them ranks the
+/// schedules the same way again.
 std::map<std::string, std::vector<Record>> top_k_per_task(const std::vector<Record>& records,
                                                           size_t k);
 
@@ -172,9 +179,9 @@ ResumeSet resume_set(const std::vector<Record>& records, const te::Task& task,
 /// state and result, timestamp included: the same record_to_line) dropped.
 std::vector<Record> merge_records(const std::vector<std::vector<Record>>& logs);
 
-/// The k best successful records per task of `records` (k = 1: one per task),
-/// best first within a task, tasks in the order of their first appearance in
-/// `records`; a task without a success is left out.
+/// The records of the k best schedules per task of `records` (top_k_per_task),
+/// tasks in the order of their first appearance in `records`; a task without
+/// a success is left out.
 std::vector<Record> distill_records(const std::vector<Record>& records, size_t k = 1);
 
 }  // namespace tensortune::measure
