@@ -336,9 +336,9 @@ class Prelude {
             ") ? a[l] : b[l];\n  return r;\n}");
     return name;
   }
-  /// Name of a float exp or erf in plain arithmetic (within a few ulp, see
-  /// below), which GCC vectorizes inside the lane loops of vector code;
-  /// math.h's expf and erff are calls it cannot.
+  /// Name of a float exp, erf or tanh in plain arithmetic (within a few ulp,
+  /// see below), which GCC vectorizes inside the lane loops of vector code;
+  /// math.h's expf, erff and tanhf are calls it cannot.
   std::string vectorizable_f32(Intrinsic op) {
     if (op == Intrinsic::kExp) {
       // e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln(2) / 2; e^r by a
@@ -366,6 +366,30 @@ class Prelude {
           "  return x != x ? x : p * s1 * s2;\n"
           "}");
       return "tt_exp_f32";
+    }
+    if (op == Intrinsic::kTanh) {
+      // |x| <= 0.625: x + x^3 P(x^2), P of degree 4 fitted for relative error
+      // (7.8e-8 in float); beyond, 1 - 2 / (e^2|x| + 1) with the sign of x,
+      // which no longer cancels (relative error 1.6e-7). tanh(9) is 1 in float.
+      std::string exp = vectorizable_f32(Intrinsic::kExp);
+      add(helpers_, "tt_tanh_f32",
+          "static inline float tt_tanh_f32(float x) {\n"
+          "  float a = x < 0.0f ? -x : x;\n"
+          "  float u = x * x;\n"
+          "  float p = -5.71889153e-3f;\n"
+          "  p = p * u + 2.06530639e-2f;\n"
+          "  p = p * u - 5.37446403e-2f;\n"
+          "  p = p * u + 1.33315125e-1f;\n"
+          "  p = p * u - 3.33332852e-1f;\n"
+          "  float small = x + x * u * p;\n"
+          "  float c = a > 9.0f ? 9.0f : a;\n"
+          "  float big = 1.0f - 2.0f / (" +
+              exp +
+              "(2.0f * c) + 1.0f);\n"
+              "  big = x < 0.0f ? -big : big;\n"
+              "  return a <= 0.625f ? small : x != x ? x : big;\n"
+              "}");
+      return "tt_tanh_f32";
     }
     TT_ICHECK(op == Intrinsic::kErf, "no vectorizable form of ", intrinsic_name(op));
     // erf(x) = x P(x^2) / Q(x^2) on |x| <= 3.92 (beyond, erf is 1 to float
@@ -1121,11 +1145,11 @@ class FunctionEmitter {
     std::string one = compute_tag(t) == "f32" ? "1.0f" : "1.0";
     std::string a = expr(n.args[0]);
     bool f32 = compute_tag(t) == "f32";
-    // In float, exp and erf are plain arithmetic, so that the C compiler
-    // vectorizes the loops around them (math.h's are opaque calls).
-    if (f32 &&
-        (n.op == Intrinsic::kExp || n.op == Intrinsic::kErf || n.op == Intrinsic::kSigmoid)) {
-      f = prelude_.vectorizable_f32(n.op == Intrinsic::kErf ? Intrinsic::kErf : Intrinsic::kExp);
+    // In float, exp, erf and tanh are plain arithmetic, so that the C
+    // compiler vectorizes the loops around them (math.h's are opaque calls).
+    if (f32 && (n.op == Intrinsic::kExp || n.op == Intrinsic::kErf || n.op == Intrinsic::kTanh ||
+                n.op == Intrinsic::kSigmoid)) {
+      f = prelude_.vectorizable_f32(n.op == Intrinsic::kSigmoid ? Intrinsic::kExp : n.op);
     }
     if (t.is_scalar()) {
       switch (n.op) {

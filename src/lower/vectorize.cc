@@ -36,8 +36,8 @@ bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 /// Intrinsics the C backend computes on vectors of `t` (with vector
 /// instructions or by a per-lane loop that the C compiler vectorizes): exp,
-/// erf and sigmoid in float (the back end's own arithmetic forms); the others
-/// (tanh, log, ...) are library calls per lane, better left to the
+/// erf, tanh and sigmoid in float (the back end's own arithmetic forms); the
+/// others (log, pow, ...) are library calls per lane, better left to the
 /// compiler's own loop vectorizer.
 bool has_vector_form(Intrinsic op, DataType t) {
   bool single =
@@ -52,9 +52,9 @@ bool has_vector_form(Intrinsic op, DataType t) {
     case Intrinsic::kTrunc: return true;
     case Intrinsic::kExp:
     case Intrinsic::kErf:
+    case Intrinsic::kTanh:
     case Intrinsic::kSigmoid: return single;
     case Intrinsic::kLog:
-    case Intrinsic::kTanh:
     case Intrinsic::kPow:
     case Intrinsic::kSin:
     case Intrinsic::kCos:

@@ -171,17 +171,16 @@ PrimFunc math_mix(const std::string& name, bool vector_form_only) {
   return PrimFunc::make(name, {a, b, c}, 2, loop(i, 32, store(c, i, value), ForKind::kVectorized));
 }
 
-// C = f(A) over 64 elements, vectorized 32 wide: f is exp or erf, which
-// vector code computes in plain arithmetic instead of math.h's calls.
-PrimFunc vector_math(const std::string& name, bool exp) {
+// C = f(A) over 64 elements, vectorized 32 wide: f is exp, erf or tanh,
+// which vector code computes in plain arithmetic instead of math.h's calls.
+PrimFunc vector_math(const std::string& name, ir::Intrinsic op) {
   Buffer a = f32("A", 64), c = f32("C", 64);
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * 32 + ii;
   Expr x = load(a, idx);
   return PrimFunc::make(
       name, {a, c}, 1,
-      loop(io, 2,
-           loop(ii, 32, store(c, idx, exp ? ir::exp(x) : ir::erf(x)), ForKind::kVectorized)));
+      loop(io, 2, loop(ii, 32, store(c, idx, ir::call(op, {x})), ForKind::kVectorized)));
 }
 
 // C = A * (ii + io) over 8 rows of 32, where ii, the lane, is a value: a
@@ -226,8 +225,9 @@ class EndToEnd : public ::testing::Test {
                                  int_division("div_scalar", ForKind::kSerial),
                                  math_mix("math_vector", true),
                                  math_mix("math_mixed", false),
-                                 vector_math("exp_vector", true),
-                                 vector_math("erf_vector", false),
+                                 vector_math("exp_vector", ir::Intrinsic::kExp),
+                                 vector_math("erf_vector", ir::Intrinsic::kErf),
+                                 vector_math("tanh_vector", ir::Intrinsic::kTanh),
                                  lane_values(),
                                  shifted_add()};
     auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
@@ -417,35 +417,40 @@ TEST_F(EndToEnd, MathIntrinsicsSelectsAndCasts) {
   }
 }
 
-TEST_F(EndToEnd, VectorExpAndErfMatchMathHOverTheirWholeRange) {
-  // Both tails, the range where exp leaves the normal numbers, and the
-  // special values; the rest spread over [-110, 110].
-  std::vector<float> inputs = {0.0f,   -0.0f, 1e-30f, -1e-7f, 0.5f,     -0.5f,    3.9f,
-                               -3.95f, 4.5f,  88.7f,  89.5f,  -87.0f,   -103.0f,  -104.5f,
-                               -200.f, 1e30f, -1e30f, NAN,    INFINITY, -INFINITY};
+TEST_F(EndToEnd, VectorExpErfAndTanhMatchMathHOverTheirWholeRange) {
+  // Both tails, the range where exp leaves the normal numbers, where tanh
+  // changes form (0.625), and the special values; the rest spread over
+  // [-110, 110].
+  std::vector<float> inputs = {0.0f,   -0.0f,  1e-30f, -1e-7f,   0.5f,     -0.5f,   3.9f,
+                               -3.95f, 4.5f,   88.7f,  89.5f,    -87.0f,   -103.0f, -104.5f,
+                               -200.f, 1e30f,  -1e30f, NAN,      0.625f,   -0.626f, 0.3f,
+                               8.99f,  -9.01f, 0.05f,  INFINITY, -INFINITY};
   for (int64_t i = static_cast<int64_t>(inputs.size()); i < 64; ++i) {
     inputs.push_back(static_cast<float>(-110.0 + 220.0 * static_cast<double>(i) / 63.0));
   }
   // Vector code, the lanes computed by the back end's arithmetic forms.
-  for (const char* form : {"tt_exp_f32(tt_a[tt_l])", "tt_erf_f32(tt_a[tt_l])"}) {
+  for (const char* form :
+       {"tt_exp_f32(tt_a[tt_l])", "tt_erf_f32(tt_a[tt_l])", "tt_tanh_f32(tt_a[tt_l])"}) {
     EXPECT_NE(source_->find(form), std::string::npos) << form << "\n" << *source_;
   }
   NDArray a(DataType::float32(), {64});
   for (int64_t i = 0; i < 64; ++i) a.set(i, inputs[static_cast<size_t>(i)]);
-  for (bool exp : {true, false}) {
+  for (const char* f : {"exp", "erf", "tanh"}) {
     NDArray c(DataType::float32(), {64});
-    call(exp ? "exp_vector" : "erf_vector", {&a, &c});
+    call(std::string(f) + "_vector", {&a, &c});
     for (int64_t i = 0; i < 64; ++i) {
       float x = inputs[static_cast<size_t>(i)];
-      float want = exp ? std::exp(x) : std::erf(x), got = static_cast<float>(c.get(i));
+      float want = f[0] == 'e' ? (f[1] == 'x' ? std::exp(x) : std::erf(x)) : std::tanh(x);
+      float got = static_cast<float>(c.get(i));
       if (std::isnan(want)) {
         EXPECT_TRUE(std::isnan(got)) << x;
       } else if (std::isinf(want)) {
         EXPECT_EQ(got, want) << x;
       } else {
-        // exp: relative (a few ulp, and subnormals to their spacing); erf: absolute.
-        double bound = exp ? 4e-7 * want + 1e-44 : 1e-6;
-        EXPECT_LE(std::fabs(got - want), bound) << (exp ? "exp(" : "erf(") << x << ")";
+        // exp and tanh: relative (a few ulp, and exp's subnormals to their
+        // spacing); erf: absolute.
+        double bound = std::string(f) == "erf" ? 1e-6 : 4e-7 * std::fabs(want) + 1e-44;
+        EXPECT_LE(std::fabs(got - want), bound) << f << "(" << x << ")";
       }
     }
   }
