@@ -43,17 +43,19 @@ std::vector<size_t> converging_region(const std::vector<Ref<CallNode>>& calls, s
     int edges = 0;
     for (const auto& a : c->args) edges += open.count(a.get());
     if (edges == 0) continue;
-    if (!is_elementwise(find_op(c->op).pattern) || taken(c.get()) || region.size() == budget) {
-      return {};
-    }
+    if (!is_elementwise(find_op(c->op).pattern) || taken(c.get())) return {};
     for (const auto& a : c->args) {
       auto it = open.find(a.get());
       if (it != open.end() && --it->second == 0) open.erase(it);
     }
     region.push_back(position);
-    if (auto it = readers.find(c.get()); it != readers.end()) open[c.get()] = it->second;
+    auto it = readers.find(c.get());
+    int outside = it == readers.end() ? 0 : it->second;
+    if (outside > 0) open[c.get()] = outside;
     if (open.size() == 1 && open.count(c.get())) return region;
-    if (open.empty()) return {};  // nothing reads the region's last call
+    // Nothing reads the region's last call, an output of the graph is
+    // inside it, or the budget is spent before the branches met.
+    if (open.empty() || outside >= 1000 || region.size() >= budget) return {};
   }
   return {};
 }

@@ -34,36 +34,6 @@ bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // ---- the rewrite into vector operations ----
 
-/// Intrinsics the C backend computes on vectors of `t` (with vector
-/// instructions or by a per-lane loop that the C compiler vectorizes): exp,
-/// erf, tanh and sigmoid in float (the back end's own arithmetic forms); the
-/// others (log, pow, ...) are library calls per lane, better left to the
-/// compiler's own loop vectorizer.
-bool has_vector_form(Intrinsic op, DataType t) {
-  bool single =
-      (t.code() == DataType::Code::kFloat && t.bits() <= 32) || t.code() == DataType::Code::kBFloat;
-  switch (op) {
-    case Intrinsic::kSqrt:
-    case Intrinsic::kRsqrt:
-    case Intrinsic::kFabs:
-    case Intrinsic::kFloor:
-    case Intrinsic::kCeil:
-    case Intrinsic::kRound:
-    case Intrinsic::kTrunc: return true;
-    case Intrinsic::kExp:
-    case Intrinsic::kErf:
-    case Intrinsic::kTanh:
-    case Intrinsic::kSigmoid: return single;
-    case Intrinsic::kLog:
-    case Intrinsic::kPow:
-    case Intrinsic::kSin:
-    case Intrinsic::kCos:
-    case Intrinsic::kExp2:
-    case Intrinsic::kLog2: return false;
-  }
-  return false;
-}
-
 bool contains_load(const Expr& e) {
   bool found = false;
   ir::visit_pre_order(e, [&](const Expr& x) { found |= x->kind() == ExprKind::kBufferLoad; });
@@ -452,6 +422,31 @@ Stmt vectorize_body(const ForNode& loop) {
   return vectorizer.failed() ? Stmt() : body;
 }
 }  // namespace detail
+
+bool has_vector_form(Intrinsic op, DataType t) {
+  bool single =
+      (t.code() == DataType::Code::kFloat && t.bits() <= 32) || t.code() == DataType::Code::kBFloat;
+  switch (op) {
+    case Intrinsic::kSqrt:
+    case Intrinsic::kRsqrt:
+    case Intrinsic::kFabs:
+    case Intrinsic::kFloor:
+    case Intrinsic::kCeil:
+    case Intrinsic::kRound:
+    case Intrinsic::kTrunc: return true;
+    case Intrinsic::kExp:
+    case Intrinsic::kErf:
+    case Intrinsic::kTanh:
+    case Intrinsic::kSigmoid: return single;
+    case Intrinsic::kLog:
+    case Intrinsic::kPow:
+    case Intrinsic::kSin:
+    case Intrinsic::kCos:
+    case Intrinsic::kExp2:
+    case Intrinsic::kLog2: return false;
+  }
+  return false;
+}
 
 PrimFunc vectorize_pass(const PrimFunc& f) {
   Stmt body;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tensortune/ir/expr_functor.h"
+#include "tensortune/lower/passes.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/support/strings.h"
@@ -455,24 +456,30 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
 
 namespace {
 
-/// How many times the stages that are not inlined evaluate an element of
-/// `stage` per element they compute, through the inlined stages between.
-int64_t reads_through_inlining(const LoopState& state, int stage) {
+/// Whether the stages that are not inlined evaluate each element of `stage`
+/// once, through the inlined stages between: one load in all, on a path
+/// where every hop reads elementwise (a broadcast or a reduction's window
+/// would evaluate an element many times).
+bool evaluated_once(const LoopState& state, int stage) {
   int64_t reads = 0;
-  for (int c : state.consumers(stage)) {
-    const Stage& consumer = state.stage(c);
-    int64_t loads = 0;
-    ir::visit_pre_order(body_of(consumer), [&](const ir::Expr& e) {
-      if (e->kind() == ir::ExprKind::kProducerLoad &&
-          static_cast<const ir::ProducerLoadNode&>(*e).producer.get() ==
-              state.stage(stage).tensor.get()) {
-        ++loads;
+  bool elementwise = true;
+  std::function<void(int)> walk = [&](int producer) {
+    for (int c : state.consumers(producer)) {
+      const Stage& consumer = state.stage(c);
+      elementwise &= reads_elementwise(consumer.tensor, state.stage(producer).tensor);
+      if (consumer.location == schedule::ComputeLocation::kInline) {
+        walk(c);
+        continue;
       }
-    });
-    bool inlined = consumer.location == schedule::ComputeLocation::kInline;
-    reads += loads * (inlined ? reads_through_inlining(state, c) : 1);
-  }
-  return reads;
+      ir::visit_pre_order(body_of(consumer), [&](const ir::Expr& e) {
+        reads += e->kind() == ir::ExprKind::kProducerLoad &&
+                 static_cast<const ir::ProducerLoadNode&>(*e).producer.get() ==
+                     state.stage(producer).tensor.get();
+      });
+    }
+  };
+  walk(stage);
+  return elementwise && reads == 1;
 }
 
 }  // namespace
@@ -482,15 +489,20 @@ bool is_strictly_inlineable(const LoopState& state, int stage) {
   if (st.is_placeholder() || st.is_output || is_reduction(st)) return false;
   if (st.location == schedule::ComputeLocation::kInline) return false;
   if (state.consumers(stage).empty()) return false;
-  bool select = false, call = false;
+  bool select = false, call = false, scalar_call = false;
   ir::visit_pre_order(body_of(st), [&](const ir::Expr& e) {
     select |= e->kind() == ir::ExprKind::kSelect;
-    call |= e->kind() == ir::ExprKind::kCall;
+    if (e->kind() != ir::ExprKind::kCall) return;
+    const auto& c = static_cast<const ir::CallNode&>(*e);
+    call = true;
+    scalar_call |= !lower::has_vector_form(c.op, c.dtype);
   });
-  // A call (exp, erf, ...) is worth a stage of its own only where inlining
-  // would evaluate it more than once per element: GELU's erf, read once by
-  // the output, inlines and vectorizes with it.
-  return !select && (!call || reads_through_inlining(state, stage) == 1);
+  // A call (exp, erf, ...) is worth a stage of its own where inlining would
+  // evaluate it more than once per element, or where it has no vector form
+  // (pow, log: a library call per lane would keep the whole loop it joins
+  // scalar). GELU's erf, read once by the output, inlines and vectorizes
+  // with it.
+  return !select && (!call || (!scalar_call && evaluated_once(state, stage)));
 }
 
 bool needs_multi_level_tiling(const LoopState& state, int stage) {

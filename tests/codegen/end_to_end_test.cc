@@ -444,6 +444,9 @@ TEST_F(EndToEnd, VectorExpErfAndTanhMatchMathHOverTheirWholeRange) {
       float got = static_cast<float>(c.get(i));
       if (std::isnan(want)) {
         EXPECT_TRUE(std::isnan(got)) << x;
+      } else if (want == 0) {
+        EXPECT_EQ(got, 0.0f) << f << "(" << x << ")";
+        EXPECT_EQ(std::signbit(got), std::signbit(want)) << f << "(" << x << ")";
       } else if (std::isinf(want)) {
         EXPECT_EQ(got, want) << x;
       } else {

@@ -378,6 +378,12 @@ TEST(GraphFusion, ElementwiseBranchesThatMeetAgainJoinTheirProducer) {
   groups.clear();
   for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
   EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add", "relu", "sigmoid"}));
+  // Nor when a value between the branches is an output of the graph.
+  Value e = call("erf", {call("divide", {d, weight({1}, 4)})});
+  g = Graph::make({x}, {call("multiply", {d, e}), e}, {"out", "erf"});
+  groups.clear();
+  for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());
+  EXPECT_EQ(groups, (std::vector<std::string>{"nn.dense+add", "divide+erf", "multiply"}));
   // A group too small for the branches does not take them.
   groups.clear();
   g = Graph::make({x}, {gelu(d)}, {"out"});

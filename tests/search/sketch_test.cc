@@ -168,6 +168,21 @@ TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
   SketchState erf_stage = at_stage(again, "erf");
   ASSERT_GE(erf_stage.stage, 0) << again.str();
   EXPECT_EQ(sketch_rule("always_inline").condition(erf_stage, {}), SketchRule::Condition::kPass);
+  // Nor where its one reader broadcasts it (each row's sqrt read by the
+  // whole row), or where it has no vector form (pow would make the output
+  // loop a library call per lane).
+  te::Tensor rows = te::placeholder({8, 16}, ir::DataType::float32(), "rows");
+  te::Tensor two = te::placeholder({1}, ir::DataType::float32(), "two");
+  te::Tensor norm = te::divide(rows, te::sqrt(te::reduce_mean(rows, {1}, true)));
+  ComputeDAG broadcast(te::WorkloadTensors{{rows}, {norm}, {}});
+  ASSERT_GE(at_stage(broadcast, "sqrt").stage, 0) << broadcast.str();
+  EXPECT_EQ(sketch_rule("always_inline").condition(at_stage(broadcast, "sqrt"), {}),
+            SketchRule::Condition::kPass);
+  te::Tensor cube = te::multiply(te::power(rows, two), half);
+  ComputeDAG pow_dag(te::WorkloadTensors{{rows, two, half}, {cube}, {1, 2}});
+  ASSERT_GE(at_stage(pow_dag, "power").stage, 0) << pow_dag.str();
+  EXPECT_EQ(sketch_rule("always_inline").condition(at_stage(pow_dag, "power"), {}),
+            SketchRule::Condition::kPass);
 }
 
 TEST(SketchRules, TileWithFusionComputesTheStageAtEachFusionLevel) {

@@ -151,13 +151,12 @@ int best(const RecordsArgs& args) {
       tasks.emplace_back();
       tasks.back().task = r.input.task;
       tasks.back().pass_context = r.result.pass_context_hash;
+      if (auto b = best.find(it->first); b != best.end()) tasks.back().best = b->second;
     }
     contexts.insert(r.result.pass_context_hash.str());
     TaskSummary& t = tasks[it->second];
     ++t.trials;
-    if (r.result.ok()) {
-      t.best = best.at(it->first);
-    } else {
+    if (!r.result.ok()) {
       ++t.errors[r.result.error_code];
       t.first_message.emplace(r.result.error_code, r.result.error_message);
     }

@@ -53,6 +53,13 @@ PrimFunc remove_redundant_conditions(const PrimFunc& f);
 /// Tested by tests/lower/vectorize_test.cc.
 PrimFunc vectorize_pass(const PrimFunc& f);
 
+/// Whether vector code computes intrinsic `op` on `t` (with vector
+/// instructions or a per-lane loop the C compiler vectorizes: exp, erf, tanh
+/// and sigmoid in float, the back end's own arithmetic forms); the others
+/// (log, pow, ...) are library calls per lane, which vectorize_pass leaves to
+/// the compiler's own loop vectorizer.
+bool has_vector_form(ir::Intrinsic op, ir::DataType t);
+
 /// "unroll": replicates the body of each ForKind::kUnrolled loop with a
 /// constant extent, once per iteration, when the loop together with the
 /// unrolled loops nested in it replicates its innermost body at most

@@ -98,9 +98,10 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
 // ---- stage predicates the rules use (on the state's own stages) ----
 
 /// Injective, not an output, and cheap to recompute: no select (a padding
-/// stage branches), and a math intrinsic (exp, erf, ...) only where the
-/// readers evaluate it once per element. Inlining such a stage into its
-/// readers never costs more than it saves.
+/// stage branches), and a math intrinsic (exp, erf, ...) only where it has a
+/// vector form and its readers evaluate each element once (elementwise, one
+/// load). Inlining such a stage into its readers never costs more than it
+/// saves.
 bool is_strictly_inlineable(const schedule::LoopState& state, int stage);
 /// A reduction reading two or more tensors, each missing some output axis of
 /// extent > 1: data reuse that tiling exploits (matmul, conv, dense).
