@@ -45,6 +45,19 @@ std::vector<std::string> descriptions(const std::vector<Sketch>& sketches) {
   return out;
 }
 
+/// Two schedules sampled from each sketch compute the reference's answer.
+void expect_samples_match_reference(const te::WorkloadTensors& tensors, const ComputeDAG& dag,
+                                    const std::vector<Sketch>& sketches, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  MachineModel machine;
+  machine.num_cores = 2;
+  for (size_t i = 0; i < 2 * sketches.size(); ++i) {
+    const Sketch& sketch = sketches[i % sketches.size()];
+    schedule::State state = sample_state(sketch, dag, machine, {}, rng);
+    EXPECT_TRUE(testing::schedule_matches_reference(tensors, state, i)) << sketch.description;
+  }
+}
+
 TEST(SketchRules, AlwaysInlineTakesCheapElementwiseStagesOnly) {
   const SketchRule& rule = sketch_rule("always_inline");
   ComputeDAG dag = named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1");
@@ -125,14 +138,7 @@ TEST(SketchRules, AResidualAddOverABatchOfOneIsAnElementwiseConsumer) {
   ASSERT_FALSE(d.empty());
   EXPECT_NE(d[0].find("tile_with_fusion(conv2d_nhwc, level 1)"), std::string::npos) << d[0];
   for (const auto& s : d) EXPECT_EQ(s.find("add_cache_write"), std::string::npos) << s;
-  std::mt19937_64 rng(7);
-  MachineModel machine;
-  machine.num_cores = 2;
-  for (size_t i = 0; i < 2 * sketches.size(); ++i) {
-    const Sketch& sketch = sketches[i % sketches.size()];
-    schedule::State state = sample_state(sketch, dag, machine, {}, rng);
-    EXPECT_TRUE(testing::schedule_matches_reference(tensors, state, i)) << sketch.description;
-  }
+  expect_samples_match_reference(tensors, dag, sketches, 7);
 }
 
 TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
@@ -153,14 +159,7 @@ TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
   ASSERT_FALSE(d.empty());
   EXPECT_NE(d[0].find("always_inline(erf)"), std::string::npos) << d[0];
   EXPECT_NE(d[0].find("tile_with_fusion(dense, level 1)"), std::string::npos) << d[0];
-  std::mt19937_64 rng(3);
-  MachineModel machine;
-  machine.num_cores = 2;
-  for (size_t i = 0; i < 2 * sketches.size(); ++i) {
-    const Sketch& sketch = sketches[i % sketches.size()];
-    schedule::State state = sample_state(sketch, dag, machine, {}, rng);
-    EXPECT_TRUE(testing::schedule_matches_reference(tensors, state, i)) << sketch.description;
-  }
+  expect_samples_match_reference(tensors, dag, sketches, 3);
   // Read twice by an output, erf would be computed twice: it keeps a stage.
   te::Tensor e = te::erf(x);
   te::Tensor twice = te::multiply(e, e);
