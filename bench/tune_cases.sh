@@ -50,6 +50,9 @@ done
 # The speed of a shared VM drifts by tens of percent over minutes: ten
 # repetitions of each kernel and peer, interleaved at random, and the
 # medians compared, so that no drift lands on one side only.
-"$build/bench/tuned_bench" --threads "$threads" --log "$dir"/*.log --benchmark_repetitions=10 \
+# Only the cases tuned here (their peers too): "^(matmul_1024|...)/".
+filter="^($(echo $cases | tr ' ' '|'))/"
+"$build/bench/tuned_bench" --threads "$threads" --log "$dir"/*.log --benchmark_filter="$filter" \
+  --benchmark_repetitions=10 \
   --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2 \
   --benchmark_report_aggregates_only=true
