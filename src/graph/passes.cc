@@ -142,8 +142,31 @@ Value fold_call(const Value& v) {
   return constant(evaluate_call(*c, c->args), c->name.empty() ? c->op : c->name);
 }
 
+/// x^2, x^3 and x^0.5 of a float x by a constant exponent (every element
+/// the same, not broadcasting x) as products and a sqrt: ONNX exporters
+/// write a layer norm's variance and the tanh form of GELU with Pow, and
+/// powf is a library call per element that no loop around it vectorizes.
+/// Null for any other call. (sqrt(-0) is -0 where pow gives +0.)
+Value power_as_products(const CallNode& c, const std::vector<Value>& args) {
+  if (c.op != "power" || !c.dtype.is_float() || args[0]->shape != c.shape) return Value();
+  const ConstantNode* exponent = as_constant(args[1]);
+  if (!exponent) return Value();
+  const te::NDArray& e = exponent->data.array();
+  for (int64_t i = 1; i < e.size(); ++i) {
+    if (e.get(i) != e.get(0)) return Value();
+  }
+  double p = e.size() > 0 ? e.get(0) : 0;
+  const Value& x = args[0];
+  if (p == 2) return call("multiply", {x, x}, Attrs(), c.name);
+  if (p == 3)
+    return call("multiply", {call("multiply", {x, x}, Attrs(), c.name), x}, Attrs(), c.name);
+  if (p == 0.5) return call("sqrt", {x}, Attrs(), c.name);
+  return Value();
+}
+
 Graph simplify_inference(const Graph& graph) {
   return rewrite(graph, [](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (Value product = power_as_products(c, args)) return product;
     if (c.op != "nn.batch_norm") return Value();
     for (size_t i = 1; i < 5; ++i) {
       if (!as_constant(args[i])) return Value();

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <unordered_map>
 
 #include "common/module_cache.h"
@@ -166,6 +167,35 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
                                       "winograd_conv2d", "sink_reshapes"}));
+}
+
+TEST(GraphPasses, PowersByConstantExponentsBecomeProducts) {
+  auto x = input("x", {4, 8}, kF32);
+  auto exponent = [](std::vector<int64_t> shape, std::vector<float> values) {
+    te::NDArray a(kF32, std::move(shape));
+    for (int64_t i = 0; i < a.size(); ++i) a.set(i, values[static_cast<size_t>(i)]);
+    return constant(a, "e");
+  };
+  Value squared = call("power", {x, exponent({}, {2})});
+  Value cubed = call("power", {x, exponent({1, 8}, std::vector<float>(8, 3))});
+  Value root = call("power", {call("abs", {x}), exponent({1}, {0.5})});
+  // Left alone: another exponent, exponents that differ, one that broadcasts x.
+  Value other = call("power", {call("abs", {x}), exponent({1}, {2.5})});
+  std::vector<float> mixed(8, 2);
+  mixed[3] = 3;
+  Value uneven = call("power", {x, exponent({8}, mixed)});
+  Value wider = call("power", {x, exponent({2, 4, 8}, std::vector<float>(64, 2))});
+  Graph g = Graph::make({x}, {squared, cubed, root, other, uneven, wider},
+                        {"a", "b", "c", "d", "e", "f"});
+  Graph s = simplify_inference(g);
+  std::map<std::string, int> ops;
+  for (const auto& c : calls_in_order(s)) ++ops[c->op];
+  EXPECT_EQ(ops["power"], 3);
+  EXPECT_EQ(ops["multiply"], 3);
+  EXPECT_EQ(ops["sqrt"], 1);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {4, 8}, 3)};
+  std::vector<te::NDArray> before = evaluate_graph(g, in), after = evaluate_graph(s, in);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(te::allclose(after[i], before[i])) << i;
 }
 
 TEST(GraphPasses, ADisabledPassIsSkipped) {

@@ -33,7 +33,8 @@ Value fold_call(const Value& v);
 /// Inference-time simplification: batch_norm with constant statistics
 /// becomes a scale and a shift per channel, and when it follows a conv2d
 /// with a constant kernel (optionally through a bias_add) the scale is
-/// folded into the kernel and the shift into a bias_add.
+/// folded into the kernel and the shift into a bias_add. A float power by
+/// a constant exponent of 2, 3 or 0.5 becomes products or a sqrt.
 Graph simplify_inference(const Graph& graph);
 
 /// Moves 2-D convolutions and the layout-agnostic operations around them
