@@ -194,7 +194,8 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
   size_t rank = shape.size();
   shape.push_back(sa[ra]);
   shape.push_back(sb.back());
-  IterVar k = reduce_axis(sa.back(), "k");
+  // Not "k": that is the name of the output's third axis.
+  IterVar k = reduce_axis(sa.back(), "r");
   return compute(
       shape,
       [&](const std::vector<Var>& v) {
