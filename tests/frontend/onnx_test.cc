@@ -287,6 +287,22 @@ TEST(OnnxImport, TasksOfTheModels) {
       EXPECT_GT(t.flops, 1e7);
     }
   }
+  // GELU, in either form, is the epilogue of the FFN's first dense; a
+  // decomposed layer norm's squares are products, not powers.
+  for (auto [name, ffn] :
+       {std::pair<const char*, const char*>{"transformer",
+                                            "nn.dense+add+multiply+erf+add+multiply+multiply"},
+        {"transformer_ln_decomposed",
+         "nn.dense+add+multiply+multiply+multiply+add+multiply+tanh+add+multiply+multiply"}}) {
+    SCOPED_TRACE(name);
+    weights.clear();
+    for (const auto& t :
+         graph::extract_tasks(frontend::import_onnx(generated().model(name)), target).tasks) {
+      weights[t.description] += t.weight;
+      EXPECT_EQ(t.description.find("power"), std::string::npos) << t.description;
+    }
+    EXPECT_EQ(weights[ffn], 1);
+  }
 }
 
 TEST(OnnxImport, ExtractionAndCompilationLeaveTheGraphAsItWas) {

@@ -17,6 +17,7 @@ Models (all float32, batch 1, static shapes):
   transformer_ln_decomposed
                same block with LayerNormalization decomposed into
                ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add (what opset<17 exporters emit)
+               and GELU in its tanh form, with Pow(x, 3) and Tanh (GPT-2 style)
 
   bert_base_block
                the transformer block at BERT-base size: hidden 768, 12 heads,
@@ -180,6 +181,15 @@ def gelu_erf(b, x):
     return b.op("Mul", [b.op("Mul", [x, one_plus]), b.const("half", np.float32(0.5))])
 
 
+def gelu_tanh(b, x):
+    """GELU's tanh form, 0.5*x*(1+Tanh(sqrt(2/pi)*(x+0.044715*Pow(x,3)))), as GPT-2-style exporters write it."""
+    cube = b.op("Pow", [x, b.const("three", np.float32(3.0))])
+    inner = b.op("Add", [x, b.op("Mul", [cube, b.const("gelu_c", np.float32(0.044715))])])
+    t = b.op("Tanh", [b.op("Mul", [inner, b.const("sqrt_2_pi", np.float32(np.sqrt(2.0 / np.pi)))])])
+    one_plus = b.op("Add", [t, b.const("one", np.float32(1.0))])
+    return b.op("Mul", [b.op("Mul", [x, one_plus]), b.const("half", np.float32(0.5))])
+
+
 def make_transformer(rng, decomposed=False, seq=128, d=256, heads=4, ffn=1024):
     b = Builder(rng)
     dh = d // heads
@@ -199,7 +209,7 @@ def make_transformer(rng, decomposed=False, seq=128, d=256, heads=4, ffn=1024):
     ctx = b.op("Reshape", [ctx, shape_merge])
     attn = b.linear3d(ctx, d, d)
     h1 = layer_norm(b, b.op("Add", [attn, x]), d, decomposed)
-    f = gelu_erf(b, b.linear3d(h1, d, ffn))
+    f = (gelu_tanh if decomposed else gelu_erf)(b, b.linear3d(h1, d, ffn))
     f = b.linear3d(f, ffn, d)
     out = layer_norm(b, b.op("Add", [f, h1]), d, decomposed)
     name = "transformer_ln_decomposed" if decomposed else ("transformer" if d == 256 else "bert_base_block")
