@@ -156,26 +156,31 @@ std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group)
   return pooled;
 }
 
-// The pooled schedules best first: by lowest mean cost (equals in log
-// order), those measured more than once ahead of the rest. A schedule is
-// measured again only as a finalist (tune --confirm times a run's best few
-// back to back), and one timed once in a fast moment must not outrank the
-// finalists that were compared under one condition.
+// Whether pooled schedule `a` ranks before `b`: by lowest mean cost, those
+// measured more than once ahead of the rest. A schedule is measured again
+// only as a finalist (tune --confirm times a run's best few back to back),
+// and one timed once in a fast moment must not outrank the finalists that
+// were compared under one condition.
+bool ranks_before(const PooledRecord& a, const PooledRecord& b) {
+  bool again_a = a.sources.size() > 1, again_b = b.sources.size() > 1;
+  if (again_a != again_b) return again_a;
+  return a.record.result.mean_cost() < b.record.result.mean_cost();
+}
+
+// The pooled schedules best first (equals in log order).
 std::vector<const PooledRecord*> ranked(const std::vector<PooledRecord>& pooled) {
   std::vector<const PooledRecord*> order;
   for (const PooledRecord& p : pooled) order.push_back(&p);
   std::stable_sort(order.begin(), order.end(), [](const PooledRecord* a, const PooledRecord* b) {
-    bool again_a = a->sources.size() > 1, again_b = b->sources.size() > 1;
-    if (again_a != again_b) return again_a;
-    return a->record.result.mean_cost() < b->record.result.mean_cost();
+    return ranks_before(*a, *b);
   });
   return order;
 }
 
-// The best of ranked(pooled); null if none.
+// The first of ranked(pooled), without sorting; null if none.
 const Record* lowest_cost(const std::vector<PooledRecord>& pooled) {
-  std::vector<const PooledRecord*> order = ranked(pooled);
-  return order.empty() ? nullptr : &order.front()->record;
+  auto best = std::min_element(pooled.begin(), pooled.end(), ranks_before);
+  return best == pooled.end() ? nullptr : &best->record;
 }
 
 bool target_matches(const Record& r, const te::Task& task, TargetMatch match) {

@@ -456,30 +456,35 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
 
 namespace {
 
-/// Whether the stages that are not inlined evaluate each element of `stage`
-/// once, through the inlined stages between: one load in all, on a path
-/// where every hop reads elementwise (a broadcast or a reduction's window
-/// would evaluate an element many times).
-bool evaluated_once(const LoopState& state, int stage) {
-  int64_t reads = 0;
-  bool elementwise = true;
-  std::function<void(int)> walk = [&](int producer) {
+/// Every path from a stage through the inlined stages after it, to the
+/// stages that are not inlined.
+struct InlinedPaths {
+  bool elementwise = true;  ///< every hop reads its producer elementwise
+  int64_t evaluations = 0;  ///< of an element of the stage, per element of the ends
+  std::set<int> ends;       ///< the stages that are not inlined
+};
+
+InlinedPaths paths_through_inlining(const LoopState& state, int stage) {
+  InlinedPaths out;
+  std::function<int64_t(int)> evaluations = [&](int producer) {
+    const te::Tensor& tensor = state.stage(producer).tensor;
+    int64_t n = 0;
     for (int c : state.consumers(producer)) {
       const Stage& consumer = state.stage(c);
-      elementwise &= reads_elementwise(consumer.tensor, state.stage(producer).tensor);
-      if (consumer.location == schedule::ComputeLocation::kInline) {
-        walk(c);
-        continue;
-      }
+      out.elementwise &= reads_elementwise(consumer.tensor, tensor);
+      int64_t loads = 0;
       ir::visit_pre_order(body_of(consumer), [&](const ir::Expr& e) {
-        reads += e->kind() == ir::ExprKind::kProducerLoad &&
-                 static_cast<const ir::ProducerLoadNode&>(*e).producer.get() ==
-                     state.stage(producer).tensor.get();
+        loads += e->kind() == ir::ExprKind::kProducerLoad &&
+                 static_cast<const ir::ProducerLoadNode&>(*e).producer.get() == tensor.get();
       });
+      bool inlined = consumer.location == schedule::ComputeLocation::kInline;
+      if (!inlined) out.ends.insert(c);
+      n += loads * (inlined ? evaluations(c) : 1);
     }
+    return n;
   };
-  walk(stage);
-  return elementwise && reads == 1;
+  out.evaluations = evaluations(stage);
+  return out;
 }
 
 }  // namespace
@@ -502,7 +507,11 @@ bool is_strictly_inlineable(const LoopState& state, int stage) {
   // (pow, log: a library call per lane would keep the whole loop it joins
   // scalar). GELU's erf, read once by the output, inlines and vectorizes
   // with it.
-  return !select && (!call || (!scalar_call && evaluated_once(state, stage)));
+  if (!call) return !select;
+  // Each element evaluated once: one load in all, and elementwise on every
+  // path (a broadcast or a reduction's window would evaluate it many times).
+  InlinedPaths paths = paths_through_inlining(state, stage);
+  return !select && !scalar_call && paths.elementwise && paths.evaluations == 1;
 }
 
 bool needs_multi_level_tiling(const LoopState& state, int stage) {
@@ -535,19 +544,8 @@ int elementwise_consumer(const LoopState& state, int stage) {
   // Through inlined stages, which may read the stage on several paths (GELU
   // reads x twice): each hop must read elementwise, and every path end in
   // the one consumer.
-  bool elementwise = true;
-  std::function<void(int)> walk = [&](int producer) {
-    for (int c : state.consumers(producer)) {
-      elementwise &= reads_elementwise(state.stage(c).tensor, state.stage(producer).tensor);
-      if (state.stage(c).location == schedule::ComputeLocation::kInline) {
-        walk(c);
-      } else {
-        elementwise &= c == consumers[0];
-      }
-    }
-  };
-  walk(stage);
-  return elementwise ? consumers[0] : -1;
+  InlinedPaths paths = paths_through_inlining(state, stage);
+  return paths.elementwise && paths.ends == std::set<int>{consumers[0]} ? consumers[0] : -1;
 }
 
 }  // namespace tensortune::search

@@ -253,11 +253,12 @@ TEST(OnnxImport, TasksOfTheModels) {
     int64_t calls;
   };
   ir::Target target = ir::Target::parse("c -mattr=avx2,fma -num-cores=2");
+  std::map<std::string, graph::Extraction> extracted;
   for (auto [name, tasks, calls] :
        {Expect{"mlp", 2, 2}, Expect{"cnn", 10, 10}, Expect{"resnet18", 28, 51},
         Expect{"transformer", 11, 15}, Expect{"transformer_ln_decomposed", 12, 17}}) {
     SCOPED_TRACE(name);
-    graph::Extraction ex =
+    const graph::Extraction& ex = extracted[name] =
         graph::extract_tasks(frontend::import_onnx(generated().model(name)), target);
     EXPECT_EQ(ex.fallback_reason, "");
     EXPECT_EQ(ex.tasks.size(), tasks);
@@ -268,8 +269,7 @@ TEST(OnnxImport, TasksOfTheModels) {
   // ResNet-18: the 3x3 convolutions of each stage with a residual add occur
   // twice. All stride-1 ones become Winograd's three kernels: tiles of 4 at
   // 56, 28 and 14 pixels (196, 49 and 16 tiles), tiles of 2 at 7 (16 tiles).
-  graph::Extraction ex =
-      graph::extract_tasks(frontend::import_onnx(generated().model("resnet18")), target);
+  const graph::Extraction& ex = extracted["resnet18"];
   std::map<std::string, int64_t> weights;
   for (const auto& t : ex.tasks) weights[t.description] += t.weight;
   EXPECT_EQ(weights["nn.conv2d+nn.bias_add+add+relu"], 0);
@@ -296,8 +296,7 @@ TEST(OnnxImport, TasksOfTheModels) {
          "nn.dense+add+multiply+multiply+multiply+add+multiply+tanh+add+multiply+multiply"}}) {
     SCOPED_TRACE(name);
     weights.clear();
-    for (const auto& t :
-         graph::extract_tasks(frontend::import_onnx(generated().model(name)), target).tasks) {
+    for (const auto& t : extracted[name].tasks) {
       weights[t.description] += t.weight;
       EXPECT_EQ(t.description.find("power"), std::string::npos) << t.description;
     }

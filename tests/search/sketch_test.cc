@@ -167,6 +167,18 @@ TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
   SketchState erf_stage = at_stage(again, "erf");
   ASSERT_GE(erf_stage.stage, 0) << again.str();
   EXPECT_EQ(sketch_rule("always_inline").condition(erf_stage, {}), SketchRule::Condition::kPass);
+  // Nor when a stage inlined into the output reads it twice.
+  ComputeDAG through(
+      te::WorkloadTensors{{data, weight, one}, {te::add(te::multiply(e, e), one)}, {1, 2}});
+  SketchState square = at_stage(through, "multiply");
+  ASSERT_GE(square.stage, 0) << through.str();
+  ASSERT_EQ(sketch_rule("always_inline").condition(square, {}),
+            SketchRule::Condition::kApplyAndSkipRest);
+  LoopState squared_inlined = sketch_rule("always_inline").apply(square, {})[0].loops;
+  EXPECT_EQ(
+      sketch_rule("always_inline")
+          .condition(SketchState{squared_inlined, squared_inlined.stage_named("erf"), {}}, {}),
+      SketchRule::Condition::kPass);
   // Nor where its one reader broadcasts it (each row's sqrt read by the
   // whole row), or where it has no vector form (pow would make the output
   // loop a library call per lane).
