@@ -67,9 +67,9 @@ std::string c_function_name(const std::string& name);
 /// shared library: -std=gnu11 -O3 -fPIC -shared -fopenmp -fwrapv
 /// -fno-math-errno -Wno-psabi -lm; -march=native when the target's CPU and
 /// features are the local CPU's, else a baseline -march with one -m<feature>
-/// per x86 feature of -mattr; -mprefer-vector-width matching the target's
-/// vector width when it has avx512f; then the target's -cflags (which may
-/// override earlier flags).
+/// per x86 feature of -mattr; on x86, -mprefer-vector-width matching the
+/// target's vector width; then the target's -cflags (which may override
+/// earlier flags).
 std::vector<std::string> compile_flags(const ir::Target& target);
 
 }  // namespace tensortune::codegen
