@@ -7,7 +7,10 @@
 # and run on 1 and 2 threads beside ONNX Runtime on the same input.
 # Prints a table and writes DIR/results.json: median latencies over
 # alternating rounds, the median of the rounds' ratios to ONNX Runtime
-# (below 1: faster), tuning and compile wall-clock times.
+# (below 1: faster), tuning and compile wall-clock times, and each build's
+# speed as a share of the machine's multiply-add peak (bench/fma_peak,
+# measured in the same run; the model's work counted as its operators'
+# direct-method FLOPs), which says how far any build could still go.
 #
 # usage: bench/model_bench.sh [DIR] [TRIALS_RESNET] [TRIALS_TRANSFORMER]
 #        (defaults: build/models, 1000, 400)
@@ -30,13 +33,15 @@ mkdir -p "$dir"
 
 "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker
+cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker fma_peak
 /usr/bin/python3 "$root/tests/models/make_models.py" --out "$dir" --only "${models// /,}" >&2
 
 now() { date +%s.%N; }
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores" >&2
+peak=$("$build/bench/fma_peak" --target "$target" --threads 2 --json)
+echo "multiply-add peak, GFLOP/s by threads: $(echo "$peak" | json_field "['gflops']")" >&2
 results="[]"
 for m in $models; do
   trials=$trials_transformer
@@ -55,7 +60,12 @@ for m in $models; do
   compile_s=$(/usr/bin/python3 -c "print($(now) - $t0)")
   rm -rf "$cache"
   "$tt" compile "$model" --target "$target" -o "$dir/$m.default.tt" --json > /dev/null
+  # The work of one inference: the direct method's FLOPs (Winograd's
+  # transformed products do fewer), the measure every runtime is read against.
+  flops=$("$tt" tasks "$model" --target "$target" --disable-pass winograd_conv2d --json |
+    /usr/bin/python3 -c "import json,sys; print(sum(t['flops'] * t['weight'] for t in json.load(sys.stdin)['tasks']))")
   for threads in 1 2; do
+    peak_gflops=$(echo "$peak" | json_field "['gflops']['$threads']")
     # A shared VM's speed drifts by tens of percent over minutes: the three
     # builds are timed in alternating rounds, and the ratio to ONNX Runtime
     # is the median of the rounds' ratios, so that no drift lands on one side.
@@ -73,12 +83,17 @@ for r in range($rounds):
     for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
         rounds[k].append(median_latency(runs[k], $repeat if k != "untuned" else max($repeat // 4, 3)))
 ratios = [o / p for o, p in zip(rounds["ours"], rounds["peer"])]
+peak = $peak_gflops * 1e9
+share = lambda seconds: $flops / seconds / peak
 r = json.loads(results)
 r.append({"model": m, "threads": int(threads), "trials": int(trials),
           "tensortune_s": statistics.median(rounds["ours"]),
           "untuned_s": statistics.median(rounds["untuned"]),
           "onnxruntime_s": statistics.median(rounds["peer"]), "ratio": statistics.median(ratios),
-          "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s)})
+          "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s),
+          "flops": $flops, "peak_gflops": peak / 1e9,
+          "tensortune_peak_share": share(statistics.median(rounds["ours"])),
+          "onnxruntime_peak_share": share(statistics.median(rounds["peer"]))})
 print(json.dumps(r))
 EOF
 )
@@ -88,11 +103,14 @@ echo "$results" > "$dir/results.json"
 /usr/bin/python3 - "$dir/results.json" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
-print("%-16s %3s %6s %9s %10s %8s %6s %7s %9s" % ("model", "thr", "trials", "tuned ms", "untuned ms",
-                                                 "ORT ms", "ratio", "tune s", "compile s"))
+print("%-16s %3s %6s %9s %10s %8s %6s %7s %9s %7s %7s" % (
+    "model", "thr", "trials", "tuned ms", "untuned ms", "ORT ms", "ratio", "tune s", "compile s",
+    "tt%pk", "ORT%pk"))
 for r in rows:
-    print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %7.0f %9.1f" % (
+    print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %7.0f %9.1f %6.0f%% %6.0f%%" % (
         r["model"], r["threads"], r["trials"], r["tensortune_s"] * 1e3, r["untuned_s"] * 1e3,
-        r["onnxruntime_s"] * 1e3, r["ratio"], r["tune_wall_s"], r["compile_s"]))
+        r["onnxruntime_s"] * 1e3, r["ratio"], r["tune_wall_s"], r["compile_s"],
+        100 * r["tensortune_peak_share"], 100 * r["onnxruntime_peak_share"]))
+print("tt%pk, ORT%pk: the model's FLOPs per second as a share of the multiply-add peak on as many threads")
 EOF
 echo "results in $dir/results.json (ratio: tensortune / ONNX Runtime latency, below 1 is faster)" >&2

@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 
+#include "fma_peak.h"
 #include "tensortune/codegen/build.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/te/evaluator.h"
@@ -187,18 +188,21 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (it != run.counters.end()) gflops_[run.run_name.function_name] = it->second.value / 1e9;
     }
   }
-  void print(const std::vector<Case>& all) const {
+  void print(const std::vector<Case>& all, double peak) const {
     std::printf("\n%d thread(s), GFLOP/s (same run); ratio = tensortune / peer\n", g_threads);
-    std::printf("  %-22s %10s %10s %10s %8s %8s\n", "case", "tensortune", "oneDNN", "OpenBLAS",
-                "/oneDNN", "/OpenBLAS");
+    std::printf("multiply-add peak on %d thread(s), measured after the cases: %.1f GFLOP/s\n",
+                g_threads, peak);
+    std::printf("  %-22s %10s %10s %10s %8s %8s %7s %7s\n", "case", "tensortune", "oneDNN",
+                "OpenBLAS", "/oneDNN", "/OpenBLAS", "tt%pk", "dnnl%pk");
     for (const auto& c : all) {
       double ours = get(c.name + "/tensortune"), dnnl = get(c.name + "/onednn"),
              blas = get(c.name + "/openblas");
       if (ours <= 0) continue;
-      std::printf("  %-22s %10.1f %10.1f %10s %8.2f %8s\n", c.name.c_str(), ours, dnnl,
-                  blas > 0 ? std::to_string(blas).substr(0, 6).c_str() : "-",
+      std::printf("  %-22s %10.1f %10.1f %10s %8.2f %8s %6.0f%% %6.0f%%\n", c.name.c_str(), ours,
+                  dnnl, blas > 0 ? std::to_string(blas).substr(0, 6).c_str() : "-",
                   dnnl > 0 ? ours / dnnl : 0.0,
-                  blas > 0 ? std::to_string(ours / blas).substr(0, 4).c_str() : "-");
+                  blas > 0 ? std::to_string(ours / blas).substr(0, 4).c_str() : "-",
+                  100 * ours / peak, 100 * dnnl / peak);
     }
   }
 
@@ -246,7 +250,8 @@ int main(int argc, char** argv) {
   }
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print(all);
+  auto target = tt::ir::Target::parse("c -mcpu=native -num-cores=" + std::to_string(g_threads));
+  reporter.print(all, tt::bench::measure_fma_peak_gflops(target, g_threads));
   benchmark::Shutdown();
   return 0;
 }
