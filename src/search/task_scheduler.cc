@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tensortune/schedule/compute_dag.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::search {
@@ -25,18 +26,29 @@ std::optional<size_t> RoundRobinScheduler::next(const std::vector<TaskSummary>& 
   return std::nullopt;
 }
 
-namespace {
-
-/// The operator of a task, for "similar tasks": the workload's name.
-std::string operator_of(const TaskSummary& s) {
-  std::string key = s.task.workload_key();
-  return key.substr(0, key.find('('));
+std::string operator_class(const te::Task& task) {
+  std::string key = task.workload_key();
+  // Only a DAG's key says nothing of what it computes ("dag:<hash>").
+  if (key.rfind("dag:", 0) != 0) return key.substr(0, key.find('('));
+  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+  std::vector<std::string> tiled;
+  auto tag = [&](int s) {
+    auto op = dag.stages()[static_cast<size_t>(s)].compute_op();
+    return op->tag.empty() ? op->name : op->tag;
+  };
+  for (int s = 0; s < dag.num_stages(); ++s) {
+    if (dag.analysis(s).needs_multi_level_tiling) tiled.push_back(tag(s));
+  }
+  return tiled.empty() ? tag(dag.num_stages() - 1) : join(tiled, "+");
 }
-
-}  // namespace
 
 std::optional<size_t> GradientScheduler::next(const std::vector<TaskSummary>& tasks) {
   history_.resize(tasks.size());
+  classes_.resize(tasks.size());
+  auto operator_of = [&](size_t t) -> const std::string& {
+    if (classes_[t].empty()) classes_[t] = operator_class(tasks[t].task);
+    return classes_[t];
+  };
   // Record where each task stands after its rounds so far.
   for (size_t t = 0; t < tasks.size(); ++t) {
     auto latency = tasks[t].best_latency();
@@ -54,9 +66,10 @@ std::optional<size_t> GradientScheduler::next(const std::vector<TaskSummary>& ta
   }
   // The best throughput of each operator, for the forward estimate.
   std::map<std::string, double> best_flops;
-  for (const auto& s : tasks) {
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const TaskSummary& s = tasks[t];
     if (auto latency = s.best_latency(); latency && *latency > 0 && s.flops > 0) {
-      double& b = best_flops[operator_of(s)];
+      double& b = best_flops[operator_of(t)];
       b = std::max(b, s.flops / *latency);
     }
   }
@@ -84,7 +97,7 @@ std::optional<size_t> GradientScheduler::next(const std::vector<TaskSummary>& ta
     }
     double g = *latency;
     double next = g - g / static_cast<double>(std::max<int64_t>(s.rounds, 1));
-    auto similar = best_flops.find(operator_of(s));
+    auto similar = best_flops.find(operator_of(t));
     if (similar != best_flops.end() && similar->second > 0 && s.flops > 0) {
       next = std::min(next, beta_ * s.flops / similar->second);
     }

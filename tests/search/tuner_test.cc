@@ -14,6 +14,7 @@
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/default_schedule.h"
 #include "tensortune/search/tuner.h"
+#include "tensortune/te/ops.h"
 #include "tensortune/te/workload.h"
 
 namespace tensortune::search {
@@ -331,6 +332,51 @@ TEST_F(Tuner, TheGradientSchedulerWarmsUpThenFavoursTheTaskWithMostToGain) {
   EXPECT_NEAR(report.weighted_latency(),
               *report.tasks[0].best_latency() + 8 * *report.tasks[1].best_latency(), 1e-12);
   EXPECT_TT_ERROR(make_task_scheduler("fair"), kInvalidArgument, "gradient, round-robin");
+}
+
+/// A model's fused group: a product of `m` x `k` and `n` x `k` plus a bias.
+te::Task dense_group(int64_t m, int64_t n, int64_t k) {
+  auto a = te::placeholder({m, k}, ir::DataType::float32(), "p0");
+  auto w = te::placeholder({n, k}, ir::DataType::float32(), "p1");
+  auto b = te::placeholder({n}, ir::DataType::float32(), "p2");
+  return te::Task::make(te::make_dag_workload({a, w, b}, {te::add(te::dense(a, w), b)}, {1, 2}),
+                        ir::Target::parse("c"));
+}
+
+TEST(GradientScheduler, AModelsGroupsOfTheSameOperatorAreSimilarTasks) {
+  // A model's tasks are DAGs whose keys are hashes; the operator that
+  // makes them similar is what their tiled stages compute.
+  EXPECT_EQ(operator_class(dense_group(8, 16, 4)), "dense");
+  EXPECT_EQ(operator_class(matmul()), "matmul");
+  auto x = te::placeholder({4, 32}, ir::DataType::float32(), "p0");
+  te::Task softmax =
+      te::Task::make(te::make_dag_workload({x}, {te::softmax(x)}), ir::Target::parse("c"));
+  EXPECT_EQ(operator_class(softmax), "softmax");
+
+  // Three tasks measured for many rounds, so that a 1/rounds improvement
+  // is small: a fast dense, a dense at a hundredth of its throughput, and
+  // a softmax a little slower than the slow dense. Only the slow dense
+  // can expect to reach the fast one's speed, so it gets the round.
+  auto summary = [](te::Task task, double seconds) {
+    TaskSummary s;
+    s.task = task;
+    s.flops = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
+    s.rounds = 50;
+    s.trials = 200;
+    measure::Record r;
+    r.input.task = task;
+    r.result.costs = {seconds};
+    s.best = r;
+    return s;
+  };
+  te::Task fast = dense_group(64, 64, 64), slow = dense_group(32, 32, 32);
+  double fast_flops = schedule::ComputeDAG(te::workload_tensors(fast->workload)).flop_count();
+  double slow_flops = schedule::ComputeDAG(te::workload_tensors(slow->workload)).flop_count();
+  double slow_s = slow_flops / (fast_flops / 1e-6 / 100);
+  std::vector<TaskSummary> tasks = {summary(fast, 1e-6), summary(softmax, 1.1 * slow_s),
+                                    summary(slow, slow_s)};
+  GradientScheduler gradient;
+  EXPECT_EQ(gradient.next(tasks), 2u);
 }
 
 TEST_F(Tuner, AResumedRunWarmsUpOnlyTasksTheLogHasNotMeasured) {

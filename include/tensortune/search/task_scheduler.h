@@ -76,6 +76,12 @@ class RoundRobinScheduler final : public TaskScheduler {
   size_t next_ = 0;
 };
 
+/// What a task computes, for the gradient scheduler's "tasks of the same
+/// operator": a registered workload's name ("matmul"); for a DAG workload (a
+/// model's fused group) the tags of its stages that need multi-level tiling,
+/// joined by '+' ("dense", "batch_matmul"), else its output's tag or name.
+std::string operator_class(const te::Task& task);
+
 /// Ansor's gradient scheduler for the objective sum_i w_i * latency_i: a
 /// round for each task the log has not measured first, then
 /// the task with the most negative estimated gradient
@@ -83,7 +89,7 @@ class RoundRobinScheduler final : public TaskScheduler {
 /// where backward_i is the latency change per trial over the task's last
 /// rounds, and forward_i the expected change of one more round: the better
 /// of a 1/rounds improvement and reaching beta times the throughput of the
-/// fastest task of the same operator. Ties go to the lower index.
+/// fastest task of the same operator (operator_class). Ties go to the lower index.
 class GradientScheduler final : public TaskScheduler {
  public:
   explicit GradientScheduler(double alpha = 0.2, double beta = 2, int backward_window = 3)
@@ -96,6 +102,8 @@ class GradientScheduler final : public TaskScheduler {
   int window_;
   /// Per task: (trials so far, best latency) after each of its rounds.
   std::vector<std::vector<std::pair<int64_t, double>>> history_;
+  /// Per task: operator_class, computed on first use.
+  std::vector<std::string> classes_;
 };
 
 /// The scheduler named `name` ("gradient" or "round-robin"); a
