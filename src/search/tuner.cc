@@ -247,6 +247,10 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   report.stop_reason = "trials";
   const int64_t reserve =
       std::min<int64_t>(options.confirm * static_cast<int64_t>(tasks.size()), options.trials / 10);
+  const size_t warm_up = static_cast<size_t>(
+      options.warm_up_batch > 0
+          ? options.warm_up_batch
+          : std::max<int64_t>(8, options.trials / (4 * static_cast<int64_t>(tasks.size()))));
   // Searches until `held_back` trials of the budget are left.
   auto search = [&](int64_t held_back) {
     while (report.trials < options.trials - held_back) {
@@ -276,6 +280,9 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
       }
       size_t t = *next;
       TaskSummary& summary = report.tasks[t];
+      if (tasks.size() > 1 && summary.rounds == 0 && summary.resumed == 0) {
+        want = std::min(want, warm_up);
+      }
       auto search_start = Clock::now();
       std::vector<schedule::State> states = policies[t]->propose(want);
       report.time.search_s += seconds_since(search_start);

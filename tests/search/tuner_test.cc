@@ -379,6 +379,36 @@ TEST(GradientScheduler, AModelsGroupsOfTheSameOperatorAreSimilarTasks) {
   EXPECT_EQ(gradient.next(tasks), 2u);
 }
 
+TEST_F(Tuner, FirstRoundsOfManyTasksTakeAQuarterOfTheBudget) {
+  FakeBuilder builder;
+  SizedRunner runner;
+  TuneOptions options;
+  options.trials = 128;
+  options.batch_size = 32;
+  GradientScheduler gradient;
+  TuneHooks hooks;
+  hooks.scheduler = &gradient;
+  std::vector<te::Task> tasks = {matmul("8,8,8"), matmul("12,12,12"), matmul("16,16,16"),
+                                 matmul("32,32,32")};
+  // max(8, 128 / (4 x 4)): 8 each, and the other 96 for the gradient to give.
+  TuneReport report = tune(tasks, random_policy(), builder, runner, options, hooks);
+  int64_t total = 0, fewest = options.trials, most = 0;
+  for (const auto& s : report.tasks) {
+    total += s.trials;
+    fewest = std::min(fewest, s.trials);
+    most = std::max(most, s.trials);
+  }
+  EXPECT_EQ(total, 128);
+  EXPECT_EQ(fewest, 8);
+  EXPECT_GE(most, 8 + 32);
+  // Full first rounds when asked for: the whole budget goes to them.
+  options.warm_up_batch = 32;
+  GradientScheduler again;
+  hooks.scheduler = &again;
+  report = tune(tasks, random_policy(), builder, runner, options, hooks);
+  for (const auto& s : report.tasks) EXPECT_EQ(s.trials, 32);
+}
+
 TEST_F(Tuner, AResumedRunWarmsUpOnlyTasksTheLogHasNotMeasured) {
   // Both tasks measured once: a second run goes by the gradient, which
   // gives every round to the big task (64x the flops), and a third task,

@@ -31,6 +31,7 @@ struct TuneCommandArgs {
   std::string tasks_file, workload, workload_args, target = "c", host, log_path;
   int64_t trials = 64;
   int batch_size = 16;
+  int warm_up_batch = 0;
   uint64_t seed = 0;
   bool as_json = false;
   bool any_pass_context = false;
@@ -320,6 +321,7 @@ int run_tune(const TuneCommandArgs& args) {
   search::TuneOptions options;
   options.trials = args.trials;
   options.batch_size = args.batch_size;
+  options.warm_up_batch = args.warm_up_batch;
   options.log_path = args.log_path;
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
@@ -475,6 +477,10 @@ Command add_tune_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--batch-size", args->batch_size, "candidates measured together")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--warm-up-batch", args->warm_up_batch,
+                  "candidates in each task's first round when several tasks are tuned "
+                  "(default: max(8, trials / (4 x tasks)))")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log", args->log_path, "record log: appended to, and resumed from")->required();
   cmd->add_option("--seed", args->seed, "random seed");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
