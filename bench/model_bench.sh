@@ -65,7 +65,6 @@ for m in $models; do
   flops=$("$tt" tasks "$model" --target "$target" --disable-pass winograd_conv2d --json |
     /usr/bin/python3 -c "import json,sys; print(sum(t['flops'] * t['weight'] for t in json.load(sys.stdin)['tasks']))")
   for threads in 1 2; do
-    peak_gflops=$(echo "$peak" | json_field "['gflops']['$threads']")
     # A shared VM's speed drifts by tens of percent over minutes: the three
     # builds are timed in alternating rounds, and the ratio to ONNX Runtime
     # is the median of the rounds' ratios, so that no drift lands on one side.
@@ -83,22 +82,33 @@ for r in range($rounds):
     for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
         rounds[k].append(median_latency(runs[k], $repeat if k != "untuned" else max($repeat // 4, 3)))
 ratios = [o / p for o, p in zip(rounds["ours"], rounds["peer"])]
-peak = $peak_gflops * 1e9
-share = lambda seconds: $flops / seconds / peak
 r = json.loads(results)
 r.append({"model": m, "threads": int(threads), "trials": int(trials),
           "tensortune_s": statistics.median(rounds["ours"]),
           "untuned_s": statistics.median(rounds["untuned"]),
           "onnxruntime_s": statistics.median(rounds["peer"]), "ratio": statistics.median(ratios),
           "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s),
-          "flops": $flops, "peak_gflops": peak / 1e9,
-          "tensortune_peak_share": share(statistics.median(rounds["ours"])),
-          "onnxruntime_peak_share": share(statistics.median(rounds["peer"]))})
+          "flops": $flops})
 print(json.dumps(r))
 EOF
 )
   done
 done
+# The peak again: a shared VM's vCPU gets more or less of its core over
+# minutes, and the higher of the two measurements is the ceiling.
+peak_end=$("$build/bench/fma_peak" --target "$target" --threads 2 --json)
+echo "multiply-add peak at the end, GFLOP/s by threads: $(echo "$peak_end" | json_field "['gflops']")" >&2
+results=$(/usr/bin/python3 - "$results" "$peak" "$peak_end" <<'EOF'
+import json, sys
+rows, a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+for r in rows:
+    t = str(r["threads"])
+    r["peak_gflops"] = max(a["gflops"][t], b["gflops"][t])
+    for who in ("tensortune", "onnxruntime"):
+        r[who + "_peak_share"] = r["flops"] / r[who + "_s"] / (r["peak_gflops"] * 1e9)
+print(json.dumps(rows))
+EOF
+)
 echo "$results" > "$dir/results.json"
 /usr/bin/python3 - "$dir/results.json" <<'EOF'
 import json, sys
@@ -111,6 +121,8 @@ for r in rows:
         r["model"], r["threads"], r["trials"], r["tensortune_s"] * 1e3, r["untuned_s"] * 1e3,
         r["onnxruntime_s"] * 1e3, r["ratio"], r["tune_wall_s"], r["compile_s"],
         100 * r["tensortune_peak_share"], 100 * r["onnxruntime_peak_share"]))
-print("tt%pk, ORT%pk: the model's FLOPs per second as a share of the multiply-add peak on as many threads")
+print("tt%pk, ORT%pk: the model's direct-method FLOPs per second as a share of the multiply-add peak on as")
+print("many threads (the higher of its measurements at the start and the end); Winograd convolutions do")
+print("fewer FLOPs than counted, so a model with them can exceed 100%")
 EOF
 echo "results in $dir/results.json (ratio: tensortune / ONNX Runtime latency, below 1 is faster)" >&2
