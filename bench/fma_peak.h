@@ -73,14 +73,13 @@ inline double measure_fma_peak_gflops(const ir::Target& target, int threads, dou
     return elapsed;
   };
   int64_t n = 1 << 16;
-  for (double t = time(n); t < seconds / 4; t = time(n)) n *= 4;
-  n = static_cast<int64_t>(static_cast<double>(n) * seconds / std::max(time(n), 1e-6));
+  double t = time(n);
+  for (; t < seconds / 4; t = time(n)) n *= 4;
+  n = static_cast<int64_t>(static_cast<double>(n) * seconds / std::max(t, 1e-6));
+  const double flops =
+      2.0 * kFmaChains * static_cast<double>(vector_bytes / 4) * static_cast<double>(n) * threads;
   double best = 0;
-  for (int k = 0; k < tries; ++k) {
-    double flops =
-        2.0 * kFmaChains * static_cast<double>(vector_bytes / 4) * static_cast<double>(n) * threads;
-    best = std::max(best, flops / time(n) * 1e-9);
-  }
+  for (int k = 0; k < tries; ++k) best = std::max(best, flops / time(n) * 1e-9);
   return best;
 }
 

@@ -4,6 +4,7 @@
 
 #include "tensortune/schedule/compute_dag.h"
 #include "tensortune/support/strings.h"
+#include "tensortune/te/workload.h"
 
 namespace tensortune::search {
 
@@ -27,9 +28,7 @@ std::optional<size_t> RoundRobinScheduler::next(const std::vector<TaskSummary>& 
 }
 
 std::string operator_class(const te::Task& task) {
-  std::string key = task.workload_key();
-  // Only a DAG's key says nothing of what it computes ("dag:<hash>").
-  if (key.rfind("dag:", 0) != 0) return key.substr(0, key.find('('));
+  if (auto named = task->workload.as<te::NamedWorkloadNode>()) return named->name;
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
   std::vector<std::string> tiled;
   auto tag = [&](int s) {

@@ -250,7 +250,9 @@ TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_po
   const size_t warm_up = static_cast<size_t>(
       options.warm_up_batch > 0
           ? options.warm_up_batch
-          : std::max<int64_t>(8, options.trials / (4 * static_cast<int64_t>(tasks.size()))));
+          : std::max<int64_t>(
+                8,
+                options.trials / (4 * std::max<int64_t>(1, static_cast<int64_t>(tasks.size())))));
   // Searches until `held_back` trials of the budget are left.
   auto search = [&](int64_t held_back) {
     while (report.trials < options.trials - held_back) {

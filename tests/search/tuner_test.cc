@@ -401,6 +401,8 @@ TEST_F(Tuner, FirstRoundsOfManyTasksTakeAQuarterOfTheBudget) {
   EXPECT_EQ(total, 128);
   EXPECT_EQ(fewest, 8);
   EXPECT_GE(most, 8 + 32);
+  // No tasks: nothing to share, nothing measured.
+  EXPECT_EQ(tune({}, random_policy(), builder, runner, options, hooks).trials, 0);
   // Full first rounds when asked for: the whole budget goes to them.
   options.warm_up_batch = 32;
   GradientScheduler again;
