@@ -12,6 +12,7 @@ void RunnerOptions::declare(FieldList<RunnerOptions>& f) {
       .def("cooldown_ms", &RunnerOptions::cooldown_ms)
       .def("flush_cache", &RunnerOptions::flush_cache)
       .def("flush_weights", &RunnerOptions::flush_weights)
+      .def("fresh_activations", &RunnerOptions::fresh_activations)
       .def("check", &RunnerOptions::check)
       .def("seed", &RunnerOptions::seed)
       .def("cache_dir", &RunnerOptions::cache_dir)

@@ -146,6 +146,15 @@ TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {
   EXPECT_TRUE(records[1].result.ok());
 }
 
+TEST_F(TuneCli, FreshActivationsAreWrittenBeforeEveryCallAndTheCheckStillPasses) {
+  std::vector<std::string> args = tune_args(2, 2);
+  args.insert(args.end(), {"--fresh-activations", "--check", "--json"});
+  RunResult r = cli(args);
+  ASSERT_EQ(r.status.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find(", activations written before every call"), std::string::npos) << r.err;
+  EXPECT_TRUE(json::parse(r.out)["tasks"][0]["errors"].empty()) << r.out;
+}
+
 TEST_F(TuneCli, TuneShowsWhatTheInstrumentsSawPerTrial) {
   std::vector<std::string> args = tune_args(2, 2);
   args.insert(args.end(), {"--instrument", "pass_names"});

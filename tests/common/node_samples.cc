@@ -150,6 +150,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       o->cooldown_ms = 1;
       o->flush_cache = true;
       o->flush_weights = true;
+      o->fresh_activations = true;
       o->check = true;
       o->seed = 9;
       o->cache_dir = "/tmp/refs";

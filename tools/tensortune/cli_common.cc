@@ -159,6 +159,9 @@ void MeasureArgs::add_to(CLI::App* cmd) {
                 "time calls back to back with the weights left in the caches (the default for "
                 "single tasks)")
       ->excludes(flush);
+  cmd->add_flag("--fresh-activations", fresh_activations,
+                "write the other inputs (activations) again before every call, a share on each of "
+                "the kernel's threads, as the kernel before it leaves them in a compiled model");
   cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
@@ -195,6 +198,7 @@ measure::LocalRunnerOptions MeasureArgs::runner_options(bool weights_cold) const
   o.timing.cooldown_ms = cooldown_ms;
   o.timing.flush_cache = flush_cache;
   o.timing.flush_weights = flush_weights || (weights_cold && !warm_weights);
+  o.timing.fresh_activations = fresh_activations;
   o.timing.check = check;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   o.pin_threads = pin_threads;

@@ -65,6 +65,7 @@ struct MeasureArgs {
   int cooldown_ms = 0;
   bool flush_cache = false;
   bool flush_weights = false, warm_weights = false;  ///< neither given: the caller's default
+  bool fresh_activations = false;
   bool check = false;
   bool pin_threads = false;
   double timeout_s = 10;        ///< per run request

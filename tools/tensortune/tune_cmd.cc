@@ -286,6 +286,16 @@ json time_json(const search::TimeSplit& t) {
           {"run_s", t.run_s},       {"kernel_s", t.kernel_s},     {"other_s", t.other_s}};
 }
 
+/// How the kernels' inputs are prepared before every timed call, for the
+/// tune command's first line ("" when calls run back to back as they are).
+std::string timing_note(const measure::RunnerOptions& timing) {
+  std::vector<std::string> done;
+  if (timing.flush_weights) done.push_back("weights evicted");
+  if (timing.fresh_activations) done.push_back("activations written");
+  if (done.empty()) return "";
+  return ", " + join(done, " and ") + " before every call";
+}
+
 int run_tune(const TuneCommandArgs& args) {
   TaskLabels labels;
   // The run's one context: extraction runs the graph passes under it, every
@@ -339,8 +349,7 @@ int run_tune(const TuneCommandArgs& args) {
       args.time_budget_given ? (" within " + format_double(args.time_budget_s) + " s").c_str() : "",
       args.policy == "random" ? "random"
                               : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
-      runner_options.timing.flush_weights ? ", weights evicted before every call" : "",
-      args.log_path.c_str());
+      timing_note(runner_options.timing).c_str(), args.log_path.c_str());
   ProgressTable table(args.trials, args.time_budget_s, labels);
   ProgressEvents events(args.progress_json);
   {

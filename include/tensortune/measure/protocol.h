@@ -33,7 +33,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 5;
+inline constexpr int64_t kProtocolVersion = 6;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -47,6 +47,11 @@ struct RunnerOptions : Object {
   /// every call, and time the calls alone: a compiled model reads each
   /// kernel's weights once per run, from memory.
   bool flush_weights = false;
+  /// Write the other inputs (a model's activations) again before every call,
+  /// split across the kernel's threads, and time the calls alone: in a
+  /// compiled model a kernel's activations were just written by the kernel
+  /// before it, part of them in each core's cache.
+  bool fresh_activations = false;
   bool check = false;  ///< compare the output with the reference evaluator first
   uint64_t seed = 0;   ///< inputs are te::random_inputs(seed): the same for every candidate
   /// Where run workers keep reference outputs for check, so that a restarted
