@@ -16,8 +16,6 @@
 #include <new>
 #include <thread>
 
-#include <omp.h>
-
 #include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/build.h"
 #include "tensortune/codegen/kernel_check.h"
@@ -174,23 +172,19 @@ struct Activation {
   size_t bytes;
 };
 
-/// Writes every activation's values on `threads` OpenMP threads, each a
-/// contiguous share of whole cache lines: the state a parallel producer
-/// kernel leaves its output in, modified and split across the cores that
-/// will run the consumer. The kernel's threads come from the same OpenMP
-/// runtime, so thread t reads its share from its own core's cache.
-void write_as_produced(const std::vector<Activation>& activations, int threads) {
-#pragma omp parallel num_threads(threads)
-  {
-    const size_t t = static_cast<size_t>(omp_get_thread_num());
-    const size_t n = static_cast<size_t>(omp_get_num_threads());
-    for (const Activation& a : activations) {
-      const size_t lines = (a.bytes + 63) / 64;
-      const size_t begin = std::min(a.bytes, lines * t / n * 64);
-      const size_t end = std::min(a.bytes, lines * (t + 1) / n * 64);
-      if (begin < end) std::memcpy(a.data + begin, a.values + begin, end - begin);
-    }
+/// The module's tt_write_shares (codegen's C backend emits it beside the
+/// kernels): a copy on the kernels' own OpenMP threads, each a contiguous
+/// share of whole cache lines, as a parallel producer kernel leaves its
+/// output: modified, split across the cores that run the consumer. A module
+/// without one gets a plain copy.
+using WriteShares = void (*)(char* dst, const char* src, int64_t bytes);
+WriteShares write_shares_of(const codegen::Module& module) {
+  if (!module.has("tt_write_shares")) {
+    return [](char* dst, const char* src, int64_t bytes) {
+      std::memcpy(dst, src, static_cast<size_t>(bytes));
+    };
   }
+  return reinterpret_cast<WriteShares>(reinterpret_cast<void*>(module.get("tt_write_shares")));
 }
 
 /// What a worker keeps between run requests: loaded libraries, inputs and
@@ -377,8 +371,11 @@ RunOutcome serve_run(const RunRequest& request) {
   std::vector<te::NDArray> outputs;
   for (const auto& t : tensors.outputs) outputs.emplace_back(t.dtype(), t.shape());
 
-  // The check's call finds the activations as every timed call does.
+  // The check's call finds the activations as every timed call does. Only
+  // constant inputs are packed before the call, so an activation's values
+  // are its pristine input as they are.
   std::vector<Activation> activations;
+  WriteShares write_shares = nullptr;
   if (options.fresh_activations) {
     const std::vector<te::NDArray>& values = pristine_inputs(key, tensors, options);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -386,12 +383,19 @@ RunOutcome serve_run(const RunRequest& request) {
                     static_cast<int>(i)) != tensors.constant_inputs.end()) {
         continue;
       }
+      TT_ICHECK(inputs[i].nbytes() == values.at(i).nbytes(), "activation ", i, " holds ",
+                inputs[i].nbytes(), " bytes, its values ", values.at(i).nbytes());
       activations.push_back({static_cast<char*>(inputs[i].data()),
                              static_cast<const char*>(values.at(i).data()), inputs[i].nbytes()});
     }
+    write_shares = write_shares_of(caches.modules.at(request.library));
   }
-  const int threads = static_cast<int>(std::max<int64_t>(task->hardware_params->num_cores, 1));
-  if (!activations.empty()) write_as_produced(activations, threads);
+  auto write_activations = [&] {
+    for (const Activation& a : activations) {
+      write_shares(a.data, a.values, static_cast<int64_t>(a.bytes));
+    }
+  };
+  write_activations();
 
   // From here on only the candidate allocates.
   AddressSpaceCap cap(candidate_need(tensors, task->hardware_params->num_cores));
@@ -445,7 +449,7 @@ RunOutcome serve_run(const RunRequest& request) {
     double seconds = 0;
     for (int k = 0; k < n; ++k) {
       for (const auto& [data, bytes] : weights) flush_from_caches(data, bytes);
-      if (!activations.empty()) write_as_produced(activations, threads);
+      write_activations();
       auto start = Clock::now();
       call();
       seconds += seconds_since(start);

@@ -288,6 +288,26 @@ TEST_F(EndToEnd, OneModuleForAllKernels) {
   EXPECT_EQ(again.library_path(), module_->library_path());
 }
 
+TEST(EndToEndHelpers, WriteSharesCopiesEveryByteOnTheKernelsThreads) {
+  // The run worker's copy of a kernel's activations before each timed call
+  // (RunnerOptions::fresh_activations), on three threads: sizes that split
+  // cache lines unevenly, end inside one, or leave threads without a line.
+  Module m = build_module({lower::run_pipeline(vadd("vadd_3"))},
+                          ir::Target::parse("c -num-cores=3"), testing::shared_cache_options());
+  auto write = reinterpret_cast<void (*)(char*, const char*, int64_t)>(
+      reinterpret_cast<void*>(m.get("tt_write_shares")));
+  std::vector<char> src(1000), dst(1001);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 1);
+  for (int64_t bytes : {0, 1, 63, 64, 65, 130, 1000}) {
+    std::fill(dst.begin(), dst.end(), 0);
+    write(dst.data(), src.data(), bytes);
+    for (int64_t i = 0; i < bytes; ++i) ASSERT_EQ(dst[i], src[i]) << bytes << " bytes, at " << i;
+    for (size_t i = static_cast<size_t>(bytes); i < dst.size(); ++i) {
+      ASSERT_EQ(dst[i], 0) << bytes << " bytes, wrote " << i;
+    }
+  }
+}
+
 TEST_F(EndToEnd, VectorAdd) {
   for (const char* name : {"vadd", "vadd_scalar"}) {
     NDArray a = random_f32(256, 1), b = random_f32(256, 2), c(DataType::float32(), {256});

@@ -3,7 +3,7 @@
 
 Answers every framed request (8-byte little-endian length, then JSON) with a
 measure.WorkerInfo of the protocol version and build identity given in the
-environment (TT_FAKE_PROTOCOL, default 5; TT_FAKE_BUILD_ID, default
+environment (TT_FAKE_PROTOCOL, default 6; TT_FAKE_BUILD_ID, default
 "some other build"), as a stale worker or one built from other sources would;
 with TT_FAKE_GARBAGE=1, with a frame that is not a saved graph at all. Ignores its arguments (--serve --parent-pid P ...).
 """
@@ -23,7 +23,7 @@ def main():
         stdin.read(size)
         info = {"build_id": os.environ.get("TT_FAKE_BUILD_ID", "some other build"),
                 "pid": os.getpid(),
-                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "5")),
+                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "6")),
                 "type": "measure.WorkerInfo"}
         reply = json.dumps({"format": "tensortune.graph", "nodes": [info], "root": 0,
                             "version": 1}).encode()

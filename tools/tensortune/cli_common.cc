@@ -156,12 +156,12 @@ void MeasureArgs::add_to(CLI::App* cmd) {
                               "evict the constant inputs (weights) from the caches before every "
                               "call, as a compiled model finds them (the default with a model)");
   cmd->add_flag("--warm-weights", warm_weights,
-                "time calls back to back with the weights left in the caches (the default for "
-                "single tasks)")
+                "leave the weights in the caches between calls (the default for single tasks)")
       ->excludes(flush);
   cmd->add_flag("--fresh-activations", fresh_activations,
                 "write the other inputs (activations) again before every call, a share on each of "
-                "the kernel's threads, as the kernel before it leaves them in a compiled model");
+                "the kernel's threads, as the kernel before it leaves them in a compiled model "
+                "(every input of a task without constant inputs)");
   cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
