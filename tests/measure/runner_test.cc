@@ -87,6 +87,24 @@ std::pair<te::Task, std::vector<BuildResult>> dense_rewritten_and_naive(
   return {task, builder.build(task, {rewritten, State::make()}, ir::PassContext::make())};
 }
 
+/// Runs `built`, checked, three measurements of at least 2 ms each, with
+/// each call's inputs prepared as the two flags say; every candidate passes.
+void expect_checked_and_timed(const te::Task& task, const std::vector<BuildResult>& built,
+                              bool flush_weights, bool fresh_activations) {
+  LocalRunnerOptions options = runner_options();  // with check
+  options.timing.flush_weights = flush_weights;
+  options.timing.fresh_activations = fresh_activations;
+  options.timing.repeat = 3;
+  options.timing.min_repeat_ms = 2;
+  LocalRunner runner(options);
+  for (const RunOutcome& r : runner.run(task, built, {})) {
+    EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
+    EXPECT_EQ(r.costs.size(), 3u);
+    EXPECT_GT(r.kernel_seconds, 0);
+    EXPECT_LT(r.kernel_seconds, r.run_seconds);
+  }
+}
+
 TEST(Runner, LayoutRewrittenWeightsArePackedBeforeTheKernelRuns) {
   // The worker packs the weight with the candidate's packer, times the
   // kernel on the packed weight, and checks the output against the
@@ -107,17 +125,7 @@ TEST(Runner, WeightsEvictedBeforeEveryCallStillGiveTheReferenceAnswer) {
   // every measurement, however many calls min_repeat_ms asks for.
   auto [task, built] = dense_rewritten_and_naive();
   ASSERT_EQ(te::workload_tensors(task->workload).constant_inputs, std::vector<int>{1});
-  LocalRunnerOptions options = runner_options();  // with check
-  options.timing.flush_weights = true;
-  options.timing.repeat = 3;
-  options.timing.min_repeat_ms = 2;
-  LocalRunner runner(options);
-  for (const RunOutcome& r : runner.run(task, built, {})) {
-    EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
-    EXPECT_EQ(r.costs.size(), 3u);
-    EXPECT_GT(r.kernel_seconds, 0);
-    EXPECT_LT(r.kernel_seconds, r.run_seconds);
-  }
+  expect_checked_and_timed(task, built, /*flush_weights=*/true, /*fresh_activations=*/false);
 }
 
 TEST(Runner, ActivationsWrittenBeforeEveryCallStillGiveTheReferenceAnswer) {
@@ -128,19 +136,8 @@ TEST(Runner, ActivationsWrittenBeforeEveryCallStillGiveTheReferenceAnswer) {
   auto [task, built] = dense_rewritten_and_naive("c -num-cores=2");
   ASSERT_EQ(te::workload_tensors(task->workload).constant_inputs, std::vector<int>{1});
   ASSERT_EQ(built[0].packed_inputs, std::vector<int64_t>{1});
-  for (bool flush_weights : {false, true}) {
-    LocalRunnerOptions options = runner_options();  // with check
-    options.timing.fresh_activations = true;
-    options.timing.flush_weights = flush_weights;
-    options.timing.repeat = 3;
-    options.timing.min_repeat_ms = 2;
-    LocalRunner runner(options);
-    for (const RunOutcome& r : runner.run(task, built, {})) {
-      EXPECT_EQ(error_code_name(r.error_code), "NO_ERROR") << r.error_message;
-      EXPECT_EQ(r.costs.size(), 3u);
-      EXPECT_GT(r.kernel_seconds, 0);
-    }
-  }
+  expect_checked_and_timed(task, built, /*flush_weights=*/false, /*fresh_activations=*/true);
+  expect_checked_and_timed(task, built, /*flush_weights=*/true, /*fresh_activations=*/true);
 }
 
 TEST(Runner, ACandidateSlowerThanTheAbandonTimeIsMeasuredOnce) {
