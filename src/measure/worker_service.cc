@@ -172,18 +172,12 @@ struct Activation {
   size_t bytes;
 };
 
-/// The module's tt_write_shares (codegen's C backend emits it beside the
-/// kernels): a copy on the kernels' own OpenMP threads, each a contiguous
+/// The module's tt_write_shares, which codegen's C back end emits beside the
+/// kernels: a copy on the kernels' own OpenMP threads, each a contiguous
 /// share of whole cache lines, as a parallel producer kernel leaves its
-/// output: modified, split across the cores that run the consumer. A module
-/// without one gets a plain copy.
+/// output: modified, split across the cores that run the consumer.
 using WriteShares = void (*)(char* dst, const char* src, int64_t bytes);
 WriteShares write_shares_of(const codegen::Module& module) {
-  if (!module.has("tt_write_shares")) {
-    return [](char* dst, const char* src, int64_t bytes) {
-      std::memcpy(dst, src, static_cast<size_t>(bytes));
-    };
-  }
   return reinterpret_cast<WriteShares>(reinterpret_cast<void*>(module.get("tt_write_shares")));
 }
 
@@ -388,7 +382,12 @@ RunOutcome serve_run(const RunRequest& request) {
       activations.push_back({static_cast<char*>(inputs[i].data()),
                              static_cast<const char*>(values.at(i).data()), inputs[i].nbytes()});
     }
-    write_shares = write_shares_of(caches.modules.at(request.library));
+    try {
+      write_shares = write_shares_of(caches.modules.at(request.library));
+    } catch (const Error& e) {
+      return failed_run(ErrorCode::kRuntimeError,
+                        std::string("cannot write the kernel's activations: ") + e.what());
+    }
   }
   auto write_activations = [&] {
     for (const Activation& a : activations) {
