@@ -4,8 +4,11 @@
 // C++ loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "codegen/codegen_test_util.h"
@@ -174,15 +177,17 @@ PrimFunc math_mix(const std::string& name, bool vector_form_only) {
 
 // C = f(A) over 64 elements, vectorized 32 wide: f is exp, erf or tanh,
 // which vector code computes in plain arithmetic instead of math.h's calls.
-PrimFunc vector_math(const std::string& name, ir::Intrinsic op) {
-  Buffer a = f32("A", 64), c = f32("C", 64);
+PrimFunc vector_math(const std::string& name, ir::Intrinsic op, int64_t rows = 2) {
+  Buffer a = f32("A", rows * 32), c = f32("C", rows * 32);
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * 32 + ii;
   Expr x = load(a, idx);
   return PrimFunc::make(
       name, {a, c}, 1,
-      loop(io, 2, loop(ii, 32, store(c, idx, ir::call(op, {x})), ForKind::kVectorized)));
+      loop(io, rows, loop(ii, 32, store(c, idx, ir::call(op, {x})), ForKind::kVectorized)));
 }
+
+constexpr int64_t kSweepRows = 4096;  // 131072 lanes per function
 
 // C = A * (ii + io) over 8 rows of 32, where ii, the lane, is a value: a
 // ramp whose base holds the row's loop variable (64-bit in the C, the lanes
@@ -229,6 +234,9 @@ class EndToEnd : public ::testing::Test {
                                  vector_math("exp_vector", ir::Intrinsic::kExp),
                                  vector_math("erf_vector", ir::Intrinsic::kErf),
                                  vector_math("tanh_vector", ir::Intrinsic::kTanh),
+                                 vector_math("exp_sweep", ir::Intrinsic::kExp, kSweepRows),
+                                 vector_math("erf_sweep", ir::Intrinsic::kErf, kSweepRows),
+                                 vector_math("tanh_sweep", ir::Intrinsic::kTanh, kSweepRows),
                                  lane_values(),
                                  shifted_add()};
     auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
@@ -477,6 +485,48 @@ TEST_F(EndToEnd, VectorExpErfAndTanhMatchMathHOverTheirWholeRange) {
         EXPECT_LE(std::fabs(got - want), bound) << f << "(" << x << ")";
       }
     }
+  }
+}
+
+// The same forms on a dense grid, half of it where a fit is weakest: exp's
+// range edges and subnormals, erf where its rational fit would exceed 1 (from
+// 3.65 up) and its clamp, tanh around the switch at 0.625. erf must also
+// stay within [-1, 1].
+TEST_F(EndToEnd, VectorExpErfAndTanhMatchMathHOnADenseGrid) {
+  struct Range {
+    const char* name;
+    double wide, lo, hi;  // [-wide, wide], then [lo, hi] and [-hi, -lo]
+  };
+  for (Range r : {Range{"exp", 110.0, 86.0, 104.5}, Range{"erf", 6.0, 3.6, 3.95},
+                  Range{"tanh", 12.0, 0.55, 0.7}}) {
+    const int64_t n = kSweepRows * 32;
+    NDArray a(DataType::float32(), {n}), c(DataType::float32(), {n});
+    for (int64_t i = 0; i < n; ++i) {
+      double t = static_cast<double>(i % (n / 2)) / static_cast<double>(n / 2 - 1);
+      double x =
+          i < n / 2 ? -r.wide + 2 * r.wide * t : (i % 2 ? -1 : 1) * (r.lo + (r.hi - r.lo) * t);
+      a.set(i, x);
+    }
+    call(std::string(r.name) + "_sweep", {&a, &c});
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float x = static_cast<float>(a.get(i)), got = static_cast<float>(c.get(i));
+      std::string f = r.name;
+      double want = f == "exp"   ? std::exp(static_cast<double>(x))
+                    : f == "erf" ? std::erf(static_cast<double>(x))
+                                 : std::tanh(static_cast<double>(x));
+      if (f == "exp" && want > std::numeric_limits<float>::max()) {
+        ASSERT_EQ(got, INFINITY) << "exp(" << x << ")";
+        continue;
+      }
+      double bound = f == "erf" ? 1e-6 : 4e-7 * std::fabs(want) + 1e-44;
+      ASSERT_LE(std::fabs(got - want), bound) << f << "(" << x << ") = " << got;
+      if (f == "erf") {
+        ASSERT_LE(std::fabs(got), 1.0f) << "erf(" << x << ")";
+      }
+      worst = std::max(worst, std::fabs(got - want) / (f == "erf" ? 1.0 : std::fabs(want)));
+    }
+    RecordProperty(std::string(r.name) + "_worst_error", std::to_string(worst));
   }
 }
 
