@@ -463,14 +463,28 @@ void CompiledModel::set_threads(int threads) {
   set(threads);
 }
 
-std::vector<te::NDArray> CompiledModel::run(const std::vector<te::NDArray>& inputs) {
-  return run_steps(inputs, nullptr);
+std::vector<te::NDArray> CompiledModel::make_outputs() const {
+  std::vector<te::NDArray> outputs;
+  for (const TensorInfo& t : outputs_) outputs.emplace_back(t.dtype, t.shape);
+  return outputs;
 }
 
-std::vector<te::NDArray> CompiledModel::run_timed(const std::vector<te::NDArray>& inputs,
-                                                  std::vector<double>& step_seconds) {
+std::vector<te::NDArray> CompiledModel::run(const std::vector<te::NDArray>& inputs) {
+  std::vector<te::NDArray> outputs = make_outputs();
+  run_steps(inputs, outputs, nullptr);
+  return outputs;
+}
+
+void CompiledModel::run_into(const std::vector<te::NDArray>& inputs,
+                             std::vector<te::NDArray>& outputs) {
+  run_steps(inputs, outputs, nullptr);
+}
+
+void CompiledModel::run_timed(const std::vector<te::NDArray>& inputs,
+                              std::vector<te::NDArray>& outputs,
+                              std::vector<double>& step_seconds) {
   step_seconds.assign(steps_.size(), 0.0);
-  return run_steps(inputs, &step_seconds);
+  run_steps(inputs, outputs, &step_seconds);
 }
 
 std::vector<std::string> CompiledModel::step_names() const {
@@ -484,8 +498,9 @@ std::vector<std::string> CompiledModel::step_names() const {
   return names;
 }
 
-std::vector<te::NDArray> CompiledModel::run_steps(const std::vector<te::NDArray>& inputs,
-                                                  std::vector<double>* step_seconds) {
+void CompiledModel::run_steps(const std::vector<te::NDArray>& inputs,
+                              std::vector<te::NDArray>& outputs,
+                              std::vector<double>* step_seconds) {
   TT_CHECK(inputs.size() == inputs_.size(), kInvalidArgument, "the model takes ", inputs_.size(),
            " inputs, got ", inputs.size());
   std::vector<void*> pointer(buffer_bytes_.size(), nullptr);
@@ -496,10 +511,14 @@ std::vector<te::NDArray> CompiledModel::run_steps(const std::vector<te::NDArray>
              te::NDArray(want.dtype, want.shape).describe(), ", got ", inputs[i].describe());
     pointer[static_cast<size_t>(input_buffers_[i])] = const_cast<void*>(inputs[i].data());
   }
-  std::vector<te::NDArray> outputs;
+  TT_CHECK(outputs.size() == outputs_.size(), kInvalidArgument, "the model has ", outputs_.size(),
+           " outputs, got ", outputs.size(), " arrays for them");
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    outputs.emplace_back(outputs_[i].dtype, outputs_[i].shape);
-    pointer[static_cast<size_t>(output_buffers_[i])] = outputs.back().data();
+    const TensorInfo& want = outputs_[i];
+    TT_CHECK(outputs[i].shape() == want.shape && outputs[i].dtype() == want.dtype, kInvalidArgument,
+             "output '", want.name, "' must be ", want.dtype.str(), " of shape ",
+             te::NDArray(want.dtype, want.shape).describe(), ", got ", outputs[i].describe());
+    pointer[static_cast<size_t>(output_buffers_[i])] = outputs[i].data();
   }
   auto* arena = static_cast<char*>(arena_.data());
   for (size_t id = 0; id < pointer.size(); ++id) {
@@ -525,7 +544,6 @@ std::vector<te::NDArray> CompiledModel::run_steps(const std::vector<te::NDArray>
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
-  return outputs;
 }
 
 }  // namespace tensortune::graph

@@ -464,12 +464,27 @@ TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
   m.set_threads(1);
   EXPECT_TRUE(te::allclose(m.run(in)[0], ref[0]));
   std::vector<double> seconds;
-  m.run_timed(in, seconds);
+  std::vector<te::NDArray> outs = m.make_outputs();
+  m.run_timed(in, outs, seconds);
   EXPECT_EQ(seconds.size(), m.step_names().size());
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(te::allclose(outs[i], ref[i])) << i;
+  // The same output arrays again, on the first inputs: every element is
+  // written anew, as run() would have written it.
+  in = {te::NDArray::random(kF32, {4, 16}, 1)};
+  m.run_into(in, outs);
+  ref = evaluate_graph(g, in);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(te::allclose(outs[i], ref[i])) << i;
 
   EXPECT_TT_ERROR(m.run({te::NDArray::random(kF32, {4, 15}, 1)}), kInvalidArgument,
                   "input 'x' must be float32 of shape float32[4, 16], got float32[4, 15]");
   EXPECT_TT_ERROR(m.run({}), kInvalidArgument, "the model takes 1 inputs, got 0");
+  std::vector<te::NDArray> too_few(outs.begin(), outs.begin() + 2);
+  EXPECT_TT_ERROR(m.run_into(in, too_few), kInvalidArgument,
+                  "the model has 3 outputs, got 2 arrays for them");
+  std::vector<te::NDArray> wrong = m.make_outputs();
+  wrong[1] = te::NDArray(kF32, {32, 2});
+  EXPECT_TT_ERROR(m.run_into(in, wrong), kInvalidArgument,
+                  "output 'y_view' must be float32 of shape float32[2, 32], got float32[32, 2]");
 }
 
 TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReferenceDoes) {

@@ -83,10 +83,16 @@ class CompiledModel {
   /// The outputs for `inputs` (one per input, in order, of the input's shape
   /// and dtype; otherwise a kInvalidArgument error naming it).
   std::vector<te::NDArray> run(const std::vector<te::NDArray>& inputs);
-  /// run(), timing each kernel call: `step_seconds` gets one entry per step
-  /// of the plan (steps()), in order.
-  std::vector<te::NDArray> run_timed(const std::vector<te::NDArray>& inputs,
-                                     std::vector<double>& step_seconds);
+  /// run() into `outputs` (one per output, in order, of its shape and dtype;
+  /// otherwise a kInvalidArgument error naming it): no allocation, so that
+  /// repeated calls reuse warm pages.
+  void run_into(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs);
+  /// run_into(), timing each kernel call: `step_seconds` gets one entry per
+  /// step of the plan (steps()), in order.
+  void run_timed(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs,
+                 std::vector<double>& step_seconds);
+  /// Empty outputs of the model's shapes and dtypes, for run_into().
+  std::vector<te::NDArray> make_outputs() const;
   /// What each step of the plan does: its kernel's operators, or "copy".
   std::vector<std::string> step_names() const;
 
@@ -100,8 +106,8 @@ class CompiledModel {
   nlohmann::json plan_;
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<int> input_buffers_, output_buffers_;
-  std::vector<te::NDArray> run_steps(const std::vector<te::NDArray>& inputs,
-                                     std::vector<double>* step_seconds);
+  void run_steps(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs,
+                 std::vector<double>* step_seconds);
   std::vector<te::NDArray> constants_;  ///< by buffer id (weights and packed weights)
   te::NDArray arena_;
   std::vector<int64_t> arena_offset_;  ///< by buffer id, -1 when not in the arena
