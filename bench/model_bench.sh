@@ -7,8 +7,10 @@
 # and run on 1 and 2 threads beside ONNX Runtime on the same input.
 # Prints a table and writes DIR/results.json: median latencies over
 # alternating rounds, the median of the rounds' ratios to ONNX Runtime
-# (below 1: faster), tuning and compile wall-clock times, and each build's
-# speed as a share of the machine's multiply-add peak (bench/fma_peak,
+# (below 1: faster), the same with ONNX Runtime's floor in this harness
+# taken off (bench/ort_floor_model.py), tuning and compile wall-clock
+# times, and each build's speed as a share of the machine's multiply-add
+# peak (bench/fma_peak,
 # measured in the same run; the model's work counted as its operators'
 # direct-method FLOPs), which says how far any build could still go.
 #
@@ -64,10 +66,15 @@ for m in $models; do
   # transformed products do fewer), the measure every runtime is read against.
   flops=$("$tt" tasks "$model" --target "$target" --disable-pass winograd_conv2d --json |
     /usr/bin/python3 -c "import json,sys; print(sum(t['flops'] * t['weight'] for t in json.load(sys.stdin)['tasks']))")
+  # ONNX Runtime's floor here: its time on a model of the same shapes that
+  # only moves data (the Node.js binding and session.run around any model).
+  /usr/bin/python3 "$root/bench/ort_floor_model.py" "$model" "$dir/$m.floor.onnx"
   for threads in 1 2; do
     # A shared VM's speed drifts by tens of percent over minutes: the three
     # builds are timed in alternating rounds, and the ratio to ONNX Runtime
     # is the median of the rounds' ratios, so that no drift lands on one side.
+    # Every build gets the same number of runs: fewer would let a slow first
+    # few set a median.
     results=$(/usr/bin/python3 - "$results" "$m" "$threads" "$trials" "$tune_s" "$compile_s" <<EOF
 import json, statistics, subprocess, sys
 results, m, threads, trials, tune_s, compile_s = sys.argv[1:]
@@ -76,13 +83,10 @@ def median_latency(cmd, repeat):
                                 "--json"], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["latency_s"]
 runs = {"ours": ["$tt", "run", "$dir/$m.tt"], "untuned": ["$tt", "run", "$dir/$m.default.tt"],
-        "peer": "$ort".split() + ["$model"]}
+        "peer": "$ort".split() + ["$model"], "floor": "$ort".split() + ["$dir/$m.floor.onnx"]}
 rounds = {k: [] for k in runs}
 for r in range($rounds):
     for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
-        # The same number of runs for every build: the first few runs after
-        # the warm-up are slower on a shared VM (2 ms against 1.1 for a
-        # 1 ms model), and fewer runs would let them set the median.
         rounds[k].append(median_latency(runs[k], $repeat))
 ratios = [o / p for o, p in zip(rounds["ours"], rounds["peer"])]
 r = json.loads(results)
@@ -90,6 +94,9 @@ r.append({"model": m, "threads": int(threads), "trials": int(trials),
           "tensortune_s": statistics.median(rounds["ours"]),
           "untuned_s": statistics.median(rounds["untuned"]),
           "onnxruntime_s": statistics.median(rounds["peer"]), "ratio": statistics.median(ratios),
+          "onnxruntime_floor_s": statistics.median(rounds["floor"]),
+          "ratio_without_floor": statistics.median(
+              [o / (p - f) for o, p, f in zip(rounds["ours"], rounds["peer"], rounds["floor"])]),
           "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s),
           "flops": $flops})
 print(json.dumps(r))
@@ -116,16 +123,20 @@ echo "$results" > "$dir/results.json"
 /usr/bin/python3 - "$dir/results.json" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
-print("%-16s %3s %6s %9s %10s %8s %6s %7s %9s %7s %7s" % (
-    "model", "thr", "trials", "tuned ms", "untuned ms", "ORT ms", "ratio", "tune s", "compile s",
-    "tt%pk", "ORT%pk"))
+print("%-16s %3s %6s %9s %10s %8s %6s %9s %6s %7s %9s %7s %7s" % (
+    "model", "thr", "trials", "tuned ms", "untuned ms", "ORT ms", "ratio", "floor ms", "ratio-",
+    "tune s", "compile s", "tt%pk", "ORT%pk"))
 for r in rows:
-    print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %7.0f %9.1f %6.0f%% %6.0f%%" % (
+    print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %9.3f %6.2f %7.0f %9.1f %6.0f%% %6.0f%%" % (
         r["model"], r["threads"], r["trials"], r["tensortune_s"] * 1e3, r["untuned_s"] * 1e3,
-        r["onnxruntime_s"] * 1e3, r["ratio"], r["tune_wall_s"], r["compile_s"],
+        r["onnxruntime_s"] * 1e3, r["ratio"], r["onnxruntime_floor_s"] * 1e3,
+        r["ratio_without_floor"], r["tune_wall_s"], r["compile_s"],
         100 * r["tensortune_peak_share"], 100 * r["onnxruntime_peak_share"]))
 print("tt%pk, ORT%pk: the model's direct-method FLOPs per second as a share of the multiply-add peak on as")
 print("many threads (the higher of its measurements at the start and the end); Winograd convolutions do")
 print("fewer FLOPs than counted, so a model with them can exceed 100%")
+print("floor: ONNX Runtime on a model of the same input and output shapes that only moves data, the")
+print("cost of its Node.js binding and session.run around any model; ratio-: the ratio with that")
+print("floor taken off ONNX Runtime's time (a bound: a C++ caller of ONNX Runtime pays part of it)")
 EOF
 echo "results in $dir/results.json (ratio: tensortune / ONNX Runtime latency, below 1 is faster)" >&2
