@@ -93,7 +93,8 @@ json CompileReport::to_json() const {
                     {"occurrences", t.occurrences},
                     {"tuned", t.tuned},
                     {"why", t.why},
-                    {"tuned_latency_s", t.tuned ? json(t.tuned_latency_s) : json(nullptr)}});
+                    {"tuned_latency_s", t.tuned ? json(t.tuned_latency_s) : json(nullptr)},
+                    {"flops", t.flops}});
   }
   json out = {{"tasks", list},
               {"kernels", kernels},
@@ -150,6 +151,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     k.entry.function = k.function;
     std::optional<measure::Record> best = measure::best_for(options.records, k.task, match);
     schedule::ComputeDAG dag(te::workload_tensors(w));
+    k.entry.flops = dag.flop_count();
     if (best) {
       try {
         schedule::replay(dag, best->input.state);

@@ -4,7 +4,9 @@
 // for bad input: nothing half-written, a clear message, a non-zero exit.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -118,6 +120,28 @@ TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
   te::NDArray a = te::parse_npy(*read_file_if_exists(dir_ + "/out_npy/" + name + ".npy"), "a");
   te::NDArray b = te::parse_npy(*read_file_if_exists(dir_ + "/out_pb/" + name + ".npy"), "b");
   EXPECT_TRUE(te::allclose(a, b));
+
+  // The profile: each call's speed from its task's FLOPs (in the report),
+  // and the time the log recorded for it alone where it was tuned.
+  double conv_flops = 0;
+  for (const auto& t : report["tasks"]) {
+    if (t["description"].get<std::string>().find("conv2d") != std::string::npos) {
+      conv_flops = t["flops"].get<double>();
+    }
+  }
+  EXPECT_GT(conv_flops, 0) << report.dump(1);
+  RunResult profile = cli({"run", dir_ + "/cnn.tt", "--repeat", "2", "--profile"});
+  ASSERT_EQ(profile.status.code, 0) << profile.err;
+  EXPECT_NE(profile.err.find("GFLOP/s  alone ms  operators"), std::string::npos) << profile.err;
+  int rows_with_both = 0;
+  std::istringstream lines(profile.err);
+  for (std::string line; std::getline(lines, line);) {
+    double ms = 0, share = 0, gflops = 0, alone = 0;
+    rows_with_both +=
+        std::sscanf(line.c_str(), "%*d %lf %lf%% %lf %lf", &ms, &share, &gflops, &alone) == 4 &&
+        gflops > 0 && alone > 0;
+  }
+  EXPECT_GE(rows_with_both, 1) << profile.err;
 
   // Every task tuned or an error: --fail-on-default, with a log that misses some.
   if (tuned < 8) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli_common.h"
 #include "tensortune/frontend/onnx.h"
@@ -278,19 +279,36 @@ int run_run(const RunArgs& args) {
     for (size_t i = 0; i < step_seconds.size(); ++i) total_step_seconds[i] += step_seconds[i];
   }
   if (args.profile) {
-    // Per kernel call, slowest first: where tuning pays.
+    // Per kernel call, slowest first: where tuning pays. Beside each, its
+    // speed and the time its log recorded alone: a call much slower in the
+    // model than alone (caches, the kernel before it) shows here.
     std::vector<std::string> names = m.step_names();
+    std::map<std::string, json> task_of;
+    for (const auto& t : m.plan().at("report").at("tasks")) task_of[t.value("function", "")] = t;
+    const json& steps = m.plan().at("steps");
     std::vector<size_t> order(names.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return total_step_seconds[a] > total_step_seconds[b]; });
     double all = 0;
     for (double t : total_step_seconds) all += t;
-    std::fprintf(stderr, "%-5s %10s %6s  %s\n", "step", "ms", "share", "operators");
+    std::fprintf(stderr, "%-5s %10s %6s %8s %9s  %s\n", "step", "ms", "share", "GFLOP/s",
+                 "alone ms", "operators");
     for (size_t i : order) {
       double t = total_step_seconds[i] / args.repeat;
-      std::fprintf(stderr, "%-5zu %10.3f %5.1f%%  %s\n", i, t * 1e3,
-                   all > 0 ? 100 * total_step_seconds[i] / all : 0.0, names[i].c_str());
+      char gflops[32] = "-", alone[32] = "-";
+      auto it = task_of.find(steps[i].value("function", ""));
+      if (it != task_of.end()) {
+        double flops = it->second.value("flops", 0.0);
+        if (flops > 0 && t > 0) std::snprintf(gflops, sizeof gflops, "%.1f", flops / t / 1e9);
+        const json& tuned = it->second.value("tuned_latency_s", json());
+        if (tuned.is_number()) {
+          std::snprintf(alone, sizeof alone, "%.3f", tuned.get<double>() * 1e3);
+        }
+      }
+      std::fprintf(stderr, "%-5zu %10.3f %5.1f%% %8s %9s  %s\n", i, t * 1e3,
+                   all > 0 ? 100 * total_step_seconds[i] / all : 0.0, gflops, alone,
+                   names[i].c_str());
     }
   }
   std::vector<double> sorted = latencies;

@@ -43,6 +43,7 @@ struct ApplyEntry {
   bool tuned = false;
   std::string why;             ///< the record's latency, or why there is none
   double tuned_latency_s = 0;  ///< from the record, when tuned
+  double flops = 0;            ///< one call's floating-point operations
 };
 
 struct CompileReport {
