@@ -489,13 +489,21 @@ void CompiledModel::run_timed(const std::vector<te::NDArray>& inputs,
   run_steps(inputs, outputs, &step_seconds);
 }
 
-std::vector<std::string> CompiledModel::step_names() const {
-  std::map<std::string, std::string> ops;
-  for (const auto& t : plan_.at("report").at("tasks"))
-    ops[t.value("function", "")] = t.value("description", "");
-  std::vector<std::string> names;
+std::vector<json> CompiledModel::step_tasks() const {
+  std::map<std::string, json> task_of;
+  for (const auto& t : plan_.at("report").at("tasks")) task_of[t.value("function", "")] = t;
+  std::vector<json> tasks;
   for (const auto& s : plan_.at("steps")) {
-    names.push_back(s.contains("copy_from") ? "copy" : ops[s.at("function").get<std::string>()]);
+    auto it = s.contains("copy_from") ? task_of.end() : task_of.find(s.value("function", ""));
+    tasks.push_back(it == task_of.end() ? json() : it->second);
+  }
+  return tasks;
+}
+
+std::vector<std::string> CompiledModel::step_names() const {
+  std::vector<std::string> names;
+  for (const json& t : step_tasks()) {
+    names.push_back(t.is_null() ? "copy" : t.value("description", ""));
   }
   return names;
 }

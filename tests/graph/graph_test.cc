@@ -467,6 +467,21 @@ TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
   std::vector<te::NDArray> outs = m.make_outputs();
   m.run_timed(in, outs, seconds);
   EXPECT_EQ(seconds.size(), m.step_names().size());
+  // Each step's task from the report: the dense's for a kernel, null for a copy.
+  std::vector<std::string> names = m.step_names();
+  std::vector<nlohmann::json> tasks = m.step_tasks();
+  ASSERT_EQ(tasks.size(), names.size());
+  int copies = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].is_null()) {
+      EXPECT_EQ(names[i], "copy");
+      ++copies;
+    } else {
+      EXPECT_EQ(tasks[i]["description"], names[i]);
+      EXPECT_GT(tasks[i]["flops"].get<double>(), 0) << names[i];
+    }
+  }
+  EXPECT_GE(copies, 1);  // x_again
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(te::allclose(outs[i], ref[i])) << i;
   // The same output arrays again, on the first inputs: every element is
   // written anew, as run() would have written it.

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 
 #include "cli_common.h"
 #include "tensortune/frontend/onnx.h"
@@ -283,9 +282,7 @@ int run_run(const RunArgs& args) {
     // speed and the time its log recorded alone: a call much slower in the
     // model than alone (caches, the kernel before it) shows here.
     std::vector<std::string> names = m.step_names();
-    std::map<std::string, json> task_of;
-    for (const auto& t : m.plan().at("report").at("tasks")) task_of[t.value("function", "")] = t;
-    const json& steps = m.plan().at("steps");
+    std::vector<json> tasks = m.step_tasks();
     std::vector<size_t> order(names.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
@@ -297,11 +294,10 @@ int run_run(const RunArgs& args) {
     for (size_t i : order) {
       double t = total_step_seconds[i] / args.repeat;
       char gflops[32] = "-", alone[32] = "-";
-      auto it = task_of.find(steps[i].value("function", ""));
-      if (it != task_of.end()) {
-        double flops = it->second.value("flops", 0.0);
+      if (!tasks[i].is_null()) {
+        double flops = tasks[i].value("flops", 0.0);
         if (flops > 0 && t > 0) std::snprintf(gflops, sizeof gflops, "%.1f", flops / t / 1e9);
-        const json& tuned = it->second.value("tuned_latency_s", json());
+        const json& tuned = tasks[i].value("tuned_latency_s", json());
         if (tuned.is_number()) {
           std::snprintf(alone, sizeof alone, "%.3f", tuned.get<double>() * 1e3);
         }

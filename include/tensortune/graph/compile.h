@@ -96,6 +96,9 @@ class CompiledModel {
   std::vector<te::NDArray> make_outputs() const;
   /// What each step of the plan does: its kernel's operators, or "copy".
   std::vector<std::string> step_names() const;
+  /// Each step's task in the apply report (function, description, flops,
+  /// tuned_latency_s, ...), or null for a copy.
+  std::vector<nlohmann::json> step_tasks() const;
 
  private:
   struct Step {
