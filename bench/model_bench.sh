@@ -18,7 +18,10 @@
 #        (defaults: build/models, 1000, 400)
 # environment: TT_BUILD_DIR (default build), TT_MODELS (subset of:
 #   resnet18 transformer bert_base_block), TT_REPEAT (timed runs per round,
-#   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5)
+#   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5),
+#   TT_TUNE_1CORE=1 (also tune each model for one core, in DIR/MODEL.1core.log
+#   with the same trials, and time that build too in the 1-thread rounds:
+#   the model a user who deploys on one thread would tune)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${TT_BUILD_DIR:-$root/build}
@@ -31,6 +34,8 @@ models=${TT_MODELS:-"resnet18 transformer bert_base_block"}
 tt="$build/tensortune"
 ort="node $root/tools/ort/ort_run.js"
 target="c -mcpu=native -num-cores=2"
+target_1core="c -mcpu=native -num-cores=1"
+tune_1core=${TT_TUNE_1CORE:-0}
 mkdir -p "$dir"
 
 "$root/scripts/setup.sh"
@@ -61,6 +66,16 @@ for m in $models; do
     --json > "$dir/$m.compile.json"
   compile_s=$(/usr/bin/python3 -c "print($(now) - $t0)")
   rm -rf "$cache"
+  tune_1core_s=0
+  if [ "$tune_1core" = 1 ]; then
+    echo "== $m: tuning $trials trials for one core (log $dir/$m.1core.log)" >&2
+    t0=$(now)
+    "$tt" tune "$model" --target "$target_1core" --trials "$trials" --batch-size 32 \
+      --log "$dir/$m.1core.log" --json > "$dir/$m.1core.tune.json"
+    tune_1core_s=$(/usr/bin/python3 -c "print($(now) - $t0)")
+    "$tt" compile "$model" --target "$target_1core" --log "$dir/$m.1core.log" \
+      -o "$dir/$m.1core.tt" --json > /dev/null
+  fi
   "$tt" compile "$model" --target "$target" -o "$dir/$m.default.tt" --json > /dev/null
   # The work of one inference: the direct method's FLOPs (Winograd's
   # transformed products do fewer), the measure every runtime is read against.
@@ -75,15 +90,18 @@ for m in $models; do
     # is the median of the rounds' ratios, so that no drift lands on one side.
     # Every build gets the same number of runs: fewer would let a slow first
     # few set a median.
-    results=$(/usr/bin/python3 - "$results" "$m" "$threads" "$trials" "$tune_s" "$compile_s" <<EOF
+    results=$(/usr/bin/python3 - "$results" "$m" "$threads" "$trials" "$tune_s" "$compile_s" \
+      "$tune_1core_s" <<EOF
 import json, statistics, subprocess, sys
-results, m, threads, trials, tune_s, compile_s = sys.argv[1:]
+results, m, threads, trials, tune_s, compile_s, tune_1core_s = sys.argv[1:]
 def median_latency(cmd, repeat):
     out = subprocess.run(cmd + ["--input", "input=$input", "--threads", threads, "--repeat", str(repeat),
                                 "--json"], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["latency_s"]
 runs = {"ours": ["$tt", "run", "$dir/$m.tt"], "untuned": ["$tt", "run", "$dir/$m.default.tt"],
         "peer": "$ort".split() + ["$model"], "floor": "$ort".split() + ["$dir/$m.floor.onnx"]}
+if "$tune_1core" == "1" and threads == "1":
+    runs["ours_1core"] = ["$tt", "run", "$dir/$m.1core.tt"]
 rounds = {k: [] for k in runs}
 for r in range($rounds):
     for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
@@ -99,6 +117,11 @@ r.append({"model": m, "threads": int(threads), "trials": int(trials),
               [o / (p - f) for o, p, f in zip(rounds["ours"], rounds["peer"], rounds["floor"])]),
           "round_ratios": ratios, "tune_wall_s": float(tune_s), "compile_s": float(compile_s),
           "flops": $flops})
+if "ours_1core" in rounds:
+    r[-1].update({"tensortune_1core_s": statistics.median(rounds["ours_1core"]),
+                  "ratio_1core": statistics.median(
+                      [o / p for o, p in zip(rounds["ours_1core"], rounds["peer"])]),
+                  "tune_1core_wall_s": float(tune_1core_s)})
 print(json.dumps(r))
 EOF
 )
@@ -114,8 +137,9 @@ rows, a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.ar
 for r in rows:
     t = str(r["threads"])
     r["peak_gflops"] = max(a["gflops"][t], b["gflops"][t])
-    for who in ("tensortune", "onnxruntime"):
-        r[who + "_peak_share"] = r["flops"] / r[who + "_s"] / (r["peak_gflops"] * 1e9)
+    for who in ("tensortune", "onnxruntime", "tensortune_1core"):
+        if who + "_s" in r:
+            r[who + "_peak_share"] = r["flops"] / r[who + "_s"] / (r["peak_gflops"] * 1e9)
 print(json.dumps(rows))
 EOF
 )
@@ -123,18 +147,23 @@ echo "$results" > "$dir/results.json"
 /usr/bin/python3 - "$dir/results.json" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
+one_core = any("ratio_1core" in r for r in rows)
 print("%-16s %3s %6s %9s %10s %8s %6s %9s %6s %7s %9s %7s %7s" % (
     "model", "thr", "trials", "tuned ms", "untuned ms", "ORT ms", "ratio", "floor ms", "ratio-",
-    "tune s", "compile s", "tt%pk", "ORT%pk"))
+    "tune s", "compile s", "tt%pk", "ORT%pk") + (" %8s %7s" % ("1core ms", "ratio1c") if one_core else ""))
 for r in rows:
     print("%-16s %3d %6d %9.3f %10.3f %8.3f %6.2f %9.3f %6.2f %7.0f %9.1f %6.0f%% %6.0f%%" % (
         r["model"], r["threads"], r["trials"], r["tensortune_s"] * 1e3, r["untuned_s"] * 1e3,
         r["onnxruntime_s"] * 1e3, r["ratio"], r["onnxruntime_floor_s"] * 1e3,
         r["ratio_without_floor"], r["tune_wall_s"], r["compile_s"],
-        100 * r["tensortune_peak_share"], 100 * r["onnxruntime_peak_share"]))
+        100 * r["tensortune_peak_share"], 100 * r["onnxruntime_peak_share"]) +
+        ((" %8.3f %7.2f" % (r["tensortune_1core_s"] * 1e3, r["ratio_1core"]) if "ratio_1core" in r
+          else " %8s %7s" % ("-", "-")) if one_core else ""))
 print("tt%pk, ORT%pk: the model's direct-method FLOPs per second as a share of the multiply-add peak on as")
 print("many threads (the higher of its measurements at the start and the end); Winograd convolutions do")
 print("fewer FLOPs than counted, so a model with them can exceed 100%")
+if one_core:
+    print("1core ms, ratio1c: the model tuned and compiled for one core (TT_TUNE_1CORE=1), on 1 thread")
 print("floor: ONNX Runtime on a model of the same input and output shapes that only moves data, the")
 print("cost of its Node.js binding and session.run around any model; ratio-: the ratio with that")
 print("floor taken off ONNX Runtime's time (a bound: a C++ caller of ONNX Runtime pays part of it)")
