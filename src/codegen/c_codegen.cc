@@ -75,6 +75,13 @@ std::string sanitize(const std::string& name, const char* reserved_suffix) {
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/// How many buffer loads `e` holds.
+int reads(const Expr& e) {
+  int loads = 0;
+  ir::visit_pre_order(e, [&](const Expr& x) { loads += x.kind() == ir::ExprKind::kBufferLoad; });
+  return loads;
+}
+
 /// Whether evaluating `e` can neither fault nor read memory, whatever its
 /// variables hold: arithmetic (integers divided only by nonzero constants),
 /// comparisons, logic and selects of such.
@@ -1113,6 +1120,15 @@ class FunctionEmitter {
 
   std::string select(const ir::SelectNode& n) {
     DataType t = n.dtype;
+    // A condition the same in every lane picks one side for the whole
+    // vector: where the sides read memory more than once between them (a
+    // row of a Winograd transform per select), evaluate only the side it
+    // picks. A padding select's one load stays a blend, with no branch.
+    auto lanes_alike = n.condition.as<ir::BroadcastNode>();
+    if (lanes_alike && reads(n.true_value) + reads(n.false_value) >= 2) {
+      return "(" + expr(lanes_alike->value) + " ? " + expr(n.true_value) + " : " +
+             expr(n.false_value) + ")";
+    }
     std::string c = expr(n.condition), a = expr(n.true_value), b = expr(n.false_value);
     if (n.condition.dtype().is_scalar()) {
       return "(" + c + " ? " + a + " : " + b + ")";

@@ -94,6 +94,27 @@ TEST(CCodegen, ConditionsThatCannotFaultAreCombinedWithoutBranches) {
   EXPECT_TRUE(contains(c, "(i_2 > 0 && tt_floordiv_i32(256, i_2) > 2) ?")) << c;
 }
 
+TEST(CCodegen, ASelectWhoseConditionIsTheSameInEveryLaneEvaluatesOneSide) {
+  // A row of a matrix chosen by an outer loop (a Winograd transform's): the
+  // sides read memory several times, so only the chosen one is evaluated; a
+  // padding select's single load stays a blend without a branch.
+  Var r = Var::make("r"), io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Expr row = ir::select(r == 0, load(A, idx) + load(B, idx),
+                        ir::select(r == 1, load(A, idx) - load(B, idx), load(B, idx)));
+  Expr pad = ir::select(io * r >= 3, load(A, idx), 0.0f);
+  PrimFunc f = PrimFunc::make(
+      "rows", {A, B, C}, 2,
+      loop(r, 3,
+           loop(io, 16,
+                loop(ii, 16, lower::buffer_store(C, idx, row + pad), ForKind::kVectorized))));
+  std::string c = c_of(f, ir::Target::parse("c -mattr=avx512f"));
+  EXPECT_TRUE(contains(c, "(r == 0) ? ")) << c;
+  EXPECT_TRUE(contains(c, " : ((r == 1) ? ")) << c;
+  EXPECT_TRUE(contains(c, "tt_broadcast_i32x16(-(io * r >= 3))")) << c;
+  EXPECT_FALSE(contains(c, "-(r == 0)")) << c;
+}
+
 TEST(CCodegen, VectorsWiderThanTheRegistersAreCutToTheirWidth) {
   std::string narrow = c_of(vadd(), ir::Target::parse("c -mattr=avx2"));
   EXPECT_FALSE(contains(narrow, "tt_f32x16")) << narrow;
