@@ -47,6 +47,11 @@ void check_float(const TensorType& t, const char* what) {
            t.dtype.str());
 }
 
+void check_winograd_tile(int64_t tile) {
+  TT_CHECK(tile == 2 || tile == 4, kInvalidArgument, "Winograd output tiles of ", tile,
+           " are not supported (2 or 4)");
+}
+
 void check_same_dtype(const Types& args) {
   for (const auto& a : args) {
     TT_CHECK(a.dtype == args[0].dtype, kInvalidArgument, "the arguments' types differ (",
@@ -160,21 +165,19 @@ bool register_all() {
                }});
   // The steps of a 3x3 convolution by Winograd's algorithm (the pass
   // winograd_conv2d makes them): the input transform, a batched product
-  // with the transformed kernel (nn.matmul), the output transform. Each
-  // transform is a reduction: the output's elementwise followers fuse into it.
+  // with the transformed kernel (nn.matmul), the output transform. The
+  // transforms' matrices are constants of the computation, not inputs. Each
+  // transform groups like a reduction: the output's elementwise followers
+  // fuse into it.
   register_op({"nn.winograd_input_transform",
-               "Winograd's input transform of NHWC data: [alpha, alpha, N, TH, TW, C]", 2, 2,
+               "Winograd's input transform of NHWC data: [alpha, alpha, N, TH, TW, C]", 1, 1,
                WinogradAttrsNode::kTypeKey, OpPattern::kReduction,
                [](const Types& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
                  check_rank(a[0], 4, "the data");
-                 check_rank(a[1], 2, "the input transform");
-                 check_same_dtype(a);
                  check_float(a[0], "the data");
+                 check_winograd_tile(wa.tile);
                  int64_t alpha = wa.tile + 2;
-                 TT_CHECK(a[1].shape == (std::vector<int64_t>{alpha, alpha}), kInvalidArgument,
-                          "the input transform of tiles of ", wa.tile, " is [", alpha, ", ", alpha,
-                          "], got ", shape_text(a[1].shape));
                  int64_t oh = a[0].shape[1] + wa.padding[0] + wa.padding[2] - 2;
                  int64_t ow = a[0].shape[2] + wa.padding[1] + wa.padding[3] - 2;
                  TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "data ", shape_text(a[0].shape),
@@ -189,32 +192,28 @@ bool register_all() {
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
                  return te::winograd_input_transform(
-                     a[0], a[1], wa.tile,
-                     {wa.padding[0], wa.padding[1], wa.padding[2], wa.padding[3]});
+                     a[0], wa.tile, {wa.padding[0], wa.padding[1], wa.padding[2], wa.padding[3]});
                }});
   register_op({"nn.winograd_output_transform",
                "Winograd's output transform to NHWC: [N, OH, OW, K] from [alpha, alpha, N, TH, "
                "TW, K]",
-               2, 2, WinogradAttrsNode::kTypeKey, OpPattern::kReduction,
+               1, 1, WinogradAttrsNode::kTypeKey, OpPattern::kReduction,
                [](const Types& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
                  check_rank(a[0], 6, "the products");
-                 check_rank(a[1], 2, "the output transform");
-                 check_same_dtype(a);
                  check_float(a[0], "the products");
+                 check_winograd_tile(wa.tile);
                  int64_t alpha = wa.tile + 2, oh = wa.output_size[0], ow = wa.output_size[1];
                  const std::vector<int64_t>& s = a[0].shape;
-                 TT_CHECK(a[1].shape == (std::vector<int64_t>{wa.tile, alpha}) && s[0] == alpha &&
-                              s[1] == alpha && s[3] == (oh + wa.tile - 1) / wa.tile &&
+                 TT_CHECK(s[0] == alpha && s[1] == alpha && s[3] == (oh + wa.tile - 1) / wa.tile &&
                               s[4] == (ow + wa.tile - 1) / wa.tile,
-                          kInvalidArgument, "products ", shape_text(s), " and output transform ",
-                          shape_text(a[1].shape), " do not make a ", oh, "x", ow,
-                          " output with tiles of ", wa.tile);
+                          kInvalidArgument, "products ", shape_text(s), " do not make a ", oh, "x",
+                          ow, " output with tiles of ", wa.tile);
                  return TensorType{{s[2], oh, ow, s[5]}, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
-                 return te::winograd_output_transform(a[0], a[1], wa.output_size[0],
+                 return te::winograd_output_transform(a[0], wa.tile, wa.output_size[0],
                                                       wa.output_size[1]);
                }});
   register_op({"nn.conv2d_transpose",

@@ -394,12 +394,6 @@ te::NDArray winograd_kernel(const te::NDArray& g, const te::WinogradMatrices& m)
   return out;
 }
 
-te::NDArray matrix_array(const std::vector<double>& values, std::vector<int64_t> shape) {
-  te::NDArray out(ir::DataType::float32(), std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) out.set(static_cast<int64_t>(i), values[i]);
-  return out;
-}
-
 }  // namespace
 
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
@@ -424,10 +418,7 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
     wa->padding = conv.padding;
     wa->output_size = {c.shape[1], c.shape[2]};
     Attrs attrs(attrs_node(std::move(wa)));
-    const std::string suffix = "." + std::to_string(tile);
-    Value bt = constant(matrix_array(m.bt, {alpha, alpha}), "winograd.bt" + suffix);
-    Value at = constant(matrix_array(m.at, {tile, alpha}), "winograd.at" + suffix);
-    Value data = call("nn.winograd_input_transform", {args[0], bt}, attrs, c.name + ".input");
+    Value data = call("nn.winograd_input_transform", {args[0]}, attrs, c.name + ".input");
     const std::vector<int64_t> tiled = data->shape;  // alpha, alpha, N, TH, TW, C
     const int64_t tiles = tiled[2] * tiled[3] * tiled[4];
     Value u = constant(winograd_kernel(kernel->data.array(), m), kernel->name + ".winograd");
@@ -436,7 +427,7 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
         Attrs(), c.name + ".product");
     Value products = reshape_call(product, {alpha, alpha, tiled[2], tiled[3], tiled[4], filters},
                                   c.name + ".products");
-    return call("nn.winograd_output_transform", {products, at}, attrs, c.name);
+    return call("nn.winograd_output_transform", {products}, attrs, c.name);
   });
 }
 

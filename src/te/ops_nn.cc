@@ -1,4 +1,6 @@
 // Linear algebra, convolutions and pooling.
+#include <functional>
+
 #include "te/op_util.h"
 #include "tensortune/te/ops.h"
 
@@ -310,78 +312,114 @@ WinogradMatrices winograd_matrices(int64_t tile) {
   return w;
 }
 
-Tensor winograd_input_transform(const Tensor& data, const Tensor& bt, int64_t tile,
+namespace {
+
+/// row . (term(0), ..., term(n - 1)) over the row's nonzero entries, a
+/// coefficient of +-1 an add or a subtract.
+Expr row_times(const double* row, int64_t n, const std::function<Expr(int64_t)>& term,
+               ir::DataType t) {
+  Expr sum;
+  for (int64_t j = 0; j < n; ++j) {
+    const double c = row[j];
+    if (c == 0) continue;
+    Expr x = term(j);
+    if (!sum) {
+      sum = c == 1 ? x : value_const(t, c) * x;
+    } else if (c == 1 || c == -1) {
+      sum = c == 1 ? sum + x : sum - x;
+    } else {
+      sum = sum + value_const(t, c) * x;
+    }
+  }
+  return sum;
+}
+
+/// matrix[i, :] . (term(0), ...) for a row index i that the loops give: a
+/// select per row, which folds away where the loop over i is unrolled.
+Expr matrix_times(const std::vector<double>& matrix, int64_t rows, int64_t cols, const Expr& i,
+                  const std::function<Expr(int64_t)>& term, ir::DataType t) {
+  Expr e = row_times(&matrix[(rows - 1) * cols], cols, term, t);
+  for (int64_t r = rows - 2; r >= 0; --r) {
+    e = ir::select(i == index_const(r), row_times(&matrix[r * cols], cols, term, t), e);
+  }
+  return e;
+}
+
+}  // namespace
+
+Tensor winograd_input_transform(const Tensor& data, int64_t tile,
                                 const std::array<int64_t, 4>& padding, std::string name) {
   const char* op = "winograd_input_transform";
   check_rank(data, 4, op, "data");
-  check_rank(bt, 2, op, "the input transform");
-  check_same_dtype(data, bt, op);
-  int64_t alpha = winograd_matrices(tile).alpha;
-  if (bt.shape()[0] != alpha || bt.shape()[1] != alpha) {
-    fail(ErrorKind::kInvalidArgument, op, ": the input transform of tiles of ", tile, " is ", alpha,
-         "x", alpha, ", got ", shape_str(bt.shape()));
-  }
+  const WinogradMatrices w = winograd_matrices(tile);
+  const int64_t alpha = w.alpha;
+  const ir::DataType t = data.dtype();
   auto [pt, pl, pb, pr] = padding;
-  int64_t n = data.shape()[0], h = data.shape()[1], w = data.shape()[2], c = data.shape()[3];
+  int64_t n = data.shape()[0], h = data.shape()[1], wd = data.shape()[2], c = data.shape()[3];
   int64_t oh = out_extent(op, "height", h, pt + pb, 3, 1);
-  int64_t ow = out_extent(op, "width", w, pl + pr, 3, 1);
+  int64_t ow = out_extent(op, "width", wd, pl + pr, 3, 1);
   int64_t th = (oh + tile - 1) / tile, tw = (ow + tile - 1) / tile;
   // Every tile's window lies inside the padded data: the last tiles read
   // zeros past the convolution's own padding.
   Tensor padded = detail::pad_stage(data, {0, pt, pl, 0},
-                                    {0, th * tile + 2 - h - pt, tw * tile + 2 - w - pl, 0},
-                                    value_const(data.dtype(), 0), "pad_data", 0.0);
-  IterVar ra = reduce_axis(alpha, "ra");
+                                    {0, th * tile + 2 - h - pt, tw * tile + 2 - wd - pl, 0},
+                                    value_const(t, 0), "pad_data", 0.0);
   Tensor rows = compute(
       {n, th, tw, alpha, alpha, c},
       [&](const std::vector<Var>& v) {  // n, y, x, eps, b, c
-        return sum(bt(v[3], ra.expr()) * padded(v[0], mul_index(v[1], tile) + ra.expr(),
-                                                mul_index(v[2], tile) + v[4], v[5]),
-                   {ra});
+        return matrix_times(
+            w.bt, alpha, alpha, v[3],
+            [&](int64_t a) {
+              return padded(v[0], mul_index(v[1], tile) + index_const(a),
+                            mul_index(v[2], tile) + v[4], v[5]);
+            },
+            t);
       },
       name + "_rows", op);
-  IterVar rb = reduce_axis(alpha, "rb");
   return compute(
       {alpha, alpha, n, th, tw, c},
       [&](const std::vector<Var>& v) {  // eps, nu, n, y, x, c
-        return sum(rows(v[2], v[3], v[4], v[0], rb.expr(), v[5]) * bt(v[1], rb.expr()), {rb});
+        return matrix_times(
+            w.bt, alpha, alpha, v[1],
+            [&](int64_t b) { return rows(v[2], v[3], v[4], v[0], index_const(b), v[5]); }, t);
       },
       std::move(name), op, nlohmann::json{{"tile", tile}});
 }
 
-Tensor winograd_output_transform(const Tensor& m, const Tensor& at, int64_t out_h, int64_t out_w,
+Tensor winograd_output_transform(const Tensor& m, int64_t tile, int64_t out_h, int64_t out_w,
                                  std::string name) {
   const char* op = "winograd_output_transform";
   check_rank(m, 6, op, "the products");
-  check_rank(at, 2, op, "the output transform");
-  check_same_dtype(m, at, op);
-  int64_t tile = at.shape()[0];
-  int64_t alpha = winograd_matrices(tile).alpha;
+  const WinogradMatrices w = winograd_matrices(tile);
+  const int64_t alpha = w.alpha;
+  const ir::DataType t = m.dtype();
   const std::vector<int64_t>& s = m.shape();
   int64_t n = s[2], th = s[3], tw = s[4], k = s[5];
-  if (at.shape()[1] != alpha || s[0] != alpha || s[1] != alpha || out_h < 1 || out_w < 1 ||
-      th != (out_h + tile - 1) / tile || tw != (out_w + tile - 1) / tile) {
-    fail(ErrorKind::kInvalidArgument, op, ": products ", shape_str(s), " and output transform ",
-         shape_str(at.shape()), " do not make a ", out_h, "x", out_w, " output (expected [", alpha,
-         ", ", alpha, ", N, ", (out_h + tile - 1) / tile, ", ", (out_w + tile - 1) / tile,
-         ", K] and [", tile, ", ", alpha, "])");
+  if (s[0] != alpha || s[1] != alpha || out_h < 1 || out_w < 1 || th != (out_h + tile - 1) / tile ||
+      tw != (out_w + tile - 1) / tile) {
+    fail(ErrorKind::kInvalidArgument, op, ": products ", shape_str(s), " do not make a ", out_h,
+         "x", out_w, " output with tiles of ", tile, " (expected [", alpha, ", ", alpha, ", N, ",
+         (out_h + tile - 1) / tile, ", ", (out_w + tile - 1) / tile, ", K])");
   }
-  IterVar ra = reduce_axis(alpha, "ra");
   Tensor rows = compute(
       {n, th, tw, tile, alpha, k},
       [&](const std::vector<Var>& v) {  // n, y, x, i, nu, k
-        return sum(at(v[3], ra.expr()) * m(ra.expr(), v[4], v[0], v[1], v[2], v[5]), {ra});
+        return matrix_times(
+            w.at, tile, alpha, v[3],
+            [&](int64_t a) { return m(index_const(a), v[4], v[0], v[1], v[2], v[5]); }, t);
       },
       name + "_rows", op);
-  IterVar rb = reduce_axis(alpha, "rb");
-  Expr t = index_const(tile);
+  Expr tl = index_const(tile);
   return compute(
       {n, out_h, out_w, k},
       [&](const std::vector<Var>& v) {  // n, h, w, k
-        return sum(rows(v[0], ir::floordiv(v[1], t), ir::floordiv(v[2], t), ir::floormod(v[1], t),
-                        rb.expr(), v[3]) *
-                       at(ir::floormod(v[2], t), rb.expr()),
-                   {rb});
+        return matrix_times(
+            w.at, tile, alpha, ir::floormod(v[2], tl),
+            [&](int64_t b) {
+              return rows(v[0], ir::floordiv(v[1], tl), ir::floordiv(v[2], tl),
+                          ir::floormod(v[1], tl), index_const(b), v[3]);
+            },
+            t);
       },
       std::move(name), op, nlohmann::json{{"tile", tile}});
 }

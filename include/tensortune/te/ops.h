@@ -96,18 +96,18 @@ WinogradMatrices winograd_matrices(int64_t tile);
 /// algorithm: out[alpha, alpha, N, TH, TW, C] = BT . d . BT^T for every
 /// alpha x alpha input tile d (tiles `tile` apart, TH = ceil(out_h / tile),
 /// TW likewise; the data padded by `padding` (top, left, bottom, right) and
-/// with zeros past it) and channel. `bt` is the [alpha, alpha] input transform.
-/// Two reduction stages, rows then columns, so each costs alpha, not alpha^2,
-/// multiply-adds per element.
-Tensor winograd_input_transform(const Tensor& data, const Tensor& bt, int64_t tile,
+/// with zeros past it) and channel, BT that of winograd_matrices(tile).
+/// Rows then columns, each a sum over BT's nonzero entries with the entries
+/// as constants: an unrolled loop over a row folds to its few adds.
+Tensor winograd_input_transform(const Tensor& data, int64_t tile,
                                 const std::array<int64_t, 4>& padding,
                                 std::string name = "winograd_input");
 
 /// The last step: out[N, out_h, out_w, K] from the products
 /// m[alpha, alpha, N, TH, TW, K] (transformed data times transformed kernel,
 /// summed over the input channels): AT . m . AT^T per tile, cropped to
-/// out_h x out_w. `at` is the [tile, alpha] output transform.
-Tensor winograd_output_transform(const Tensor& m, const Tensor& at, int64_t out_h, int64_t out_w,
+/// out_h x out_w, AT that of winograd_matrices(tile), as constants likewise.
+Tensor winograd_output_transform(const Tensor& m, int64_t tile, int64_t out_h, int64_t out_w,
                                  std::string name = "winograd_output");
 
 /// out[N, C * M, OH, OW] from data[N, C, H, W] and kernel[C, M, R, S] (M: the
