@@ -57,6 +57,20 @@ TEST(NDArray, StorageIsTheElementTypesBytes) {
   EXPECT_TT_ERROR(a.flat_index({0}), kInvalidArgument, "has 1 dimensions");
 }
 
+TEST(NDArray, ArraysOfAHugePageOrMoreStartOnAHugePageAndAreZeroed) {
+  // Huge pages (madvise'd) need a 2 MiB-aligned range; smaller arrays keep
+  // the cache-line alignment.
+  NDArray big(DataType::float32(), {(3 << 20) / 4 + 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % (2u << 20), 0u);
+  const auto* bytes = static_cast<const unsigned char*>(big.data());
+  for (size_t i = 0; i < big.nbytes(); i += 4093) ASSERT_EQ(bytes[i], 0) << "byte " << i;
+  EXPECT_EQ(bytes[big.nbytes() - 1], 0);
+  NDArray copy = big;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % (2u << 20), 0u);
+  NDArray small(DataType::float32(), {(1 << 20) / 4});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % 64, 0u);
+}
+
 TEST(NDArray, CopiesAreDeep) {
   NDArray a = NDArray::random(DataType::float64(), {4}, 1);
   NDArray b = a;
