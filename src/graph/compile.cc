@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -73,14 +74,207 @@ class ArenaPlanner {
   int64_t size_ = 0;
 };
 
+/// One schedule of a task, built into the model's library.
+struct Variant {
+  schedule::State state;
+  std::string function;
+  std::vector<lower::Packer> packers;
+  double latency_s = 0;  ///< the log's mean cost, when tuned
+};
+
 /// One distinct task of the model and how it is built.
 struct Kernel {
   te::Task task;
   ApplyEntry entry;
-  schedule::State state;
-  std::string function;
-  std::vector<lower::Packer> packers;
+  /// The log's best schedules, best first (or the default schedule alone).
+  std::vector<Variant> variants;
+  size_t chosen = 0;
+  const Variant& variant() const { return variants[chosen]; }
 };
+
+/// Per kernel step of a plan, its call (function, buffer ids) under each
+/// variant of its kernel.
+using VariantCalls = std::vector<std::vector<std::pair<std::string, std::vector<int>>>>;
+
+const char* ordinal(size_t n) {
+  static const char* const words[] = {"best",     "2nd best", "3rd best", "4th best",
+                                      "5th best", "6th best", "7th best", "8th best"};
+  return n < 8 ? words[n] : "next best";
+}
+
+/// Writes the model's folder next to `dest`, then moves it into place: the
+/// folder is whole or absent.
+void write_model_folder(const std::string& dest_dir, const std::string& library,
+                        const std::string& weights, const json& plan) {
+  fs::path dest(dest_dir);
+  fs::path tmp = dest.string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  TT_CHECK(!ec, kIO, "cannot create '", tmp.string(), "': ", ec.message());
+  try {
+    write_file_atomically((tmp / "model.so").string(), library);
+    write_file_atomically((tmp / "weights.bin").string(), weights);
+    write_file_atomically((tmp / "plan.json").string(), plan.dump(1));
+    fs::remove_all(dest, ec);
+    fs::rename(tmp, dest, ec);
+    TT_CHECK(!ec, kIO, "cannot move the compiled model to '", dest.string(), "': ", ec.message());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// Times the model with each task's candidate schedules in place, task by
+/// task, largest share of the model's time first, and keeps for each the
+/// one under which its calls and the calls right after them take least:
+/// alone, a kernel is timed with its inputs warm in its own caches; in the
+/// model, they were just written by the kernel before it, split between
+/// the cores as that kernel splits its loops, and its output is what the
+/// next kernel reads. Returns a summary.
+json choose_in_model(std::vector<Kernel>& kernels,
+                     const std::function<json(bool, VariantCalls*)>& make_plan,
+                     const std::string& library, const std::string& weights,
+                     const std::string& out_dir) {
+  constexpr int kRuns = 7;            // timed runs per evaluation (their median per call)
+  constexpr int kRounds = 3;          // interleaved rounds over a task's candidates
+  constexpr double kMargin = 0.03;    // what a candidate must save to replace the best
+  constexpr double kMinShare = 0.01;  // tasks below this share cannot show a gain above noise
+  auto start = std::chrono::steady_clock::now();
+  const std::string dir = out_dir + ".in-model-" + std::to_string(::getpid());
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove{dir};
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  TT_CHECK(!ec, kIO, "cannot create '", dir, "': ", ec.message());
+  // One model with every variant's packed weights; a variant is put in
+  // place by pointing its kernel's steps at it.
+  VariantCalls calls;
+  write_file_atomically(dir + "/model.so", library);
+  write_file_atomically(dir + "/weights.bin", weights);
+  write_file_atomically(dir + "/plan.json", make_plan(true, &calls).dump());
+  CompiledModel m = CompiledModel::load(dir);
+
+  std::map<std::string, int> kernel_of_function;
+  for (size_t j = 0; j < kernels.size(); ++j) {
+    for (const Variant& v : kernels[j].variants)
+      kernel_of_function[v.function] = static_cast<int>(j);
+  }
+  const size_t steps = m.plan().at("steps").size();
+  std::vector<int> kernel_of_step(steps, -1);  // copies stay -1
+  for (size_t s = 0; s < calls.size(); ++s)
+    kernel_of_step[s] = kernel_of_function.at(calls[s][0].first);
+  auto put_in_place = [&](size_t j, size_t v) {
+    kernels[j].chosen = v;
+    for (size_t s = 0; s < calls.size(); ++s) {
+      if (kernel_of_step[s] == static_cast<int>(j))
+        m.set_step(s, calls[s][v].first, calls[s][v].second);
+    }
+  };
+  std::vector<te::NDArray> inputs;
+  for (size_t i = 0; i < m.inputs().size(); ++i) {
+    inputs.push_back(te::NDArray::random(m.inputs()[i].dtype, m.inputs()[i].shape, 1 + i));
+  }
+  std::vector<te::NDArray> outputs = m.make_outputs();
+  int evaluations = 0;
+  // The median time of each step under the variants in place now.
+  auto evaluate = [&]() {
+    m.run_into(inputs, outputs);  // caches in their steady state for these kernels
+    std::vector<std::vector<double>> samples(steps);
+    std::vector<double> seconds;
+    for (int r = 0; r < kRuns; ++r) {
+      m.run_timed(inputs, outputs, seconds);
+      for (size_t s = 0; s < seconds.size(); ++s) samples[s].push_back(seconds[s]);
+    }
+    ++evaluations;
+    std::vector<double> medians;
+    for (auto& v : samples) medians.push_back(median_of(v));
+    return medians;
+  };
+
+  std::vector<double> base = evaluate();
+  std::vector<double> time_of(kernels.size(), 0.0);
+  double total = 0;
+  for (size_t s = 0; s < base.size(); ++s) {
+    total += base[s];
+    if (kernel_of_step[s] >= 0) time_of[static_cast<size_t>(kernel_of_step[s])] += base[s];
+  }
+  std::vector<size_t> order;
+  for (size_t j = 0; j < kernels.size(); ++j) {
+    if (kernels[j].variants.size() > 1 && time_of[j] >= kMinShare * total) order.push_back(j);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return time_of[a] > time_of[b]; });
+
+  json tasks = json::array();
+  int changed = 0;
+  for (size_t j : order) {
+    Kernel& k = kernels[j];
+    // Its calls and the calls after them, which read what they wrote.
+    std::set<size_t> judged;
+    for (size_t s = 0; s < kernel_of_step.size(); ++s) {
+      if (kernel_of_step[s] != static_cast<int>(j)) continue;
+      judged.insert(s);
+      if (s + 1 < kernel_of_step.size()) judged.insert(s + 1);
+    }
+    std::vector<std::vector<double>> scores(k.variants.size());
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t v = 0; v < k.variants.size(); ++v) {
+        put_in_place(j, v);
+        std::vector<double> medians = evaluate();
+        double sum = 0;
+        for (size_t s : judged) sum += medians[s];
+        scores[v].push_back(sum);
+      }
+    }
+    std::vector<double> score;
+    for (const auto& sc : scores) score.push_back(median_of(sc));
+    // A candidate replaces the log's best only when faster in every round
+    // (each round times them back to back) and by kMargin in the median:
+    // the machine's speed drifts between rounds, and noise must not pick.
+    size_t best = 0;
+    for (size_t v = 1; v < score.size(); ++v) {
+      bool every_round = true;
+      for (int r = 0; r < kRounds; ++r) every_round &= scores[v][r] < scores[0][r];
+      if (every_round && score[v] < score[0] * (1 - kMargin) && score[v] < score[best]) best = v;
+    }
+    put_in_place(j, best);
+    if (best != 0) {
+      ++changed;
+      k.entry.function = k.variant().function;
+      k.entry.tuned_latency_s = k.variant().latency_s;
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    "the log's %s of its records: in the model its calls and the calls after "
+                    "them took %.3f ms, against %.3f with the best",
+                    ordinal(best), score[best] * 1e3, score[0] * 1e3);
+      k.entry.why = why;
+    }
+    json ms = json::array();
+    for (double x : score) ms.push_back(x * 1e3);
+    tasks.push_back({{"function", k.entry.function},
+                     {"description", k.entry.description},
+                     {"chosen", best},
+                     {"judged_ms", ms}});
+  }
+  return {
+      {"tasks_compared", order.size()},
+      {"tasks_changed", changed},
+      {"evaluations", evaluations},
+      {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
+      {"tasks", tasks}};
+}
 
 }  // namespace
 
@@ -103,6 +297,7 @@ json CompileReport::to_json() const {
               {"weight_bytes", weight_bytes},
               {"seconds", seconds}};
   if (!fallback_reason.empty()) out["fallback_reason"] = fallback_reason;
+  if (!in_model.is_null()) out["in_model"] = in_model;
   return out;
 }
 
@@ -110,6 +305,9 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
                             const std::string& out_dir) {
   auto start = std::chrono::steady_clock::now();
   TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
+  TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
+           "the schedules per task to time in the model must be 1 or more, not ",
+           options.in_model_candidates);
   // The graph extraction sees: optimised, or as given when a pass fails.
   CompileReport report;
   Graph g = model;
@@ -147,31 +345,41 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     k.entry.workload_key = key;
     k.entry.description = group.description();
     k.entry.occurrences = 1;
-    k.function = "k" + std::to_string(kernels.size());
-    k.entry.function = k.function;
-    std::optional<measure::Record> best = measure::best_for(options.records, k.task, match);
+    const std::string function = "k" + std::to_string(kernels.size());
+    std::vector<measure::Record> best = measure::best_k_for(
+        options.records, k.task, match, static_cast<size_t>(options.in_model_candidates));
     schedule::ComputeDAG dag(te::workload_tensors(w));
     k.entry.flops = dag.flop_count();
-    if (best) {
+    for (const measure::Record& r : best) {
       try {
-        schedule::replay(dag, best->input.state);
-        k.state = best->input.state;
-        k.entry.tuned = true;
-        k.entry.tuned_latency_s = best->result.mean_cost();
-        k.entry.why = "the log's best of its records";
+        schedule::replay(dag, r.input.state);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kInternal) throw;
-        k.entry.why = std::string("the log's best record does not replay here: ") + e.what();
+        // Only the best one's failure is news; the others are candidates.
+        if (k.variants.empty() && &r == &best.front()) {
+          k.entry.why = std::string("the log's best record does not replay here: ") + e.what();
+          break;
+        }
+        continue;
       }
-    } else {
+      std::string name =
+          k.variants.empty() ? function : function + "v" + std::to_string(k.variants.size());
+      k.variants.push_back({r.input.state, name, {}, r.result.mean_cost()});
+    }
+    if (!k.variants.empty()) {
+      k.entry.tuned = true;
+      k.entry.tuned_latency_s = k.variants[0].latency_s;
+      k.entry.why = "the log's best of its records";
+    } else if (best.empty()) {
       k.entry.why = options.records.empty()
                         ? "no log given"
                         : measure::why_no_record(options.records, k.task, match);
     }
     if (!k.entry.tuned) {
       missing.push_back(key + " (" + k.entry.description + "): " + k.entry.why);
-      k.state = search::default_schedule(k.task);
+      k.variants.push_back({search::default_schedule(k.task), function, {}, 0});
     }
+    k.entry.function = function;
     kernel_of_key[key] = kernels.size();
     kernel_of_group.push_back(kernels.size());
     kernels.push_back(std::move(k));
@@ -204,170 +412,191 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
   std::vector<size_t> all;
   for (Kernel& k : kernels) {
     schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
-    schedule::LoopState loops = schedule::replay(dag, k.state);
-    all.push_back(sources->add(lower::lower(loops, k.function)));
-    k.packers = lower::lower_packers(loops, k.function);
-    for (const auto& p : k.packers) all.push_back(sources->add(lower::run_pipeline(p.func)));
+    for (Variant& v : k.variants) {
+      schedule::LoopState loops = schedule::replay(dag, v.state);
+      all.push_back(sources->add(lower::lower(loops, v.function)));
+      v.packers = lower::lower_packers(loops, v.function);
+      for (const auto& p : v.packers) all.push_back(sources->add(lower::run_pipeline(p.func)));
+    }
   }
   codegen::Module module = sources->compile(sources->source(all), options.module_options);
+  std::optional<std::string> library = read_file_if_exists(module.library_path());
+  TT_CHECK(library, kIO, "the built library ", module.library_path(), " cannot be read");
 
-  // Buffers: inputs, constants, packed constants, intermediates, outputs.
-  json buffers = json::array();
-  std::unordered_map<const Object*, int> buffer_of;
+  // The plan for the variants chosen now: buffers (inputs, constants, packed
+  // constants, intermediates, outputs) and steps.
   std::string weights;
-  auto add_buffer = [&](json b) {
-    buffers.push_back(std::move(b));
-    return static_cast<int>(buffers.size()) - 1;
-  };
-  json inputs = json::array(), outputs = json::array();
-  for (const auto& in : g->inputs) {
-    buffer_of[in.get()] = add_buffer({{"kind", "input"},
-                                      {"bytes", bytes_of(in->shape, in->dtype)},
-                                      {"shape", in->shape},
-                                      {"dtype", in->dtype.str()}});
-    inputs.push_back(tensor_json(in->name, in->shape, in->dtype));
-    inputs.back()["buffer"] = buffer_of[in.get()];
-  }
-  auto constant_buffer = [&](const Value& v) {
-    auto it = buffer_of.find(v.get());
-    if (it != buffer_of.end()) return it->second;
-    const auto* c = dynamic_cast<const ConstantNode*>(v.get());
-    TT_ICHECK(c, "a value read by a kernel has no buffer");
-    const te::NDArray& a = c->data.array();
-    int64_t offset = aligned(static_cast<int64_t>(weights.size()));
-    weights.resize(static_cast<size_t>(offset), '\0');
-    weights.append(static_cast<const char*>(a.data()), a.nbytes());
-    int id = add_buffer({{"kind", "constant"},
-                         {"bytes", static_cast<int64_t>(a.nbytes())},
-                         {"offset", offset},
-                         {"shape", a.shape()},
-                         {"dtype", a.dtype().str()},
-                         {"name", c->name}});
-    buffer_of[v.get()] = id;
-    return id;
-  };
-  // Lifetimes of the intermediates, in group order.
-  std::unordered_map<const Object*, int> output_index;
-  for (size_t i = 0; i < g->outputs.size(); ++i)
-    output_index.emplace(g->outputs[i].get(), static_cast<int>(i));
-  // A view's memory is its operand's: uses of the view are uses of the
-  // value it views (through chains of views).
-  std::unordered_map<const Object*, const Object*> viewed;
-  for (const FusedGroup& group : groups) {
-    if (!group.is_view()) continue;
-    const Object* in = group.inputs[0].get();
-    auto it = viewed.find(in);
-    viewed[group.calls[0].get()] = it == viewed.end() ? in : it->second;
-  }
-  auto root_of = [&](const Object* v) {
-    auto it = viewed.find(v);
-    return it == viewed.end() ? v : it->second;
-  };
-  std::unordered_map<const Object*, int> last_use;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    for (const auto& v : groups[gi].inputs) last_use[root_of(v.get())] = static_cast<int>(gi);
-  }
-  // A graph output that is a view keeps what it views alive to the end.
-  for (const auto& o : g->outputs) {
-    if (viewed.count(o.get())) last_use[root_of(o.get())] = static_cast<int>(groups.size());
-  }
-  ArenaPlanner arena;
-  std::vector<std::pair<int, int64_t>> arena_buffers;  // id, offset
-  json steps = json::array();
-  std::map<std::pair<int, std::string>, int> packed_of;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const FusedGroup& group = groups[gi];
-    if (group.is_view()) {
-      const Value& in = group.inputs[0];
-      buffer_of[group.calls[0].get()] =
-          buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
-      continue;
+  // With all_variants, the plan also holds every variant's packed weights,
+  // and variant_calls gets each kernel step's call under each variant.
+  auto make_plan = [&](bool all_variants, VariantCalls* variant_calls) -> json {
+    weights.clear();
+
+    json buffers = json::array();
+    std::unordered_map<const Object*, int> buffer_of;
+    auto add_buffer = [&](json b) {
+      buffers.push_back(std::move(b));
+      return static_cast<int>(buffers.size()) - 1;
+    };
+    json inputs = json::array(), outputs = json::array();
+    for (const auto& in : g->inputs) {
+      buffer_of[in.get()] = add_buffer({{"kind", "input"},
+                                        {"bytes", bytes_of(in->shape, in->dtype)},
+                                        {"shape", in->shape},
+                                        {"dtype", in->dtype.str()}});
+      inputs.push_back(tensor_json(in->name, in->shape, in->dtype));
+      inputs.back()["buffer"] = buffer_of[in.get()];
     }
-    const Kernel& k = kernels[kernel_of_group[gi]];
-    std::vector<int> args;
-    for (const auto& v : group.inputs) {
-      args.push_back(buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v));
+    auto constant_buffer = [&](const Value& v) {
+      auto it = buffer_of.find(v.get());
+      if (it != buffer_of.end()) return it->second;
+      const auto* c = dynamic_cast<const ConstantNode*>(v.get());
+      TT_ICHECK(c, "a value read by a kernel has no buffer");
+      const te::NDArray& a = c->data.array();
+      int64_t offset = aligned(static_cast<int64_t>(weights.size()));
+      weights.resize(static_cast<size_t>(offset), '\0');
+      weights.append(static_cast<const char*>(a.data()), a.nbytes());
+      int id = add_buffer({{"kind", "constant"},
+                           {"bytes", static_cast<int64_t>(a.nbytes())},
+                           {"offset", offset},
+                           {"shape", a.shape()},
+                           {"dtype", a.dtype().str()},
+                           {"name", c->name}});
+      buffer_of[v.get()] = id;
+      return id;
+    };
+    // Lifetimes of the intermediates, in group order.
+    std::unordered_map<const Object*, int> output_index;
+    for (size_t i = 0; i < g->outputs.size(); ++i)
+      output_index.emplace(g->outputs[i].get(), static_cast<int>(i));
+    // A view's memory is its operand's: uses of the view are uses of the
+    // value it views (through chains of views).
+    std::unordered_map<const Object*, const Object*> viewed;
+    for (const FusedGroup& group : groups) {
+      if (!group.is_view()) continue;
+      const Object* in = group.inputs[0].get();
+      auto it = viewed.find(in);
+      viewed[group.calls[0].get()] = it == viewed.end() ? in : it->second;
     }
-    for (const auto& p : k.packers) {
-      int& packed = packed_of[{args[static_cast<size_t>(p.input)], p.func->name}];
-      if (!packed) {
-        const Value& v = group.inputs[static_cast<size_t>(p.input)];
-        packed = add_buffer({{"kind", "packed"},
-                             {"bytes", p.elements * v->dtype.bytes()},
-                             {"elements", p.elements},
-                             {"dtype", v->dtype.str()},
-                             {"source", args[static_cast<size_t>(p.input)]},
-                             {"packer", p.func->name}});
+    auto root_of = [&](const Object* v) {
+      auto it = viewed.find(v);
+      return it == viewed.end() ? v : it->second;
+    };
+    std::unordered_map<const Object*, int> last_use;
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      for (const auto& v : groups[gi].inputs) last_use[root_of(v.get())] = static_cast<int>(gi);
+    }
+    // A graph output that is a view keeps what it views alive to the end.
+    for (const auto& o : g->outputs) {
+      if (viewed.count(o.get())) last_use[root_of(o.get())] = static_cast<int>(groups.size());
+    }
+    ArenaPlanner arena;
+    int64_t intermediate_bytes = 0;
+    json steps = json::array();
+    std::map<std::pair<int, std::string>, int> packed_of;
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const FusedGroup& group = groups[gi];
+      if (group.is_view()) {
+        const Value& in = group.inputs[0];
+        buffer_of[group.calls[0].get()] =
+            buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
+        continue;
       }
-      args[static_cast<size_t>(p.input)] = packed;
+      const Kernel& kernel = kernels[kernel_of_group[gi]];
+      std::vector<int> inputs_of_group;
+      for (const auto& v : group.inputs) {
+        inputs_of_group.push_back(buffer_of.count(v.get()) ? buffer_of.at(v.get())
+                                                           : constant_buffer(v));
+      }
+      // Each variant's arguments: its packed weights in place of the weights.
+      std::vector<std::vector<int>> args_of(kernel.variants.size());
+      std::vector<bool> planned(kernel.variants.size(), false);
+      for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
+        if (!all_variants && vi != kernel.chosen) continue;
+        planned[vi] = true;
+        args_of[vi] = inputs_of_group;
+        for (const auto& p : kernel.variants[vi].packers) {
+          int source = inputs_of_group[static_cast<size_t>(p.input)];
+          int& packed = packed_of[{source, p.func->name}];
+          if (!packed) {
+            const Value& v = group.inputs[static_cast<size_t>(p.input)];
+            packed = add_buffer({{"kind", "packed"},
+                                 {"bytes", p.elements * v->dtype.bytes()},
+                                 {"elements", p.elements},
+                                 {"dtype", v->dtype.str()},
+                                 {"source", source},
+                                 {"packer", p.func->name}});
+          }
+          args_of[vi][static_cast<size_t>(p.input)] = packed;
+        }
+      }
+      const Ref<CallNode>& out = group.calls.back();
+      int64_t bytes = bytes_of(out->shape, out->dtype);
+      int id;
+      if (output_index.count(out.get()) && !buffer_of.count(out.get())) {
+        id = add_buffer({{"kind", "output"},
+                         {"bytes", bytes},
+                         {"shape", out->shape},
+                         {"dtype", out->dtype.str()}});
+      } else {
+        auto lu = last_use.find(out.get());
+        int last = lu == last_use.end() ? static_cast<int>(gi) : lu->second;
+        int64_t offset = arena.place(bytes, static_cast<int>(gi), last);
+        id = add_buffer({{"kind", "arena"}, {"bytes", bytes}, {"offset", offset}});
+        intermediate_bytes += aligned(bytes);
+      }
+      buffer_of[out.get()] = id;
+      for (size_t vi = 0; vi < args_of.size(); ++vi) {
+        if (planned[vi]) args_of[vi].push_back(id);
+      }
+      steps.push_back({{"function", kernel.variant().function}, {"args", args_of[kernel.chosen]}});
+      if (variant_calls) {
+        std::vector<std::pair<std::string, std::vector<int>>> calls;
+        for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
+          calls.emplace_back(kernel.variants[vi].function, args_of[vi]);
+        }
+        variant_calls->push_back(std::move(calls));
+      }
     }
-    const Ref<CallNode>& out = group.calls.back();
-    int64_t bytes = bytes_of(out->shape, out->dtype);
-    int id;
-    if (output_index.count(out.get()) && !buffer_of.count(out.get())) {
-      id = add_buffer({{"kind", "output"},
-                       {"bytes", bytes},
-                       {"shape", out->shape},
-                       {"dtype", out->dtype.str()}});
-    } else {
-      auto lu = last_use.find(out.get());
-      int last = lu == last_use.end() ? static_cast<int>(gi) : lu->second;
-      int64_t offset = arena.place(bytes, static_cast<int>(gi), last);
-      id = add_buffer({{"kind", "arena"}, {"bytes", bytes}, {"offset", offset}});
-      report.intermediate_bytes += aligned(bytes);
+    // Graph outputs: the buffer a group wrote, or a copy of an input, a
+    // constant or another output.
+    std::set<int> used_outputs;
+    for (size_t i = 0; i < g->outputs.size(); ++i) {
+      const Value& v = g->outputs[i];
+      int id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
+      if (buffers[static_cast<size_t>(id)]["kind"] != "output" || !used_outputs.insert(id).second) {
+        int copy = add_buffer({{"kind", "output"},
+                               {"bytes", bytes_of(v->shape, v->dtype)},
+                               {"shape", v->shape},
+                               {"dtype", v->dtype.str()}});
+        steps.push_back({{"copy_from", id}, {"copy_to", copy}});
+        id = copy;
+        used_outputs.insert(id);
+      }
+      outputs.push_back(tensor_json(g->output_names[i], v->shape, v->dtype));
+      outputs.back()["buffer"] = id;
     }
-    buffer_of[out.get()] = id;
-    args.push_back(id);
-    steps.push_back({{"function", k.function}, {"args", args}});
+    report.kernels = static_cast<int64_t>(steps.size());
+    report.planned_bytes = arena.size();
+    report.intermediate_bytes = intermediate_bytes;
+    report.weight_bytes = static_cast<int64_t>(weights.size());
+    return json{{"format", kFormat}, {"version", kFormatVersion},  {"target", options.target.str()},
+                {"inputs", inputs},  {"outputs", outputs},         {"buffers", buffers},
+                {"steps", steps},    {"arena_bytes", arena.size()}};
+  };
+
+  json plan = make_plan(false, nullptr);
+  bool candidates = std::any_of(kernels.begin(), kernels.end(),
+                                [](const Kernel& k) { return k.variants.size() > 1; });
+  if (candidates) {
+    report.in_model = choose_in_model(kernels, make_plan, *library, weights, out_dir);
+    report.in_model["candidates_per_task"] = options.in_model_candidates;
+    plan = make_plan(false, nullptr);
   }
-  // Graph outputs: the buffer a group wrote, or a copy of an input, a
-  // constant or another output.
-  std::set<int> used_outputs;
-  for (size_t i = 0; i < g->outputs.size(); ++i) {
-    const Value& v = g->outputs[i];
-    int id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
-    if (buffers[static_cast<size_t>(id)]["kind"] != "output" || !used_outputs.insert(id).second) {
-      int copy = add_buffer({{"kind", "output"},
-                             {"bytes", bytes_of(v->shape, v->dtype)},
-                             {"shape", v->shape},
-                             {"dtype", v->dtype.str()}});
-      steps.push_back({{"copy_from", id}, {"copy_to", copy}});
-      id = copy;
-      used_outputs.insert(id);
-    }
-    outputs.push_back(tensor_json(g->output_names[i], v->shape, v->dtype));
-    outputs.back()["buffer"] = id;
-  }
-  report.kernels = static_cast<int64_t>(steps.size());
-  report.planned_bytes = arena.size();
-  report.weight_bytes = static_cast<int64_t>(weights.size());
+  report.tasks.clear();
   for (const auto& k : kernels) report.tasks.push_back(k.entry);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  json plan = {{"format", kFormat}, {"version", kFormatVersion},   {"target", options.target.str()},
-               {"inputs", inputs},  {"outputs", outputs},          {"buffers", buffers},
-               {"steps", steps},    {"arena_bytes", arena.size()}, {"report", report.to_json()}};
-  // Written next to the destination, then moved into place: the folder is
-  // whole or absent.
-  fs::path dest(out_dir);
-  fs::path tmp = dest.string() + ".tmp-" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  TT_CHECK(!ec, kIO, "cannot create '", tmp.string(), "': ", ec.message());
-  try {
-    std::optional<std::string> library = read_file_if_exists(module.library_path());
-    TT_CHECK(library, kIO, "the built library ", module.library_path(), " cannot be read");
-    write_file_atomically((tmp / "model.so").string(), *library);
-    write_file_atomically((tmp / "weights.bin").string(), weights);
-    write_file_atomically((tmp / "plan.json").string(), plan.dump(1));
-    fs::remove_all(dest, ec);
-    fs::rename(tmp, dest, ec);
-    TT_CHECK(!ec, kIO, "cannot move the compiled model to '", dest.string(), "': ", ec.message());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  plan["report"] = report.to_json();
+  write_model_folder(out_dir, *library, weights, plan);
   return report;
 }
 
@@ -454,6 +683,17 @@ CompiledModel CompiledModel::load(const std::string& dir) {
     fail(ErrorKind::kParse, dir, ": plan.json: ", e.what());
   }
   return m;
+}
+
+void CompiledModel::set_step(size_t i, const std::string& function, const std::vector<int>& args) {
+  TT_CHECK(i < steps_.size() && steps_[i].fn, kInvalidArgument, "step ", i,
+           " of the plan is no kernel call");
+  for (int a : args) {
+    TT_CHECK(a >= 0 && static_cast<size_t>(a) < buffer_bytes_.size(), kInvalidArgument,
+             "a step reads buffer ", a, ", which the plan lacks");
+  }
+  steps_[i].fn = module_.get(function);
+  steps_[i].args = args;
 }
 
 void CompiledModel::set_threads(int threads) {

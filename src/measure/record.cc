@@ -338,8 +338,10 @@ std::vector<Record> pool_by_schedule(const std::vector<Record>& records) {
   return out;
 }
 
-std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
-                               const ContextMatch& context, TargetMatch target) {
+namespace {
+
+std::vector<PooledRecord> pooled_for(const std::vector<Record>& records, const te::Task& task,
+                                     const ContextMatch& context, TargetMatch target) {
   const std::string workload = task.workload_key();
   std::vector<const Record*> matching;
   for (const Record& r : records) {
@@ -347,10 +349,27 @@ std::optional<Record> best_for(const std::vector<Record>& records, const te::Tas
     if (r.input.task.workload_key() != workload || !target_matches(r, task, target)) continue;
     matching.push_back(&r);
   }
-  std::vector<PooledRecord> pooled = pool_by_state(matching);
+  return pool_by_state(matching);
+}
+
+}  // namespace
+
+std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
+                               const ContextMatch& context, TargetMatch target) {
+  std::vector<PooledRecord> pooled = pooled_for(records, task, context, target);
   const Record* best = lowest_cost(pooled);
   if (!best) return std::nullopt;
   return *best;
+}
+
+std::vector<Record> best_k_for(const std::vector<Record>& records, const te::Task& task,
+                               const ContextMatch& context, size_t k, TargetMatch target) {
+  std::vector<PooledRecord> pooled = pooled_for(records, task, context, target);
+  std::vector<const PooledRecord*> order = ranked(pooled);
+  if (order.size() > k) order.resize(k);
+  std::vector<Record> out;
+  for (const PooledRecord* p : order) out.push_back(p->record);
+  return out;
 }
 
 std::string why_no_record(const std::vector<Record>& records, const te::Task& task,

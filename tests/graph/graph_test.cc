@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <random>
 #include <unordered_map>
 
 #include "common/module_cache.h"
@@ -19,6 +20,7 @@
 #include "tensortune/graph/tasks.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/schedule/random_schedule.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
@@ -514,6 +516,50 @@ TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReference
   CompiledModel m = CompiledModel::load(dir_ + "/gelu");
   std::vector<te::NDArray> in = {te::NDArray::random(kF32, {6, 16}, 1, -3, 3)};
   EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
+}
+
+TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesTheSame) {
+  auto x = input("x", {8, 32}, kF32);
+  Value v = x;
+  for (int i = 0; i < 3; ++i) v = call("relu", {call("nn.dense", {v, weight({32, 32}, 20 + i)})});
+  Graph g = Graph::make({x}, {v}, {"y"});
+  CompileOptions o;
+  o.target = ir::Target::parse("c -num-cores=2");
+  Extraction extraction = extract_tasks(g, o.target);
+  ASSERT_EQ(extraction.tasks.size(), 1u);
+  const te::Task& task = extraction.tasks[0].task;
+  // Three schedules of the task in the log, the first recorded fastest.
+  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+  for (int i = 0; i < 3; ++i) {
+    std::mt19937_64 rng(50 + i);
+    measure::Record r{{task, schedule::random_state(dag, rng)}, {}};
+    r.result.costs = {1e-4 * (i + 1)};
+    o.records.push_back(r);
+  }
+  o.any_pass_context = true;
+  o.in_model_candidates = 3;
+  o.module_options = testing::private_cache_options("graph");
+  CompileReport report = compile_model(g, o, dir_ + "/candidates");
+  ASSERT_EQ(report.tasks.size(), 1u);
+  EXPECT_TRUE(report.tasks[0].tuned);
+  const std::string chosen = report.tasks[0].function;
+  EXPECT_TRUE(chosen == "k0" || chosen == "k0v1" || chosen == "k0v2") << chosen;
+  ASSERT_FALSE(report.in_model.is_null());
+  EXPECT_EQ(report.in_model["tasks_compared"], 1);
+  EXPECT_EQ(report.in_model["evaluations"], 1 + 3 * 3);  // the start, then 3 rounds of 3
+  EXPECT_EQ(report.in_model["tasks"][0]["judged_ms"].size(), 3u);
+  // Every call of the task is the chosen kernel, which computes the model.
+  CompiledModel m = CompiledModel::load(dir_ + "/candidates");
+  for (const auto& step : m.plan()["steps"]) EXPECT_EQ(step["function"], chosen);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {8, 32}, 3)};
+  EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
+  // The folder the timing used is gone.
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string(), "candidates");
+  }
+  o.in_model_candidates = 0;
+  EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/none"), kInvalidArgument,
+                  "the schedules per task to time in the model must be 1 or more, not 0");
 }
 
 TEST_F(CompiledGraph, BadFoldersAreNamedErrorsAndAFailedCompileLeavesNothing) {

@@ -146,6 +146,7 @@ struct CompileArgs {
   ModelArgs source;
   std::string log_path, output;
   bool fail_on_default = false, any_pass_context = false, as_json = false;
+  int in_model_candidates = 1;
   PassContextArgs pass_context;
 };
 
@@ -155,6 +156,7 @@ int run_compile(const CompileArgs& args) {
   options.target = ir::Target::parse(args.source.target);
   options.fail_on_default = args.fail_on_default;
   options.any_pass_context = args.any_pass_context;
+  options.in_model_candidates = args.in_model_candidates;
   if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
   ir::PassContextGuard guard(args.pass_context.make());
   graph::CompileReport report = graph::compile_model(model, options, args.output);
@@ -190,6 +192,14 @@ int run_compile(const CompileArgs& args) {
           ? 100.0 * static_cast<double>(saved) / static_cast<double>(report.intermediate_bytes)
           : 0.0,
       mib(report.weight_bytes).c_str(), report.seconds, args.output.c_str());
+  if (!report.in_model.is_null()) {
+    std::printf(
+        "in the model: %d of %d tasks timed there took another of their %d best schedules "
+        "(%d evaluations of the model in %.1f s)\n",
+        report.in_model.at("tasks_changed").get<int>(),
+        report.in_model.at("tasks_compared").get<int>(), args.in_model_candidates,
+        report.in_model.at("evaluations").get<int>(), report.in_model.at("seconds").get<double>());
+  }
   return 0;
 }
 
@@ -381,6 +391,10 @@ Command add_compile_command(CLI::App& app) {
   cmd->add_flag("--any-pass-context", args->any_pass_context,
                 "take records built under any pass context, not only this one");
   cmd->add_option("-o,--output", args->output, "the compiled model (a folder)")->required();
+  cmd->add_option("--in-model-candidates", args->in_model_candidates,
+                  "time each task's K best schedules of the log inside the model on this "
+                  "machine and keep the fastest there (1: the log's best, untimed)")
+      ->check(CLI::Range(1, 16));
   cmd->add_flag("--json", args->as_json, "print the apply report as JSON");
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_compile(*args); }};

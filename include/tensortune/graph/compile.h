@@ -10,7 +10,9 @@
 ///                intermediates that are never live together share memory),
 ///                the kernel calls in order, and the apply report
 ///   weights.bin  the constants, 64-byte aligned
-/// The folder appears whole or not at all. CompiledModel::load() maps it
+/// With in_model_candidates > 1 the library holds each task's best few
+/// schedules and each task keeps the one fastest inside the model, timed
+/// on this machine. The folder appears whole or not at all. CompiledModel::load() maps it
 /// back: weights are read and packed once, then run() calls the kernels.
 #pragma once
 
@@ -32,6 +34,10 @@ struct CompileOptions {
   /// A task without a tuned schedule is an error instead of the default schedule.
   bool fail_on_default = false;
   codegen::ModuleOptions module_options;
+  /// Schedules per task taken from the log, best first: with more than one,
+  /// the model is timed on this machine with each in place and each task
+  /// keeps the one fastest in the model (see choose_in_model in compile.cc).
+  int in_model_candidates = 1;
 };
 
 /// How one task of the model was scheduled.
@@ -56,6 +62,9 @@ struct CompileReport {
   /// Set when the graph passes failed and the model was compiled as given
   /// (as extraction then extracts it).
   std::string fallback_reason;
+  /// With in_model_candidates > 1: what timing the candidates in the model
+  /// found (tasks compared and changed, evaluations, seconds, per task).
+  nlohmann::json in_model;
   nlohmann::json to_json() const;
 };
 
@@ -79,6 +88,9 @@ class CompiledModel {
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   const nlohmann::json& plan() const { return plan_; }
+  /// Makes kernel step `i` call `function` of the model's library on the
+  /// buffers `args` (how compile_model times candidate schedules in place).
+  void set_step(size_t i, const std::string& function, const std::vector<int>& args);
   /// Threads of the parallel loops (0: the target's cores).
   void set_threads(int threads);
   /// The outputs for `inputs` (one per input, in order, of the input's shape

@@ -147,6 +147,12 @@ std::optional<Record> best_for(const std::vector<Record>& records, const te::Tas
                                const ContextMatch& context,
                                TargetMatch target = TargetMatch::kExact);
 
+/// The `k` best schedules for `task` as best_for ranks them, best first,
+/// each record holding its schedule's pooled costs; fewer when there are fewer.
+std::vector<Record> best_k_for(const std::vector<Record>& records, const te::Task& task,
+                               const ContextMatch& context, size_t k,
+                               TargetMatch target = TargetMatch::kExact);
+
 /// One record per schedule (state) of `records`, in order of its first
 /// record, holding the costs of all that schedule's records: what best_for
 /// judges schedules on. The records are taken to be of one task.
