@@ -92,14 +92,24 @@ struct Kernel {
   const Variant& variant() const { return variants[chosen]; }
 };
 
-/// Per kernel step of a plan, its call (function, buffer ids) under each
-/// variant of its kernel.
-using VariantCalls = std::vector<std::vector<std::pair<std::string, std::vector<int>>>>;
+/// A kernel step of a plan: its kernel, and its call (function, buffer ids)
+/// under each variant of that kernel.
+struct StepVariants {
+  size_t kernel;
+  std::vector<std::pair<std::string, std::vector<int>>> calls;
+};
+using VariantCalls = std::vector<StepVariants>;
 
-const char* ordinal(size_t n) {
-  static const char* const words[] = {"best",     "2nd best", "3rd best", "4th best",
-                                      "5th best", "6th best", "7th best", "8th best"};
-  return n < 8 ? words[n] : "next best";
+/// "best", "2nd best", "3rd best", ... for the variant ranked `n` (from 0).
+std::string ordinal(size_t n) {
+  if (n == 0) return "best";
+  size_t rank = n + 1;
+  const char* suffix = rank % 100 / 10 == 1 ? "th"
+                       : rank % 10 == 1     ? "st"
+                       : rank % 10 == 2     ? "nd"
+                       : rank % 10 == 3     ? "rd"
+                                            : "th";
+  return std::to_string(rank) + suffix + " best";
 }
 
 /// Writes the model's folder next to `dest`, then moves it into place: the
@@ -154,32 +164,19 @@ json choose_in_model(std::vector<Kernel>& kernels,
       fs::remove_all(dir, ec);
     }
   } remove{dir};
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir, ec);
-  TT_CHECK(!ec, kIO, "cannot create '", dir, "': ", ec.message());
   // One model with every variant's packed weights; a variant is put in
   // place by pointing its kernel's steps at it.
   VariantCalls calls;
-  write_file_atomically(dir + "/model.so", library);
-  write_file_atomically(dir + "/weights.bin", weights);
-  write_file_atomically(dir + "/plan.json", make_plan(true, &calls).dump());
+  write_model_folder(dir, library, weights, make_plan(true, &calls));
   CompiledModel m = CompiledModel::load(dir);
 
-  std::map<std::string, int> kernel_of_function;
-  for (size_t j = 0; j < kernels.size(); ++j) {
-    for (const Variant& v : kernels[j].variants)
-      kernel_of_function[v.function] = static_cast<int>(j);
-  }
   const size_t steps = m.plan().at("steps").size();
-  std::vector<int> kernel_of_step(steps, -1);  // copies stay -1
-  for (size_t s = 0; s < calls.size(); ++s)
-    kernel_of_step[s] = kernel_of_function.at(calls[s][0].first);
+  std::vector<int> kernel_of_step(steps, -1);  // copies (after the kernel steps) stay -1
+  for (size_t s = 0; s < calls.size(); ++s) kernel_of_step[s] = static_cast<int>(calls[s].kernel);
   auto put_in_place = [&](size_t j, size_t v) {
     kernels[j].chosen = v;
     for (size_t s = 0; s < calls.size(); ++s) {
-      if (kernel_of_step[s] == static_cast<int>(j))
-        m.set_step(s, calls[s][v].first, calls[s][v].second);
+      if (calls[s].kernel == j) m.set_step(s, calls[s].calls[v].first, calls[s].calls[v].second);
     }
   };
   std::vector<te::NDArray> inputs;
@@ -258,7 +255,7 @@ json choose_in_model(std::vector<Kernel>& kernels,
       std::snprintf(why, sizeof why,
                     "the log's %s of its records: in the model its calls and the calls after "
                     "them took %.3f ms, against %.3f with the best",
-                    ordinal(best), score[best] * 1e3, score[0] * 1e3);
+                    ordinal(best).c_str(), score[best] * 1e3, score[0] * 1e3);
       k.entry.why = why;
     }
     json ms = json::array();
@@ -355,8 +352,9 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
         schedule::replay(dag, r.input.state);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kInternal) throw;
-        // Only the best one's failure is news; the others are candidates.
-        if (k.variants.empty() && &r == &best.front()) {
+        // Only the best one's failure is news (it means the default
+        // schedule, as without candidates); the others are candidates.
+        if (k.variants.empty()) {
           k.entry.why = std::string("the log's best record does not replay here: ") + e.what();
           break;
         }
@@ -550,11 +548,11 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       }
       steps.push_back({{"function", kernel.variant().function}, {"args", args_of[kernel.chosen]}});
       if (variant_calls) {
-        std::vector<std::pair<std::string, std::vector<int>>> calls;
+        StepVariants step{kernel_of_group[gi], {}};
         for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
-          calls.emplace_back(kernel.variants[vi].function, args_of[vi]);
+          step.calls.emplace_back(kernel.variants[vi].function, args_of[vi]);
         }
-        variant_calls->push_back(std::move(calls));
+        variant_calls->push_back(std::move(step));
       }
     }
     // Graph outputs: the buffer a group wrote, or a copy of an input, a

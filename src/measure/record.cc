@@ -338,10 +338,8 @@ std::vector<Record> pool_by_schedule(const std::vector<Record>& records) {
   return out;
 }
 
-namespace {
-
-std::vector<PooledRecord> pooled_for(const std::vector<Record>& records, const te::Task& task,
-                                     const ContextMatch& context, TargetMatch target) {
+std::vector<Record> best_k_for(const std::vector<Record>& records, const te::Task& task,
+                               const ContextMatch& context, size_t k, TargetMatch target) {
   const std::string workload = task.workload_key();
   std::vector<const Record*> matching;
   for (const Record& r : records) {
@@ -349,27 +347,19 @@ std::vector<PooledRecord> pooled_for(const std::vector<Record>& records, const t
     if (r.input.task.workload_key() != workload || !target_matches(r, task, target)) continue;
     matching.push_back(&r);
   }
-  return pool_by_state(matching);
-}
-
-}  // namespace
-
-std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
-                               const ContextMatch& context, TargetMatch target) {
-  std::vector<PooledRecord> pooled = pooled_for(records, task, context, target);
-  const Record* best = lowest_cost(pooled);
-  if (!best) return std::nullopt;
-  return *best;
-}
-
-std::vector<Record> best_k_for(const std::vector<Record>& records, const te::Task& task,
-                               const ContextMatch& context, size_t k, TargetMatch target) {
-  std::vector<PooledRecord> pooled = pooled_for(records, task, context, target);
+  std::vector<PooledRecord> pooled = pool_by_state(matching);
   std::vector<const PooledRecord*> order = ranked(pooled);
   if (order.size() > k) order.resize(k);
   std::vector<Record> out;
   for (const PooledRecord* p : order) out.push_back(p->record);
   return out;
+}
+
+std::optional<Record> best_for(const std::vector<Record>& records, const te::Task& task,
+                               const ContextMatch& context, TargetMatch target) {
+  std::vector<Record> best = best_k_for(records, task, context, 1, target);
+  if (best.empty()) return std::nullopt;
+  return best.front();
 }
 
 std::string why_no_record(const std::vector<Record>& records, const te::Task& task,
