@@ -1124,15 +1124,21 @@ class FunctionEmitter {
     // vector: where the sides read memory more than once between them (a
     // row of a Winograd transform per select), evaluate only the side it
     // picks. A padding select's one load stays a blend, with no branch.
+    // GCC wants both sides of a vector ?: of one type, and a side that is
+    // only loads has the unaligned load type: cast both to the vector type.
+    auto branch = [&](const std::string& c, const Expr& a, const Expr& b) {
+      if (t.is_scalar()) return "(" + c + " ? " + expr(a) + " : " + expr(b) + ")";
+      std::string type = vector_type(t);
+      auto as_type = [&](const Expr& e) { return "(" + type + ")(" + strip_parens(expr(e)) + ")"; };
+      return "(" + c + " ? " + as_type(a) + " : " + as_type(b) + ")";
+    };
     auto lanes_alike = n.condition.as<ir::BroadcastNode>();
     if (lanes_alike && reads(n.true_value) + reads(n.false_value) >= 2) {
-      return "(" + expr(lanes_alike->value) + " ? " + expr(n.true_value) + " : " +
-             expr(n.false_value) + ")";
+      return branch(expr(lanes_alike->value), n.true_value, n.false_value);
     }
+    if (n.condition.dtype().is_scalar())
+      return branch(expr(n.condition), n.true_value, n.false_value);
     std::string c = expr(n.condition), a = expr(n.true_value), b = expr(n.false_value);
-    if (n.condition.dtype().is_scalar()) {
-      return "(" + c + " ? " + a + " : " + b + ")";
-    }
     std::string type = vector_type(t);
     std::string bits = bits_vector_type(t);
     return "({ " + bits + " tt_m = " + strip_parens(mask_for(t, c)) + "; (" + type + ")(((" + bits +

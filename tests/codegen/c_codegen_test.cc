@@ -110,7 +110,7 @@ TEST(CCodegen, ASelectWhoseConditionIsTheSameInEveryLaneEvaluatesOneSide) {
                 loop(ii, 16, lower::buffer_store(C, idx, row + pad), ForKind::kVectorized))));
   std::string c = c_of(f, ir::Target::parse("c -mattr=avx512f"));
   EXPECT_TRUE(contains(c, "(r == 0) ? ")) << c;
-  EXPECT_TRUE(contains(c, " : ((r == 1) ? ")) << c;
+  EXPECT_TRUE(contains(c, " : (tt_f32x16)((r == 1) ? ")) << c;
   EXPECT_TRUE(contains(c, "tt_broadcast_i32x16(-(io * r >= 3))")) << c;
   EXPECT_FALSE(contains(c, "-(r == 0)")) << c;
 }

@@ -212,6 +212,20 @@ PrimFunc shifted_add() {
       store(c, ir::ramp(1, 1, 32), load(c, ir::ramp(0, 1, 32)) + ir::broadcast(1.0f, 32)));
 }
 
+// C[r*32 + i] = row r of a transform (r chosen per row, only its side
+// evaluated): row 0 pads A's first vector with zeros (a blend), row 1 is
+// loads alone, so the two sides of the C ?: start out of different types.
+PrimFunc row_transform() {
+  Buffer a = f32("A", 32), b = f32("B", 32), c = f32("C", 64);
+  Var r = Var::make("r"), io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Expr padded = ir::select(io >= 1, load(a, idx), 0.0f);
+  Expr row = ir::select(r == 0, padded * 2.0f + load(b, idx), load(a, idx) - load(b, idx));
+  return PrimFunc::make(
+      "row_transform", {a, b, c}, 2,
+      loop(r, 2, loop(io, 2, loop(ii, 16, store(c, r * 32 + idx, row), ForKind::kVectorized))));
+}
+
 // ---- building them all in one module ----
 
 class EndToEnd : public ::testing::Test {
@@ -238,7 +252,8 @@ class EndToEnd : public ::testing::Test {
                                  vector_math("erf_sweep", ir::Intrinsic::kErf, kSweepRows),
                                  vector_math("tanh_sweep", ir::Intrinsic::kTanh, kSweepRows),
                                  lane_values(),
-                                 shifted_add()};
+                                 shifted_add(),
+                                 row_transform()};
     auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
     for (const auto& f : raw) lowered.push_back(lower::run_pipeline(f));
     {
@@ -444,6 +459,18 @@ TEST_F(EndToEnd, MathIntrinsicsSelectsAndCasts) {
     }
     expect_close(c, expected, name);
   }
+}
+
+TEST_F(EndToEnd, ARowChosenPerLoopIterationComputesEitherSide) {
+  NDArray a = random_f32(32, 13), b = random_f32(32, 14), c(DataType::float32(), {64});
+  c.fill(NAN);
+  call("row_transform", {&a, &b, &c});
+  NDArray expected(DataType::float32(), {64});
+  for (int64_t i = 0; i < 32; ++i) {
+    expected.set(i, (i >= 16 ? a.get(i) : 0.0) * 2 + b.get(i));
+    expected.set(32 + i, a.get(i) - b.get(i));
+  }
+  expect_close(c, expected, "row_transform");
 }
 
 TEST_F(EndToEnd, VectorExpErfAndTanhMatchMathHOverTheirWholeRange) {
