@@ -429,6 +429,41 @@ void vectorize_innermost(LoopState& state, const MachineModel& machine,
   }
 }
 
+/// An untiled stage's outermost loop is the first axis of its output, and
+/// its order may be the worst one to split between threads: a Winograd input
+/// transform's [alpha, alpha, tiles, C] has the 6 rows of the transform
+/// outside the tiles, so every thread reads the whole input once per row it
+/// takes. Moving a tile axis outermost gives each thread its own part of the
+/// input, read once (measured: 0.055 ms against 0.078 on a 56x56x64 input,
+/// 2 threads). So some states move a random inner spatial loop, long enough
+/// for every core, outermost; parallelize_outer then splits it.
+void parallelize_inner_loop(LoopState& state, const MachineModel& machine,
+                            const AnnotateOptions& options, std::mt19937_64& rng) {
+  if (machine.num_cores <= 1) return;
+  for (int s = 0; s < state.num_stages(); ++s) {
+    const Stage& st = state.stage(s);
+    if (st.is_placeholder() || st.is_transformed() || st.location != ComputeLocation::kRoot) {
+      continue;
+    }
+    // The spatial loops before the first reduction, less the innermost loop
+    // of the stage, which vectorize_innermost wants.
+    std::vector<int> candidates;
+    int n = static_cast<int>(st.leaves.size());
+    for (int k = 1; k < n - 1; ++k) {
+      const auto& it = st.iters[st.leaves[k]];
+      if (it.kind != ir::IterKind::kSpatial) break;
+      if (it.extent >= machine.num_cores) candidates.push_back(k);
+    }
+    if (candidates.empty() || !chance(rng, options.parallel_reorder_prob)) continue;
+    int k = candidates[static_cast<size_t>(pick(rng, candidates.size()))];
+    std::vector<int> order = {k};  // positions, as ReorderStep takes them
+    for (int j = 0; j < n; ++j) {
+      if (j != k) order.push_back(j);
+    }
+    try_apply(state, schedule::reorder(s, order));
+  }
+}
+
 void parallelize_outer(LoopState& state, const MachineModel& machine, std::mt19937_64& rng) {
   if (machine.num_cores <= 1) return;
   for (int s = 0; s < state.num_stages(); ++s) {
@@ -486,6 +521,7 @@ schedule::State sample_state(const Sketch& sketch, const schedule::ComputeDAG& d
                              std::mt19937_64& rng) {
   schedule::State filled = fill_tile_sizes(sketch.state, dag, machine, options, rng);
   LoopState state = schedule::replay(dag, filled);
+  parallelize_inner_loop(state, machine, options, rng);
   change_compute_locations(state, rng);
   vectorize_innermost(state, machine, options, rng);
   parallelize_outer(state, machine, rng);

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <random>
 
+#include "common/module_cache.h"
 #include "common/schedule_check.h"
 #include "common/test_util.h"
+#include "tensortune/codegen/build.h"
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/lower/lower.h"
 #include "tensortune/schedule/steps.h"
@@ -523,6 +525,40 @@ TEST(Annotate, AReductionIsComputedOnlyWhereItIsNotComputedAgain) {
 
 /// Workloads at their example arguments and a few larger shapes whose
 /// extents have more factors.
+TEST(Annotate, AnInnerLoopMovedOutermostIsSplitBetweenTheThreadsAndComputesTheSame) {
+  // A Winograd input transform, [alpha, alpha, N, TH, TW, C]: its tile rows
+  // are the loop to split between threads (parallelize_inner_loop says why).
+  te::Tensor data = te::placeholder({1, 10, 9, 16}, ir::DataType::float32(), "data");
+  te::WorkloadTensors tensors{{data}, {te::winograd_input_transform(data, 4, {1, 1, 1, 1})}};
+  ComputeDAG dag(tensors);
+  std::vector<Sketch> sketches = generate_sketches(dag);
+  AnnotateOptions options;
+  options.parallel_reorder_prob = 1;
+  std::mt19937_64 rng(21);
+  std::vector<schedule::State> states;
+  int inner_parallel = 0;
+  for (int i = 0; i < 24; ++i) {
+    schedule::State state = sample_state(sketches[0], dag, avx512(), options, rng);
+    LoopState loops = schedule::replay(dag, state);
+    const schedule::Stage& out = loops.stage(loops.num_stages() - 1);
+    const auto& outer = out.iters[out.leaves[0]];
+    ASSERT_EQ(outer.annotation, schedule::IterAnnotation::kParallel) << loops.str();
+    inner_parallel += outer.name.rfind("i0", 0) != 0;  // not the first axis, nor fused from it
+    states.push_back(state);
+  }
+  EXPECT_EQ(inner_parallel, 24);
+  // Compiled: a row of the transform chosen per tile row mixes a padding
+  // blend and plain loads in one vector select (the C generator's test).
+  std::vector<codegen::StateCheck> checks = codegen::verify_states(
+      tensors, states, ir::Target::parse("c -mattr=avx2 -num-cores=2"), ir::PassContext::make(), 3,
+      tensortune::testing::private_cache_options());
+  for (size_t i = 0; i < checks.size(); ++i) {
+    EXPECT_TRUE(checks[i].ok()) << "state " << i << ": "
+                                << (checks[i].build.ok() ? checks[i].check->mismatch
+                                                         : checks[i].build.error);
+  }
+}
+
 std::vector<std::pair<std::string, std::string>> sampled_workloads() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const te::WorkloadDef* def : te::registered_workloads()) {

@@ -35,6 +35,9 @@ struct AnnotateOptions {
   /// register file, or whose vector axis is not a multiple of the lanes, is
   /// drawn again before it is kept anyway.
   int tile_retries = 8;
+  /// The chance that an untiled stage's parallel loop is one of its inner
+  /// spatial loops, moved outermost (parallelize_inner_loop).
+  double parallel_reorder_prob = 0.5;
 };
 
 /// The largest innermost tile length `options` allow on an axis of `kind`.
@@ -121,6 +124,12 @@ void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
 /// than that is split first, its inner part a whole number of vectors.
 void vectorize_innermost(schedule::LoopState& state, const MachineModel& machine,
                          const AnnotateOptions& options, std::mt19937_64& rng);
+
+/// With options.parallel_reorder_prob, moves an inner spatial loop of each
+/// untiled root stage (one long enough for every core) outermost, where
+/// parallelize_outer splits it between the threads.
+void parallelize_inner_loop(schedule::LoopState& state, const MachineModel& machine,
+                            const AnnotateOptions& options, std::mt19937_64& rng);
 
 /// Fuses a random number of each root stage's outer spatial loops (at least
 /// enough to give every core work, where there are that many) and
