@@ -1136,8 +1136,9 @@ class FunctionEmitter {
     if (lanes_alike && reads(n.true_value) + reads(n.false_value) >= 2) {
       return branch(expr(lanes_alike->value), n.true_value, n.false_value);
     }
-    if (n.condition.dtype().is_scalar())
+    if (n.condition.dtype().is_scalar()) {
       return branch(expr(n.condition), n.true_value, n.false_value);
+    }
     std::string c = expr(n.condition), a = expr(n.true_value), b = expr(n.false_value);
     std::string type = vector_type(t);
     std::string bits = bits_vector_type(t);

@@ -550,7 +550,7 @@ TEST(Annotate, AnInnerLoopMovedOutermostIsSplitBetweenTheThreadsAndComputesTheSa
   // Compiled: a row of the transform chosen per tile row mixes a padding
   // blend and plain loads in one vector select (the C generator's test).
   std::vector<codegen::StateCheck> checks = codegen::verify_states(
-      tensors, states, ir::Target::parse("c -mattr=avx2 -num-cores=2"), ir::PassContext::make(), 3,
+      tensors, states, ir::Target::parse("c -num-cores=2"), ir::PassContext::make(), 3,
       tensortune::testing::private_cache_options());
   for (size_t i = 0; i < checks.size(); ++i) {
     EXPECT_TRUE(checks[i].ok()) << "state " << i << ": "
