@@ -14,7 +14,7 @@ import re
 import sys
 
 # Bottom to top (DESIGN.md, "Layers").
-LAYERS = ["support", "object", "ir", "te", "schedule", "lower", "codegen", "measure",
+LAYERS = ["support", "object", "ir", "te", "schedule", "lower", "codegen", "runtime", "measure",
           "search", "graph", "frontend"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".inc", ".def")

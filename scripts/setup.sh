@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev libxgboost-dev
           libonnx-dev libprotobuf-dev python3-onnx nodejs
-          googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev
+          googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev libssl-dev
           clang-format "$@")
 
 missing=()

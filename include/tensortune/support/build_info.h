@@ -12,4 +12,20 @@ namespace tensortune {
 /// every library source this program was built from (cmake/build_id.cmake).
 std::string_view build_id();
 
+/// True in a build with AddressSanitizer, which reserves terabytes of
+/// address space for its shadow memory: there an address-space limit
+/// (RLIMIT_AS) would stop every process, so workers cap memory by the
+/// sanitizer's soft RSS limit instead (scripts/test.sh sets it).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 }  // namespace tensortune

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace tensortune {
@@ -32,5 +33,9 @@ inline uint64_t hash_double(double value) {
   std::memcpy(&bits, &value, sizeof bits);
   return bits;
 }
+
+/// The SHA-256 digest of `bytes` as 64 lowercase hex digits (OpenSSL's):
+/// the content hash of files read back from disk, which must tell any change.
+std::string sha256_hex(std::string_view bytes);
 
 }  // namespace tensortune
