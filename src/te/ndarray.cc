@@ -348,6 +348,16 @@ double max_abs_diff(const NDArray& a, const NDArray& b) {
   return worst;
 }
 
+namespace {
+/// NaN matches only NaN, and an infinity only the same infinity: the
+/// tolerance rtol * |inf| would otherwise accept any value, of either sign.
+bool values_match(double x, double y, Tolerance tol) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  if (std::isinf(x) || std::isinf(y)) return x == y;
+  return std::fabs(x - y) <= tol.atol + tol.rtol * std::fabs(y);
+}
+}  // namespace
+
 std::optional<std::string> compare_arrays(const NDArray& actual, const NDArray& expected,
                                           Tolerance tol) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
@@ -357,9 +367,7 @@ std::optional<std::string> compare_arrays(const NDArray& actual, const NDArray& 
   double worst = 0;
   for (int64_t i = 0; i < actual.size(); ++i) {
     double x = actual.get(i), y = expected.get(i);
-    bool ok = (std::isnan(x) && std::isnan(y)) || x == y ||
-              std::fabs(x - y) <= tol.atol + tol.rtol * std::fabs(y);
-    if (ok) continue;
+    if (values_match(x, y, tol)) continue;
     ++mismatches;
     if (first < 0) first = i;
     double d = std::fabs(x - y);

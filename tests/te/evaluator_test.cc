@@ -152,6 +152,31 @@ TEST(NDArray, CompareNamesTheFirstMismatch) {
   EXPECT_FALSE(allclose(i1, i2));
 }
 
+// An infinity matches only the same infinity, and NaN only NaN: rtol * |inf|
+// must not accept everything.
+TEST(NDArray, InfinitiesAndNaNMatchOnlyThemselves) {
+  auto one = [](double v) {
+    NDArray a(DataType::float32(), {1});
+    a.set(0, v);
+    return a;
+  };
+  const Tolerance loose{1.0, 1.0};
+  EXPECT_TRUE(allclose(one(INFINITY), one(INFINITY), loose));
+  EXPECT_TRUE(allclose(one(-INFINITY), one(-INFINITY), loose));
+  EXPECT_FALSE(allclose(one(1e30), one(INFINITY), loose));       // finite against +inf
+  EXPECT_FALSE(allclose(one(-1e30), one(-INFINITY), loose));     // finite against -inf
+  EXPECT_FALSE(allclose(one(INFINITY), one(1e30), loose));       // +inf against finite
+  EXPECT_FALSE(allclose(one(-INFINITY), one(INFINITY), loose));  // opposite infinities
+  EXPECT_FALSE(allclose(one(INFINITY), one(-INFINITY), loose));
+  EXPECT_FALSE(allclose(one(NAN), one(INFINITY), loose));
+  EXPECT_FALSE(allclose(one(INFINITY), one(NAN), loose));
+  EXPECT_FALSE(allclose(one(0.0), one(NAN), loose));
+  EXPECT_TRUE(allclose(one(NAN), one(NAN), loose));
+  auto diff = compare_arrays(one(1.0), one(INFINITY), loose);
+  ASSERT_TRUE(diff);
+  EXPECT_NE(diff->find("expected inf"), std::string::npos) << *diff;
+}
+
 // ---- evaluator semantics ------------------------------------------------------
 
 // One-element helper: evaluates f() as a 1-element compute over the given inputs.
