@@ -9,6 +9,7 @@
 
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/support/checked.h"
 #include "tensortune/support/hash.h"
 #include "tensortune/support/strings.h"
 
@@ -106,13 +107,17 @@ TensorType infer(const OpInfo& op, const std::vector<Value>& args, const AttrsNo
   }
 }
 
-void check_type(const ValueNode& v) {
+void check_type(const ValueNode& v, std::string_view name) {
   for (int64_t d : v.shape) {
     TT_CHECK(d >= 1 && d <= (int64_t{1} << 31) - 1, kInvalidArgument,
              "a graph value's extents must lie in [1, 2^31 - 1]: ", type_text(v.shape, v.dtype));
   }
   TT_CHECK(v.dtype.lanes() == 1, kInvalidArgument, "graph values are of scalar types, not ",
            v.dtype.str());
+  // Every later size (buffers, strides, loop bounds, FLOPs) derives from
+  // these: a value too large to allocate is refused where it is made.
+  checked_bytes(v.shape, v.dtype.bytes(),
+                "the graph value '" + std::string(name.empty() ? "(unnamed)" : name) + "'");
 }
 
 }  // namespace
@@ -123,7 +128,7 @@ void InputNode::declare(FieldList<InputNode>& f) {
       .def("dtype", &InputNode::dtype)
       .validate([](const InputNode& n) {
         TT_CHECK(!n.name.empty(), kInvalidArgument, "a graph input needs a name");
-        check_type(n);
+        check_type(n, n.name);
       });
 }
 
@@ -137,7 +142,7 @@ void ConstantNode::declare(FieldList<ConstantNode>& f) {
         TT_CHECK(n.data.array().shape() == n.shape && n.data.array().dtype() == n.dtype,
                  kInvalidArgument, "constant '", n.name, "' is ", type_text(n.shape, n.dtype),
                  " but holds ", n.data.str());
-        check_type(n);
+        check_type(n, n.name);
       });
 }
 
@@ -241,7 +246,7 @@ Value call(const std::string& op, std::vector<Value> args, Attrs attrs, std::str
   n->name = std::move(name);
   n->shape = std::move(t.shape);
   n->dtype = t.dtype;
-  check_type(*n);
+  check_type(*n, n->name);
   return Value(std::move(n));
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "tensortune/ir/expr_functor.h"
+#include "tensortune/support/checked.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::te {
@@ -119,6 +120,7 @@ void validate_tensor(const TensorNode& t) {
   if (!t.op) fail(ErrorKind::kInvalidArgument, what, ": no producing operation");
   check_shape(t.shape, what);
   check_element_type(t.dtype, what);
+  checked_bytes(t.shape, t.dtype.bytes(), what);
   if (auto ph = t.op.as<PlaceholderOpNode>()) {
     if (ph->shape != t.shape || ph->dtype != t.dtype) {
       fail(ErrorKind::kInvalidArgument, what, ": shape ", shape_str(t.shape), " and type ",
@@ -181,11 +183,7 @@ TT_REGISTER_NODE(PlaceholderOpNode);
 TT_REGISTER_NODE(ComputeOpNode);
 TT_REGISTER_NODE(TensorNode);
 
-int64_t Tensor::size() const {
-  int64_t n = 1;
-  for (int64_t d : shape()) n *= d;
-  return n;
-}
+int64_t Tensor::size() const { return checked_elements(shape(), "tensor '" + name() + "'"); }
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   TT_CHECK(get(), kInvalidArgument, "indexing a null tensor");
@@ -209,6 +207,7 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
 Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name) {
   check_shape(shape, "placeholder '" + name + "'");
   check_element_type(dtype, "placeholder '" + name + "'");
+  checked_bytes(shape, dtype.bytes(), "placeholder '" + name + "'");
   auto op = make_node<PlaceholderOpNode>();
   op->name = name;
   op->shape = shape;
@@ -240,6 +239,7 @@ Tensor compute(std::vector<int64_t> shape,
   t->name = std::move(name);
   t->shape = std::move(shape);
   t->dtype = op->body.dtype();
+  checked_bytes(t->shape, t->dtype.bytes(), "compute '" + t->name + "'");
   t->op = Operation(std::move(op));
   return Tensor(std::move(t));
 }
