@@ -1,11 +1,16 @@
 #include "tensortune/measure/record.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -13,7 +18,9 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/error.h"
+#include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
+#include "tensortune/support/subprocess.h"
 
 namespace tensortune::measure {
 namespace {
@@ -96,6 +103,13 @@ Record read_line(std::string_view line, bool* newer) {
     if (auto v = claimed_version(doc); v && *v > kRecordVersion) {
       *newer = true;
       fail_newer(*v);
+    }
+    // A newer graph format is as unreadable as a newer record: refused too.
+    if (doc.is_object() && doc.contains("version") && doc["version"].is_number_integer() &&
+        doc["version"].get<int64_t>() > kGraphFormatVersion) {
+      *newer = true;
+      fail(ErrorKind::kParse, "written in saved-graph format version ",
+           doc["version"].get<int64_t>(), ", this build reads ", kGraphFormatVersion);
     }
     if (error) fail(ErrorKind::kParse, error->what());
     fail(ErrorKind::kParse, "the line's graph is a ", node ? node->type_key() : "null graph",
@@ -220,13 +234,21 @@ Record record_from_line(std::string_view line) {
 
 LogContents load_records(const std::string& path, bool print_warnings, bool missing_ok) {
   LogContents contents;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     int err = errno;
     if (err == ENOENT && missing_ok) return contents;
     if (err == ENOENT) fail(ErrorKind::kNotFound, "record log '", path, "' does not exist");
     fail_io("cannot open record log", path, err);
   }
+  std::string text;
+  {
+    // A shared lock: writers append whole lines under an exclusive one.
+    FileDescriptor owned(fd);
+    FileLock lock(fd, FileLock::kShared, path);
+    if (!read_all(fd, text)) fail_io("cannot read record log", path, errno);
+  }
+  std::istringstream in(std::move(text));
   std::string line;
   for (size_t number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -234,6 +256,7 @@ LogContents load_records(const std::string& path, bool print_warnings, bool miss
     bool newer = false;
     try {
       contents.records.push_back(read_line(line, &newer));
+      contents.records.back().line = number;
     } catch (const Error& e) {
       if (newer) {
         // Refused, not skipped: a tuner resuming from this log would
@@ -252,46 +275,39 @@ LogContents load_records(const std::string& path, bool print_warnings, bool miss
       contents.warnings.push_back({number, e.what()});
     }
   }
-  if (in.bad()) fail_io("cannot read record log", path, errno);
   return contents;
 }
 
 RecordWriter::RecordWriter(const std::string& path) : path_(path) {
-  // "a+": every write goes to the end of the file, and we can still read its
-  // last byte to see whether a killed writer left a line unfinished.
-  file_ = std::fopen(path.c_str(), "a+");
-  if (!file_) fail_io("cannot open record log", path, errno);
-  if (std::fseek(file_, 0, SEEK_END) != 0) {
-    int err = errno;
-    std::fclose(file_);
-    fail_io("cannot seek in record log", path, err);
-  }
-  long size = std::ftell(file_);
-  bool torn = false;
-  if (size > 0 && std::fseek(file_, -1, SEEK_END) == 0) torn = std::fgetc(file_) != '\n';
-  if (torn) {
-    // The torn line stays a (skipped) line of its own instead of swallowing
-    // the first record written now.
-    std::fseek(file_, 0, SEEK_END);  // a read must be followed by a seek before a write
-    if (std::fputc('\n', file_) == EOF || std::fflush(file_) != 0) {
-      int err = errno;
-      std::fclose(file_);
-      fail_io("cannot write to record log", path, err);
-    }
-  }
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail_io("cannot open record log", path, errno);
 }
 
 RecordWriter::~RecordWriter() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void RecordWriter::write(const Record& record) {
   std::string line = record_to_line(record) + "\n";
-  // One fwrite of the whole line, flushed at once, so the line reaches the
-  // file in as few write(2) calls as stdio makes (usually one).
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    fail_io("cannot write to record log", path_, errno);
+  // Under an exclusive lock, so that the lines of several tuners on one log
+  // never interleave, and readers (which take a shared one) never see half
+  // a line. A writer killed mid-line leaves a torn line: it is ended first,
+  // so that it stays a (skipped) line of its own instead of swallowing this
+  // record.
+  FileLock lock(fd_, FileLock::kExclusive, path_);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) fail_io("cannot stat record log", path_, errno);
+  if (st.st_size > 0) {
+    char last = '\n';
+    int rfd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (rfd >= 0) {
+      if (::pread(rfd, &last, 1, st.st_size - 1) != 1) last = '\n';
+      ::close(rfd);
+    }
+    if (last != '\n') line.insert(line.begin(), '\n');
   }
+  // One write(2) for the whole line (looped only if the kernel takes part).
+  write_all(fd_, line, path_);
 }
 
 std::string task_key(const te::Task& task) {

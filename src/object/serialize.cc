@@ -15,7 +15,7 @@ namespace {
 
 using json = nlohmann::json;
 constexpr const char* kFormat = "tensortune.graph";
-constexpr int kVersion = 1;
+constexpr int kVersion = kGraphFormatVersion;
 
 class IndexSaver final : public SaveContext {
  public:

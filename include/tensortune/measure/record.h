@@ -41,6 +41,7 @@ inline constexpr int kRecordVersion = 3;
 struct Record {
   MeasureInput input;
   MeasureResult result;
+  size_t line = 0;  ///< its line in the log it was read from (0: not read from one); not saved
 };
 
 /// The record as one line (no trailing newline). A record that could not be
@@ -77,8 +78,9 @@ LogContents load_records(const std::string& path, bool print_warnings = true,
 /// Appends records to a log, one flushed line each; creates the file (and
 /// does not truncate it). A truncated last line left by a killed writer is
 /// ended first, so the new records start on a line of their own. Errors are
-/// kIO naming the path and the system's reason. One writer per file: lines
-/// of two concurrent writers may interleave.
+/// kIO naming the path and the system's reason. Each line is written in one
+/// call under an advisory lock (flock), which load_records takes shared:
+/// several tuners may append to one log at once.
 class RecordWriter {
  public:
   explicit RecordWriter(const std::string& path);
@@ -93,7 +95,7 @@ class RecordWriter {
 
  private:
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
 
 /// The key records are grouped by: workload key and exact target string

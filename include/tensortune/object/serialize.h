@@ -19,6 +19,9 @@
 
 namespace tensortune {
 
+/// The version of the saved-graph format this build writes and reads.
+inline constexpr int kGraphFormatVersion = 1;
+
 /// Deepest node chain the loader accepts (the structural algorithms recurse).
 inline constexpr int kMaxGraphDepth = 8192;
 
