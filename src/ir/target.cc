@@ -622,8 +622,8 @@ TargetKindInfo c_kind() {
       {"l1-cache", T::kInt, 32768, "L1 data cache size in bytes (per core)", 1},
       {"l2-cache", T::kInt, 1048576, "L2 cache size in bytes", 1},
       {"l3-cache", T::kInt, 8388608, "L3 cache size in bytes (shared)", 1},
-      {"compiler", T::kString, "cc", "the C compiler command", 0},
-      {"cflags", T::kString, "-O3", "flags passed to the C compiler", 0},
+      {"compiler", T::kString, "cc", "the C compiler command", 0, true},
+      {"cflags", T::kString, "-O3", "flags passed to the C compiler", 0, true},
   };
   k.resolve = resolve_c;
   k.validate = validate_c;
@@ -992,6 +992,24 @@ HardwareParams hardware_params(const Target& target) {
   TT_CHECK(kind.hardware_params, kInvalidArgument, "target kind '", kind.name,
            "' does not describe hardware parameters");
   return kind.hardware_params(node);
+}
+
+}  // namespace tensortune::ir
+
+namespace tensortune::ir {
+
+std::vector<std::string> program_attributes(const Target& target) {
+  std::vector<std::string> set;
+  for (Target t = target; t; t = t.host()) {
+    const TargetKindInfo& kind = target_kind(t->kind);
+    for (const TargetAttrInfo& attr : kind.attrs) {
+      if (!attr.names_program || !t->has_attr(attr.name)) continue;
+      const json& value = t->attrs.at(attr.name);
+      set.push_back("-" + attr.name + "=" +
+                    (value.is_string() ? value.get<std::string>() : value.dump()));
+    }
+  }
+  return set;
 }
 
 }  // namespace tensortune::ir

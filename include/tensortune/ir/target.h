@@ -116,6 +116,12 @@ bool compatible(const Target& tuned_for, const Target& run_on, std::string* why 
 /// The hardware parameters a target describes.
 HardwareParams hardware_params(const Target& target);
 
+/// The attributes of `target` (and of its host) that name a program to run
+/// or its arguments, set to other than their defaults, as "-name=value": a
+/// target read from a task file or a log must have none, since a file is
+/// data and running the tool on it must not run a program the file chose.
+std::vector<std::string> program_attributes(const Target& target);
+
 /// Type of a target attribute.
 enum class TargetAttrType { kInt, kBool, kString, kStringList };
 
@@ -126,6 +132,9 @@ struct TargetAttrInfo {
   nlohmann::json default_value;
   std::string doc;        ///< one line
   int64_t min_value = 0;  ///< smallest valid value of an int attribute
+  /// Names a program to run or its arguments (-compiler, -cflags): a target
+  /// read from a file may not set it (see program_attributes).
+  bool names_program = false;
 };
 
 /// A registered target kind; the hooks may be empty.
