@@ -1402,6 +1402,13 @@ class CKernelSources final : public KernelSources {
     TT_ICHECK(fault != "internal_error", "injected fault: an internal error generating ", f->name);
     emitter.set_fault(fault);
     std::string text = emitter.emit();
+    // What the kernel takes, in the library itself: a plan read back from
+    // disk is checked against it before any call (runtime/plan.h).
+    std::vector<int64_t> bytes = lower::argument_bytes(f);
+    text += "const int64_t " + std::string(kArgumentBytesPrefix) + symbol + "[] = {" +
+            std::to_string(bytes.size());
+    for (int64_t b : bytes) text += ", " + std::to_string(b);
+    text += "};\n";
     prelude_ = std::move(prelude);
     symbols_.emplace(symbol, f->name);
     kernels_.push_back(std::move(text));

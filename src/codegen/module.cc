@@ -1,6 +1,9 @@
 #include "tensortune/codegen/module.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <pwd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "codegen/words.h"
 #include "tensortune/codegen/c_codegen.h"
@@ -25,9 +30,13 @@ namespace tensortune::codegen {
 /// A dlopen handle, closed when the last module copy using it goes.
 struct Module::Library {
   void* handle = nullptr;
-  std::string path;
+  std::string path;    ///< the name it was opened by (what dladdr reports)
+  std::string file;    ///< the file its bytes came from
+  std::string sha256;  ///< of those bytes
+  int memory_fd = -1;  ///< the anonymous file of load_bytes
   ~Library() {
     if (handle) dlclose(handle);
+    if (memory_fd >= 0) ::close(memory_fd);
   }
 };
 
@@ -37,28 +46,6 @@ namespace {
 constexpr size_t kMaxDiagnosticBytes = 16 * 1024;
 /// How many generated source lines an error message quotes.
 constexpr size_t kMaxQuotedLines = 8;
-
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/// Creates `dir` and its missing parents (like mkdir -p), private to the user.
-void make_dirs(const std::string& dir) {
-  std::string partial;
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if (i < dir.size() && dir[i] != '/') continue;
-    partial = dir.substr(0, i);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-      fail(ErrorKind::kIO, "cannot create the module cache directory '", partial,
-           "': ", std::strerror(errno));
-    }
-  }
-  struct stat st {};
-  TT_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), kIO, "module cache '", dir,
-           "' is not a directory");
-}
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -153,21 +140,102 @@ void pin_openmp_runtime() {
 
 std::string default_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return std::string(xdg) + "/tensortune";
-  return "/tmp/tensortune-cache-" + std::to_string(::getuid());
+  if (xdg && *xdg == '/') return std::string(xdg) + "/tensortune";
+  const char* home = std::getenv("HOME");
+  if (home && *home == '/') return std::string(home) + "/.cache/tensortune";
+  struct passwd* pw = ::getpwuid(::geteuid());
+  TT_CHECK(pw && pw->pw_dir && *pw->pw_dir == '/', kIO,
+           "no cache directory: neither XDG_CACHE_HOME nor HOME is set, and this user has no "
+           "home directory; set XDG_CACHE_HOME");
+  return std::string(pw->pw_dir) + "/.cache/tensortune";
 }
 
-Module Module::load(const std::string& library_path) {
+namespace {
+
+/// Checks (and creates) the cache directory, once sweeping it.
+void open_cache_dir(const std::string& dir) {
+  ensure_private_dir(dir, "the module cache");
+  // Once per directory and process: what killed writers left behind.
+  static std::mutex mutex;
+  static std::set<std::string> swept;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (swept.insert(dir).second) remove_stale_temp_files(dir);
+}
+
+}  // namespace
+
+Module Module::load_checked(const std::string& path, const std::string& sha256) {
+  std::optional<std::string> bytes = read_file_if_exists(path);
+  TT_CHECK(bytes, kRuntime, "cannot load '", path, "': it cannot be read");
+  std::string digest = sha256_hex(*bytes);
+  TT_CHECK(digest == sha256, kRuntime, "cannot load '", path, "': its SHA-256 is ", digest,
+           ", not the ", sha256, " it was built with (changed since)");
+  return load_bytes(*bytes, path);
+}
+
+namespace {
+
+/// Refuses bytes the dynamic loader would map past their end (a truncated
+/// library: touching such a page is SIGBUS, not an error): an x86-64 or
+/// AArch64 ELF shared object whose headers and loaded segments all lie
+/// inside `bytes`.
+void check_elf(std::string_view bytes, const std::string& name) {
+  auto bad = [&](const char* why) {
+    fail(ErrorKind::kRuntime, "cannot load '", name, "': not a whole shared library (", why, ", ",
+         bytes.size(), " bytes)");
+  };
+  Elf64_Ehdr eh;
+  if (bytes.size() < sizeof eh) bad("shorter than an ELF header");
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) bad("no ELF magic");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64) bad("not 64-bit ELF");
+  if (eh.e_type != ET_DYN) bad("not a shared object");
+  const uint64_t size = bytes.size();
+  auto inside = [&](uint64_t offset, uint64_t length) {
+    return offset <= size && length <= size - offset;
+  };
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      !inside(eh.e_phoff, uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr))) {
+    bad("program headers outside the file");
+  }
+  if (eh.e_shnum != 0 && (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+                          !inside(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr)))) {
+    bad("section headers outside the file");
+  }
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC && ph.p_type != PT_NOTE &&
+        ph.p_type != PT_GNU_EH_FRAME && ph.p_type != PT_TLS) {
+      continue;
+    }
+    if (!inside(ph.p_offset, ph.p_filesz)) bad("a segment lies past the end of the file");
+  }
+}
+
+}  // namespace
+
+Module Module::load_bytes(std::string_view bytes, const std::string& name) {
+  check_elf(bytes, name);
+  std::string base = name.substr(name.rfind('/') + 1);
+  int fd = ::memfd_create(base.c_str(), MFD_CLOEXEC);
+  TT_CHECK(fd >= 0, kRuntime, "cannot load '", name, "': memfd_create: ", std::strerror(errno));
+  FileDescriptor owned(fd);
+  write_all(fd, bytes, "the memory file of '" + name + "'");
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
   ::dlerror();
-  void* handle = ::dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = ::dlerror();
-    fail(ErrorKind::kRuntime, "cannot load '", library_path, "': ", why ? why : "unknown error");
+    fail(ErrorKind::kRuntime, "cannot load '", name, "': ", why ? why : "unknown error");
   }
   pin_openmp_runtime();
   auto library = std::make_shared<Library>();
   library->handle = handle;
-  library->path = library_path;
+  library->path = path;
+  library->file = name;
+  library->sha256 = sha256_hex(bytes);
+  library->memory_fd = owned.release();
   Module m;
   m.library_ = std::move(library);
   return m;
@@ -178,18 +246,20 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
   TT_CHECK(!compiler.empty() && !compiler[0].empty(), kInvalidArgument,
            "the C compiler command is empty");
   std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  make_dirs(dir);
+  open_cache_dir(dir);
   std::string stem = dir + "/tt-" + cache_key(source, compiler, flags);
   std::string source_path = stem + ".c", library_path = stem + ".so";
 
-  if (file_exists(library_path)) {
+  // A cached library is loaded only when it matches the hash written with
+  // it, and from the bytes that were checked; anything else is built again.
+  if (std::optional<std::string> cached = read_cache_entry(library_path)) {
     try {
-      Module m = load(library_path);
+      Module m = load_bytes(*cached, library_path);
       m.source_path_ = source_path;
       m.from_cache_ = true;
       return m;
     } catch (const Error&) {
-      // Unloadable (damaged by something outside tensortune): build it again below.
+      // A library this loader refuses: build it again below.
     }
   }
 
@@ -201,26 +271,30 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
   for (const auto& flag : flags) (starts_with(flag, "-l") ? libraries : argv).push_back(flag);
   argv.insert(argv.end(), {"-o", temp_library, source_path});
   argv.insert(argv.end(), libraries.begin(), libraries.end());
+  std::optional<std::string> built;
   try {
     run_compiler(argv, source_path, source, options);
+    built = read_file_if_exists(temp_library);
+    TT_CHECK(built, kIO, "the compiler wrote no '", temp_library, "'");
+    write_cache_entry(library_path, *built);
   } catch (...) {
     std::remove(temp_library.c_str());
     throw;
   }
-  if (std::rename(temp_library.c_str(), library_path.c_str()) != 0) {
-    int err = errno;
-    std::remove(temp_library.c_str());
-    fail(ErrorKind::kIO, "cannot rename '", temp_library, "' to '", library_path,
-         "': ", std::strerror(err));
-  }
-  Module m = load(library_path);
+  std::remove(temp_library.c_str());
+  Module m = load_bytes(*built, library_path);
   m.source_path_ = source_path;
   return m;
 }
 
+const std::string& Module::sha256() const {
+  TT_CHECK(library_, kInvalidArgument, "the module is empty");
+  return library_->sha256;
+}
+
 const std::string& Module::library_path() const {
   TT_CHECK(library_, kInvalidArgument, "the module is empty");
-  return library_->path;
+  return library_->file;
 }
 
 void* Module::find(const std::string& symbol) const {
@@ -245,6 +319,14 @@ KernelFn Module::get(const std::string& name) const {
   if (!address && c_function_name(name) != name) address = find(name);
   TT_CHECK(address, kNotFound, "no function '", name, "' in module ", library_->path);
   return reinterpret_cast<KernelFn>(address);
+}
+
+std::optional<std::vector<int64_t>> Module::argument_bytes(const std::string& name) const {
+  if (!library_) return std::nullopt;
+  const auto* stated =
+      static_cast<const int64_t*>(find(kArgumentBytesPrefix + c_function_name(name)));
+  if (!stated || stated[0] < 0 || stated[0] > 4096) return std::nullopt;
+  return std::vector<int64_t>(stated + 1, stated + 1 + stated[0]);
 }
 
 bool Module::has(const std::string& name) const {

@@ -1,7 +1,5 @@
 #include "tensortune/graph/compile.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -17,7 +15,9 @@
 #include "tensortune/lower/lower.h"
 #include "tensortune/lower/pipeline.h"
 #include "tensortune/object/serialize.h"
+#include "tensortune/runtime/compiled_model.h"
 #include "tensortune/search/default_schedule.h"
+#include "tensortune/support/checked.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 
@@ -28,19 +28,23 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 constexpr int64_t kAlign = 64;
-constexpr const char* kFormat = "tensortune.model";
-constexpr int kFormatVersion = 1;
 
-int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-int64_t bytes_of(const std::vector<int64_t>& shape, ir::DataType dtype) {
-  int64_t n = dtype.bytes();
-  for (int64_t d : shape) n *= d;
-  return n;
+int64_t aligned(int64_t n) {
+  return checked_add(n, kAlign - 1, "a buffer's aligned size") / kAlign * kAlign;
 }
 
-json tensor_json(const std::string& name, const std::vector<int64_t>& shape, ir::DataType dtype) {
-  return {{"name", name}, {"shape", shape}, {"dtype", dtype.str()}};
+int64_t bytes_of(const std::vector<int64_t>& shape, ir::DataType dtype, const std::string& what) {
+  return runtime::tensor_bytes(shape, dtype, what);
+}
+
+runtime::PlanTensor plan_tensor(const std::string& name, const std::vector<int64_t>& shape,
+                                ir::DataType dtype, int64_t buffer) {
+  auto t = make_node<runtime::PlanTensorNode>();
+  t->name = name;
+  t->shape = shape;
+  t->dtype = dtype;
+  t->buffer = buffer;
+  return runtime::PlanTensor(std::move(t));
 }
 
 /// First-fit allocation of intermediates in one arena: a buffer gets the
@@ -96,7 +100,7 @@ struct Kernel {
 /// under each variant of that kernel.
 struct StepVariants {
   size_t kernel;
-  std::vector<std::pair<std::string, std::vector<int>>> calls;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> calls;
 };
 using VariantCalls = std::vector<StepVariants>;
 
@@ -112,29 +116,6 @@ std::string ordinal(size_t n) {
   return std::to_string(rank) + suffix + " best";
 }
 
-/// Writes the model's folder next to `dest`, then moves it into place: the
-/// folder is whole or absent.
-void write_model_folder(const std::string& dest_dir, const std::string& library,
-                        const std::string& weights, const json& plan) {
-  fs::path dest(dest_dir);
-  fs::path tmp = dest.string() + ".tmp-" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  TT_CHECK(!ec, kIO, "cannot create '", tmp.string(), "': ", ec.message());
-  try {
-    write_file_atomically((tmp / "model.so").string(), library);
-    write_file_atomically((tmp / "weights.bin").string(), weights);
-    write_file_atomically((tmp / "plan.json").string(), plan.dump(1));
-    fs::remove_all(dest, ec);
-    fs::rename(tmp, dest, ec);
-    TT_CHECK(!ec, kIO, "cannot move the compiled model to '", dest.string(), "': ", ec.message());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -148,29 +129,20 @@ double median_of(std::vector<double> v) {
 /// the cores as that kernel splits its loops, and its output is what the
 /// next kernel reads. Returns a summary.
 json choose_in_model(std::vector<Kernel>& kernels,
-                     const std::function<json(bool, VariantCalls*)>& make_plan,
-                     const std::string& library, const std::string& weights,
-                     const std::string& out_dir) {
+                     const std::function<runtime::ModelPlan(bool, VariantCalls*)>& make_plan,
+                     const std::string& library, const std::string& weights) {
   constexpr int kRuns = 7;            // timed runs per evaluation (their median per call)
   constexpr int kRounds = 3;          // interleaved rounds over a task's candidates
   constexpr double kMargin = 0.03;    // what a candidate must save to replace the best
   constexpr double kMinShare = 0.01;  // tasks below this share cannot show a gain above noise
   auto start = std::chrono::steady_clock::now();
-  const std::string dir = out_dir + ".in-model-" + std::to_string(::getpid());
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } remove{dir};
   // One model with every variant's packed weights; a variant is put in
   // place by pointing its kernel's steps at it.
   VariantCalls calls;
-  write_model_folder(dir, library, weights, make_plan(true, &calls));
-  CompiledModel m = CompiledModel::load(dir);
+  runtime::ModelPlan plan = make_plan(true, &calls);
+  runtime::CompiledModel m = runtime::CompiledModel::from_files({plan, library, weights});
 
-  const size_t steps = m.plan().at("steps").size();
+  const size_t steps = m.plan()->steps.size();
   std::vector<int> kernel_of_step(steps, -1);  // copies (after the kernel steps) stay -1
   for (size_t s = 0; s < calls.size(); ++s) kernel_of_step[s] = static_cast<int>(calls[s].kernel);
   auto put_in_place = [&](size_t j, size_t v) {
@@ -294,6 +266,7 @@ json CompileReport::to_json() const {
               {"weight_bytes", weight_bytes},
               {"seconds", seconds}};
   if (!fallback_reason.empty()) out["fallback_reason"] = fallback_reason;
+  if (!warnings.empty()) out["warnings"] = warnings;
   if (!in_model.is_null()) out["in_model"] = in_model;
   return out;
 }
@@ -302,6 +275,8 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
                             const std::string& out_dir) {
   auto start = std::chrono::steady_clock::now();
   TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
+  // Refused before the work, not after it.
+  runtime::check_model_destination(out_dir, options.protect);
   TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
            "the schedules per task to time in the model must be 1 or more, not ",
            options.in_model_candidates);
@@ -343,21 +318,25 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     k.entry.description = group.description();
     k.entry.occurrences = 1;
     const std::string function = "k" + std::to_string(kernels.size());
-    std::vector<measure::Record> best = measure::best_k_for(
-        options.records, k.task, match, static_cast<size_t>(options.in_model_candidates));
+    // Every schedule of the log, best first: one that no longer replays
+    // (the log is older than this build's schedule rules) gives way to the
+    // next, with a warning, rather than to the default schedule.
+    std::vector<measure::Record> best =
+        measure::best_k_for(options.records, k.task, match, SIZE_MAX);
     schedule::ComputeDAG dag(te::workload_tensors(w));
     k.entry.flops = dag.flop_count();
+    size_t skipped = 0;
     for (const measure::Record& r : best) {
+      if (k.variants.size() == static_cast<size_t>(options.in_model_candidates)) break;
       try {
         schedule::replay(dag, r.input.state);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kInternal) throw;
-        // Only the best one's failure is news (it means the default
-        // schedule, as without candidates); the others are candidates.
-        if (k.variants.empty()) {
-          k.entry.why = std::string("the log's best record does not replay here: ") + e.what();
-          break;
-        }
+        skipped += k.variants.empty();
+        report.warnings.push_back("the record" +
+                                  (r.line ? " on line " + std::to_string(r.line) : std::string()) +
+                                  " of the log for " + key + " (" + k.entry.description +
+                                  ") does not replay here, skipped: " + e.what());
         continue;
       }
       std::string name =
@@ -367,8 +346,13 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     if (!k.variants.empty()) {
       k.entry.tuned = true;
       k.entry.tuned_latency_s = k.variants[0].latency_s;
-      k.entry.why = "the log's best of its records";
-    } else if (best.empty()) {
+      k.entry.why = skipped ? "the log's best of its records that replays here (" +
+                                  std::to_string(skipped) + " better ones do not)"
+                            : "the log's best of its records";
+    } else if (!best.empty()) {
+      k.entry.why = "none of the log's " + std::to_string(best.size()) +
+                    " schedules for it replays here (see the warnings)";
+    } else {
       k.entry.why = options.records.empty()
                         ? "no log given"
                         : measure::why_no_record(options.records, k.task, match);
@@ -405,16 +389,24 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
          missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : "");
   }
 
-  // One module: every kernel and its packers.
+  // One module: every kernel and its packers, and the bytes of each one's arguments.
   std::unique_ptr<codegen::KernelSources> sources = codegen::kernel_sources(options.target);
   std::vector<size_t> all;
+  std::vector<runtime::PlanFunction> functions;
+  auto add_function = [&](const lower::PrimFunc& f) {
+    auto fn = make_node<runtime::PlanFunctionNode>();
+    fn->name = f->name;
+    fn->arg_bytes = lower::argument_bytes(f);
+    functions.emplace_back(std::move(fn));
+    all.push_back(sources->add(f));
+  };
   for (Kernel& k : kernels) {
     schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
     for (Variant& v : k.variants) {
       schedule::LoopState loops = schedule::replay(dag, v.state);
-      all.push_back(sources->add(lower::lower(loops, v.function)));
+      add_function(lower::lower(loops, v.function));
       v.packers = lower::lower_packers(loops, v.function);
-      for (const auto& p : v.packers) all.push_back(sources->add(lower::run_pipeline(p.func)));
+      for (const auto& p : v.packers) add_function(lower::run_pipeline(p.func));
     }
   }
   codegen::Module module = sources->compile(sources->source(all), options.module_options);
@@ -426,23 +418,31 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
   std::string weights;
   // With all_variants, the plan also holds every variant's packed weights,
   // and variant_calls gets each kernel step's call under each variant.
-  auto make_plan = [&](bool all_variants, VariantCalls* variant_calls) -> json {
+  auto make_plan = [&](bool all_variants, VariantCalls* variant_calls) -> runtime::ModelPlan {
     weights.clear();
+    auto plan = make_node<runtime::ModelPlanNode>();
+    plan->target = options.target.str();
+    plan->functions = functions;
 
-    json buffers = json::array();
-    std::unordered_map<const Object*, int> buffer_of;
-    auto add_buffer = [&](json b) {
-      buffers.push_back(std::move(b));
-      return static_cast<int>(buffers.size()) - 1;
+    std::vector<runtime::PlanBuffer>& buffers = plan->buffers;
+    std::unordered_map<const Object*, int64_t> buffer_of;
+    auto add_buffer = [&](runtime::BufferKind kind, int64_t bytes, ir::DataType dtype,
+                          std::vector<int64_t> shape = {}) {
+      auto b = make_node<runtime::PlanBufferNode>();
+      b->kind = kind;
+      b->bytes = bytes;
+      b->dtype = dtype;
+      b->shape = std::move(shape);
+      buffers.emplace_back(b);
+      return std::make_pair(static_cast<int64_t>(buffers.size()) - 1, b);
     };
-    json inputs = json::array(), outputs = json::array();
     for (const auto& in : g->inputs) {
-      buffer_of[in.get()] = add_buffer({{"kind", "input"},
-                                        {"bytes", bytes_of(in->shape, in->dtype)},
-                                        {"shape", in->shape},
-                                        {"dtype", in->dtype.str()}});
-      inputs.push_back(tensor_json(in->name, in->shape, in->dtype));
-      inputs.back()["buffer"] = buffer_of[in.get()];
+      int64_t id = add_buffer(runtime::BufferKind::kInput,
+                              bytes_of(in->shape, in->dtype, "input '" + in->name + "'"), in->dtype,
+                              in->shape)
+                       .first;
+      buffer_of[in.get()] = id;
+      plan->inputs.push_back(plan_tensor(in->name, in->shape, in->dtype, id));
     }
     auto constant_buffer = [&](const Value& v) {
       auto it = buffer_of.find(v.get());
@@ -453,12 +453,10 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       int64_t offset = aligned(static_cast<int64_t>(weights.size()));
       weights.resize(static_cast<size_t>(offset), '\0');
       weights.append(static_cast<const char*>(a.data()), a.nbytes());
-      int id = add_buffer({{"kind", "constant"},
-                           {"bytes", static_cast<int64_t>(a.nbytes())},
-                           {"offset", offset},
-                           {"shape", a.shape()},
-                           {"dtype", a.dtype().str()},
-                           {"name", c->name}});
+      auto [id, b] = add_buffer(runtime::BufferKind::kConstant, static_cast<int64_t>(a.nbytes()),
+                                a.dtype(), a.shape());
+      b->offset = offset;
+      b->name = c->name;
       buffer_of[v.get()] = id;
       return id;
     };
@@ -489,8 +487,16 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     }
     ArenaPlanner arena;
     int64_t intermediate_bytes = 0;
-    json steps = json::array();
-    std::map<std::pair<int, std::string>, int> packed_of;
+    std::map<std::pair<int64_t, std::string>, int64_t> packed_of;
+    auto add_step = [&](std::string function, std::vector<int64_t> args, int64_t from = -1,
+                        int64_t to = -1) {
+      auto step = make_node<runtime::PlanStepNode>();
+      step->function = std::move(function);
+      step->args = std::move(args);
+      step->copy_from = from;
+      step->copy_to = to;
+      plan->steps.emplace_back(std::move(step));
+    };
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       const FusedGroup& group = groups[gi];
       if (group.is_view()) {
@@ -500,53 +506,53 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
         continue;
       }
       const Kernel& kernel = kernels[kernel_of_group[gi]];
-      std::vector<int> inputs_of_group;
+      std::vector<int64_t> inputs_of_group;
       for (const auto& v : group.inputs) {
         inputs_of_group.push_back(buffer_of.count(v.get()) ? buffer_of.at(v.get())
                                                            : constant_buffer(v));
       }
       // Each variant's arguments: its packed weights in place of the weights.
-      std::vector<std::vector<int>> args_of(kernel.variants.size());
+      std::vector<std::vector<int64_t>> args_of(kernel.variants.size());
       std::vector<bool> planned(kernel.variants.size(), false);
       for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
         if (!all_variants && vi != kernel.chosen) continue;
         planned[vi] = true;
         args_of[vi] = inputs_of_group;
         for (const auto& p : kernel.variants[vi].packers) {
-          int source = inputs_of_group[static_cast<size_t>(p.input)];
-          int& packed = packed_of[{source, p.func->name}];
+          int64_t source = inputs_of_group[static_cast<size_t>(p.input)];
+          int64_t& packed = packed_of[{source, p.func->name}];
           if (!packed) {
             const Value& v = group.inputs[static_cast<size_t>(p.input)];
-            packed = add_buffer({{"kind", "packed"},
-                                 {"bytes", p.elements * v->dtype.bytes()},
-                                 {"elements", p.elements},
-                                 {"dtype", v->dtype.str()},
-                                 {"source", source},
-                                 {"packer", p.func->name}});
+            auto [id, b] = add_buffer(
+                runtime::BufferKind::kPacked,
+                checked_mul(p.elements, v->dtype.bytes(), "a packed weight of " + p.func->name),
+                v->dtype);
+            b->source = source;
+            b->packer = p.func->name;
+            packed = id;
           }
           args_of[vi][static_cast<size_t>(p.input)] = packed;
         }
       }
       const Ref<CallNode>& out = group.calls.back();
-      int64_t bytes = bytes_of(out->shape, out->dtype);
-      int id;
+      int64_t bytes = bytes_of(out->shape, out->dtype, "the value '" + out->name + "'");
+      int64_t id;
       if (output_index.count(out.get()) && !buffer_of.count(out.get())) {
-        id = add_buffer({{"kind", "output"},
-                         {"bytes", bytes},
-                         {"shape", out->shape},
-                         {"dtype", out->dtype.str()}});
+        id = add_buffer(runtime::BufferKind::kOutput, bytes, out->dtype, out->shape).first;
       } else {
         auto lu = last_use.find(out.get());
         int last = lu == last_use.end() ? static_cast<int>(gi) : lu->second;
         int64_t offset = arena.place(bytes, static_cast<int>(gi), last);
-        id = add_buffer({{"kind", "arena"}, {"bytes", bytes}, {"offset", offset}});
-        intermediate_bytes += aligned(bytes);
+        auto [arena_id, b] = add_buffer(runtime::BufferKind::kArena, bytes, out->dtype);
+        b->offset = offset;
+        id = arena_id;
+        intermediate_bytes = checked_add(intermediate_bytes, aligned(bytes), "the intermediates");
       }
       buffer_of[out.get()] = id;
       for (size_t vi = 0; vi < args_of.size(); ++vi) {
         if (planned[vi]) args_of[vi].push_back(id);
       }
-      steps.push_back({{"function", kernel.variant().function}, {"args", args_of[kernel.chosen]}});
+      add_step(kernel.variant().function, args_of[kernel.chosen]);
       if (variant_calls) {
         StepVariants step{kernel_of_group[gi], {}};
         for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
@@ -557,241 +563,49 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     }
     // Graph outputs: the buffer a group wrote, or a copy of an input, a
     // constant or another output.
-    std::set<int> used_outputs;
+    std::set<int64_t> used_outputs;
     for (size_t i = 0; i < g->outputs.size(); ++i) {
       const Value& v = g->outputs[i];
-      int id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
-      if (buffers[static_cast<size_t>(id)]["kind"] != "output" || !used_outputs.insert(id).second) {
-        int copy = add_buffer({{"kind", "output"},
-                               {"bytes", bytes_of(v->shape, v->dtype)},
-                               {"shape", v->shape},
-                               {"dtype", v->dtype.str()}});
-        steps.push_back({{"copy_from", id}, {"copy_to", copy}});
+      int64_t id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
+      if (buffers[static_cast<size_t>(id)]->kind != runtime::BufferKind::kOutput ||
+          !used_outputs.insert(id).second) {
+        int64_t copy =
+            add_buffer(runtime::BufferKind::kOutput,
+                       bytes_of(v->shape, v->dtype, "output '" + g->output_names[i] + "'"),
+                       v->dtype, v->shape)
+                .first;
+        add_step("", {}, id, copy);
         id = copy;
         used_outputs.insert(id);
       }
-      outputs.push_back(tensor_json(g->output_names[i], v->shape, v->dtype));
-      outputs.back()["buffer"] = id;
+      plan->outputs.push_back(plan_tensor(g->output_names[i], v->shape, v->dtype, id));
     }
-    report.kernels = static_cast<int64_t>(steps.size());
+    plan->arena_bytes = arena.size();
+    plan->weights_bytes = static_cast<int64_t>(weights.size());
+    report.kernels = static_cast<int64_t>(plan->steps.size());
     report.planned_bytes = arena.size();
     report.intermediate_bytes = intermediate_bytes;
     report.weight_bytes = static_cast<int64_t>(weights.size());
-    return json{{"format", kFormat}, {"version", kFormatVersion},  {"target", options.target.str()},
-                {"inputs", inputs},  {"outputs", outputs},         {"buffers", buffers},
-                {"steps", steps},    {"arena_bytes", arena.size()}};
+    runtime::check_plan(*plan);
+    return runtime::ModelPlan(plan);
   };
 
-  json plan = make_plan(false, nullptr);
+  runtime::ModelPlan plan = make_plan(false, nullptr);
   bool candidates = std::any_of(kernels.begin(), kernels.end(),
                                 [](const Kernel& k) { return k.variants.size() > 1; });
   if (candidates) {
-    report.in_model = choose_in_model(kernels, make_plan, *library, weights, out_dir);
+    report.in_model = choose_in_model(kernels, make_plan, *library, weights);
     report.in_model["candidates_per_task"] = options.in_model_candidates;
     plan = make_plan(false, nullptr);
   }
   report.tasks.clear();
   for (const auto& k : kernels) report.tasks.push_back(k.entry);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan["report"] = report.to_json();
-  write_model_folder(out_dir, *library, weights, plan);
+  auto with_report = make_node<runtime::ModelPlanNode>(*plan);
+  with_report->report = report.to_json();
+  runtime::write_model_folder(out_dir, {runtime::ModelPlan(with_report), *library, weights},
+                              options.protect);
   return report;
-}
-
-// ---------------------------------------------------------------------------
-// CompiledModel
-
-CompiledModel CompiledModel::load(const std::string& dir) {
-  auto file = [&](const char* name) { return (fs::path(dir) / name).string(); };
-  CompiledModel m;
-  std::optional<std::string> plan_text = read_file_if_exists(file("plan.json"));
-  TT_CHECK(plan_text, kNotFound, "'", dir,
-           "' is not a compiled model (no plan.json); make one with `tensortune compile`");
-  try {
-    m.plan_ = parse_json_text(*plan_text, "plan.json");
-    TT_CHECK(m.plan_.is_object() && m.plan_.value("format", "") == kFormat, kParse,
-             "plan.json is not a tensortune model plan");
-    TT_CHECK(m.plan_.value("version", 0) == kFormatVersion, kParse, "plan.json has format version ",
-             m.plan_.value("version", 0), "; this build reads ", kFormatVersion);
-    m.module_ = codegen::Module::load(file("model.so"));
-    std::optional<std::string> weights = read_file_if_exists(file("weights.bin"));
-    TT_CHECK(weights, kNotFound, "no weights.bin");
-    const json& buffers = m.plan_.at("buffers");
-    m.constants_.resize(buffers.size());
-    m.arena_offset_.assign(buffers.size(), -1);
-    m.buffer_bytes_.resize(buffers.size());
-    for (size_t id = 0; id < buffers.size(); ++id) {
-      const json& b = buffers[id];
-      std::string kind = b.at("kind");
-      m.buffer_bytes_[id] = b.at("bytes").get<size_t>();
-      if (kind == "constant") {
-        te::NDArray a(ir::DataType::parse(b.at("dtype").get<std::string>()),
-                      b.at("shape").get<std::vector<int64_t>>());
-        int64_t offset = b.at("offset");
-        TT_CHECK(offset >= 0 && offset + static_cast<int64_t>(a.nbytes()) <=
-                                    static_cast<int64_t>(weights->size()),
-                 kParse, "weights.bin is shorter than the plan says");
-        std::memcpy(a.data(), weights->data() + offset, a.nbytes());
-        m.constants_[id] = std::move(a);
-      } else if (kind == "packed") {
-        // Packed once, at load time.
-        te::NDArray a(ir::DataType::parse(b.at("dtype").get<std::string>()),
-                      {b.at("elements").get<int64_t>()});
-        size_t source = b.at("source");
-        TT_CHECK(source < id && m.constants_[source].defined(), kParse,
-                 "a packed buffer's source is not a constant before it");
-        void* args[] = {m.constants_[source].data(), a.data()};
-        int32_t rc = m.module_.get(b.at("packer").get<std::string>())(args);
-        TT_CHECK(rc == 0, kRuntime, "packing a weight failed (", rc, ")");
-        m.constants_[id] = std::move(a);
-      } else if (kind == "arena") {
-        m.arena_offset_[id] = b.at("offset");
-      }
-    }
-    m.arena_ = te::NDArray(ir::DataType::uint(8),
-                           {std::max<int64_t>(m.plan_.at("arena_bytes").get<int64_t>(), 1)});
-    auto infos = [](const json& list, std::vector<TensorInfo>& out, std::vector<int>& ids) {
-      for (const auto& t : list) {
-        out.push_back({t.at("name"), t.at("shape").get<std::vector<int64_t>>(),
-                       ir::DataType::parse(t.at("dtype").get<std::string>())});
-        ids.push_back(t.at("buffer"));
-      }
-    };
-    infos(m.plan_.at("inputs"), m.inputs_, m.input_buffers_);
-    infos(m.plan_.at("outputs"), m.outputs_, m.output_buffers_);
-    for (const auto& s : m.plan_.at("steps")) {
-      Step step;
-      if (s.contains("copy_from")) {
-        step.copy_from = s.at("copy_from");
-        step.copy_to = s.at("copy_to");
-      } else {
-        step.fn = m.module_.get(s.at("function").get<std::string>());
-        step.args = s.at("args").get<std::vector<int>>();
-        for (int a : step.args) {
-          TT_CHECK(a >= 0 && a < static_cast<int>(buffers.size()), kParse, "a step reads buffer ",
-                   a, ", which the plan lacks");
-        }
-      }
-      m.steps_.push_back(std::move(step));
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
-    fail(e.kind(), dir, ": ", e.what());
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kParse, dir, ": plan.json: ", e.what());
-  }
-  return m;
-}
-
-void CompiledModel::set_step(size_t i, const std::string& function, const std::vector<int>& args) {
-  TT_CHECK(i < steps_.size() && steps_[i].fn, kInvalidArgument, "step ", i,
-           " of the plan is no kernel call");
-  for (int a : args) {
-    TT_CHECK(a >= 0 && static_cast<size_t>(a) < buffer_bytes_.size(), kInvalidArgument,
-             "a step reads buffer ", a, ", which the plan lacks");
-  }
-  steps_[i].fn = module_.get(function);
-  steps_[i].args = args;
-}
-
-void CompiledModel::set_threads(int threads) {
-  if (!module_.has("tt_set_num_threads")) return;
-  // Not a kernel: the module's int32_t tt_set_num_threads(int32_t).
-  using SetThreads = int32_t (*)(int32_t);
-  SetThreads set =
-      reinterpret_cast<SetThreads>(reinterpret_cast<void*>(module_.get("tt_set_num_threads")));
-  set(threads);
-}
-
-std::vector<te::NDArray> CompiledModel::make_outputs() const {
-  std::vector<te::NDArray> outputs;
-  for (const TensorInfo& t : outputs_) outputs.emplace_back(t.dtype, t.shape);
-  return outputs;
-}
-
-std::vector<te::NDArray> CompiledModel::run(const std::vector<te::NDArray>& inputs) {
-  std::vector<te::NDArray> outputs = make_outputs();
-  run_steps(inputs, outputs, nullptr);
-  return outputs;
-}
-
-void CompiledModel::run_into(const std::vector<te::NDArray>& inputs,
-                             std::vector<te::NDArray>& outputs) {
-  run_steps(inputs, outputs, nullptr);
-}
-
-void CompiledModel::run_timed(const std::vector<te::NDArray>& inputs,
-                              std::vector<te::NDArray>& outputs,
-                              std::vector<double>& step_seconds) {
-  step_seconds.assign(steps_.size(), 0.0);
-  run_steps(inputs, outputs, &step_seconds);
-}
-
-std::vector<json> CompiledModel::step_tasks() const {
-  std::map<std::string, json> task_of;
-  for (const auto& t : plan_.at("report").at("tasks")) task_of[t.value("function", "")] = t;
-  std::vector<json> tasks;
-  for (const auto& s : plan_.at("steps")) {
-    auto it = s.contains("copy_from") ? task_of.end() : task_of.find(s.value("function", ""));
-    tasks.push_back(it == task_of.end() ? json() : it->second);
-  }
-  return tasks;
-}
-
-std::vector<std::string> CompiledModel::step_names() const {
-  std::vector<std::string> names;
-  for (const json& t : step_tasks()) {
-    names.push_back(t.is_null() ? "copy" : t.value("description", ""));
-  }
-  return names;
-}
-
-void CompiledModel::run_steps(const std::vector<te::NDArray>& inputs,
-                              std::vector<te::NDArray>& outputs,
-                              std::vector<double>* step_seconds) {
-  TT_CHECK(inputs.size() == inputs_.size(), kInvalidArgument, "the model takes ", inputs_.size(),
-           " inputs, got ", inputs.size());
-  std::vector<void*> pointer(buffer_bytes_.size(), nullptr);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& want = inputs_[i];
-    TT_CHECK(inputs[i].shape() == want.shape && inputs[i].dtype() == want.dtype, kInvalidArgument,
-             "input '", want.name, "' must be ", want.dtype.str(), " of shape ",
-             te::NDArray(want.dtype, want.shape).describe(), ", got ", inputs[i].describe());
-    pointer[static_cast<size_t>(input_buffers_[i])] = const_cast<void*>(inputs[i].data());
-  }
-  TT_CHECK(outputs.size() == outputs_.size(), kInvalidArgument, "the model has ", outputs_.size(),
-           " outputs, got ", outputs.size(), " arrays for them");
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    const TensorInfo& want = outputs_[i];
-    TT_CHECK(outputs[i].shape() == want.shape && outputs[i].dtype() == want.dtype, kInvalidArgument,
-             "output '", want.name, "' must be ", want.dtype.str(), " of shape ",
-             te::NDArray(want.dtype, want.shape).describe(), ", got ", outputs[i].describe());
-    pointer[static_cast<size_t>(output_buffers_[i])] = outputs[i].data();
-  }
-  auto* arena = static_cast<char*>(arena_.data());
-  for (size_t id = 0; id < pointer.size(); ++id) {
-    if (constants_[id].defined()) pointer[id] = constants_[id].data();
-    if (arena_offset_[id] >= 0) pointer[id] = arena + arena_offset_[id];
-  }
-  std::vector<void*> args;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const Step& s = steps_[i];
-    auto start = std::chrono::steady_clock::now();
-    if (!s.fn) {
-      std::memcpy(pointer[static_cast<size_t>(s.copy_to)],
-                  pointer[static_cast<size_t>(s.copy_from)],
-                  buffer_bytes_[static_cast<size_t>(s.copy_to)]);
-    } else {
-      args.clear();
-      for (int a : s.args) args.push_back(pointer[static_cast<size_t>(a)]);
-      int32_t rc = s.fn(args.data());
-      TT_CHECK(rc == 0, kRuntime, "a kernel of the model returned ", rc);
-    }
-    if (step_seconds) {
-      (*step_seconds)[i] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-  }
 }
 
 }  // namespace tensortune::graph

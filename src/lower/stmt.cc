@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "tensortune/support/checked.h"
+
 namespace tensortune::lower {
 
 void ForNode::declare(FieldList<ForNode>& f) {
@@ -323,6 +325,24 @@ std::string to_string(const PrimFunc& f) {
   print(os, f->body, 1);
   os << "}\n";
   return os.str();
+}
+
+std::vector<int64_t> argument_bytes(const PrimFunc& f) {
+  std::vector<int64_t> bytes;
+  for (const Buffer& b : f->params) {
+    int64_t elements;
+    if (b->strides.empty()) {
+      elements = checked_elements(b->shape, "parameter '" + b->name + "'");
+    } else {
+      int64_t last = 0;
+      for (size_t d = 0; d < b->shape.size() && d < b->strides.size(); ++d) {
+        last = checked_add(last, checked_mul(b->shape[d] - 1, b->strides[d], b->name), b->name);
+      }
+      elements = checked_add(last, 1, b->name);
+    }
+    bytes.push_back(checked_mul(elements, b->dtype.bytes(), "parameter '" + b->name + "'"));
+  }
+  return bytes;
 }
 
 }  // namespace tensortune::lower

@@ -308,6 +308,7 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     }
     if (requests.empty()) request.workload_hash = workload_hash(task);
     request.library = built[i].library;
+    request.library_sha256 = built[i].library_sha256;
     request.function = built[i].function;
     request.packed_inputs = built[i].packed_inputs;
     request.packers = built[i].packers;

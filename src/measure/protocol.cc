@@ -64,6 +64,7 @@ void BuildResult::declare(FieldList<BuildResult>& f) {
   f.def("error_code", &BuildResult::error_code)
       .def("error_message", &BuildResult::error_message)
       .def("library", &BuildResult::library)
+      .def("library_sha256", &BuildResult::library_sha256)
       .def("function", &BuildResult::function)
       .def("build_seconds", &BuildResult::build_seconds)
       .def("pass_context_hash", &BuildResult::pass_context_hash)
@@ -91,6 +92,7 @@ void BuildReply::declare(FieldList<BuildReply>& f) {
 void RunRequest::declare(FieldList<RunRequest>& f) {
   f.def("task", &RunRequest::task)
       .def("library", &RunRequest::library)
+      .def("library_sha256", &RunRequest::library_sha256)
       .def("function", &RunRequest::function)
       .def("packed_inputs", &RunRequest::packed_inputs)
       .def("packers", &RunRequest::packers)

@@ -126,6 +126,7 @@ BuildReply serve_build(const BuildRequest& request) {
     result->instruments = std::move(b.instruments);
     if (b.ok()) {
       result->library = b.module.library_path();
+      result->library_sha256 = b.module.sha256();
       result->function = b.function;
       for (const auto& p : b.packers) {
         result->packed_inputs.push_back(p.input);
@@ -233,7 +234,18 @@ const std::vector<te::NDArray>& reference(const std::string& key,
     outputs.emplace_back(t.dtype(), t.shape());
     total += outputs.back().nbytes();
   }
-  if (auto bytes = read_file_if_exists(path); bytes && bytes->size() == total) {
+  // Read and written only in a directory private to the user, and taken
+  // only when it matches the hash written with it: --check compares with it.
+  bool private_dir = true;
+  try {
+    ensure_private_dir(dir, "the module cache");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tensortune-worker: reference outputs not cached: %s\n", e.what());
+    private_dir = false;
+  }
+  std::optional<std::string> bytes;
+  if (private_dir) bytes = read_cache_entry(path);
+  if (bytes && bytes->size() == total) {
     size_t offset = 0;
     for (auto& o : outputs) {
       std::memcpy(o.data(), bytes->data() + offset, o.nbytes());
@@ -244,10 +256,8 @@ const std::vector<te::NDArray>& reference(const std::string& key,
     std::string data;
     data.reserve(total);
     for (const auto& o : outputs) data.append(static_cast<const char*>(o.data()), o.nbytes());
-    std::error_code ignored;
-    std::filesystem::create_directories(dir, ignored);
     try {
-      write_file_atomically(path, data);
+      if (private_dir) write_cache_entry(path, data);
     } catch (const Error& e) {
       // Only a speed-up for later workers: go on without it.
       std::fprintf(stderr, "tensortune-worker: cannot keep reference outputs: %s\n", e.what());
@@ -272,7 +282,7 @@ uint64_t mapped_bytes() {
 class AddressSpaceCap {
  public:
   explicit AddressSpaceCap(uint64_t need) {
-    if (::getrlimit(RLIMIT_AS, &old_) != 0) return;
+    if (kAddressSanitizer || ::getrlimit(RLIMIT_AS, &old_) != 0) return;
     uint64_t cap = mapped_bytes() + need;
     if (old_.rlim_max != RLIM_INFINITY) cap = std::min<uint64_t>(cap, old_.rlim_max);
     struct rlimit limit = old_;
@@ -333,7 +343,10 @@ RunOutcome serve_run(const RunRequest& request) {
   try {
     auto it = caches.modules.find(request.library);
     if (it == caches.modules.end()) {
-      it = caches.modules.emplace(request.library, codegen::Module::load(request.library)).first;
+      it = caches.modules
+               .emplace(request.library,
+                        codegen::Module::load_checked(request.library, request.library_sha256))
+               .first;
     }
     kernel = it->second.get(request.function);
   } catch (const Error& e) {
@@ -513,9 +526,31 @@ std::string request_error(ErrorKind kind, std::string_view message) {
   return encode(e);
 }
 
+/// A build that ran out of the worker's memory: every candidate of the
+/// request failed to compile, for that reason (not the tuner's fault).
+BuildReply out_of_memory_build(const BuildRequest& request) {
+  BuildReply reply;
+  reply.task_hash = Hash64(structural_hash(request.task));
+  reply.task_nodes = static_cast<int64_t>(post_order(ObjectPtr(request.task.ptr())).size());
+  for (size_t i = 0; i < request.states.size(); ++i) {
+    auto result = make_node<BuildResult>();
+    result->error_code = ErrorCode::kCompileError;
+    result->error_message =
+        "out of memory (the worker's memory limit) while lowering or compiling the candidates";
+    result->pass_context_hash = Hash64(request.pass_context.hash());
+    reply.results.emplace_back(std::move(result));
+  }
+  return reply;
+}
+
 std::string serve(const ObjectPtr& request) {
-  if (auto r = std::dynamic_pointer_cast<const BuildRequest>(request))
-    return encode(serve_build(*r));
+  if (auto r = std::dynamic_pointer_cast<const BuildRequest>(request)) {
+    try {
+      return encode(serve_build(*r));
+    } catch (const std::bad_alloc&) {
+      return encode(out_of_memory_build(*r));
+    }
+  }
   if (auto r = std::dynamic_pointer_cast<const RunRequest>(request)) {
     try {
       return encode(serve_run(*r));

@@ -1,11 +1,17 @@
 // Modules: building hand-written C, the cache, and compiler failures.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 
 #include "codegen/codegen_test_util.h"
 #include "common/test_util.h"
 #include "tensortune/codegen/c_codegen.h"
+#include "tensortune/support/files.h"
+#include "tensortune/support/hash.h"
 
 namespace tensortune::codegen {
 namespace {
@@ -68,7 +74,7 @@ TEST(Module, CacheReusesTheLibrary) {
     EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
     ++files;
   }
-  EXPECT_EQ(files, 4);
+  EXPECT_EQ(files, 6);  // each key's .c, .so and .so.sha256
 }
 
 TEST(Module, CompilerErrorQuotesDiagnosticsAndTheLine) {
@@ -100,9 +106,93 @@ TEST(Module, MissingCompilerIsARuntimeError) {
       kRuntime, "cannot run the C compiler '/nonexistent/tensortune-cc'");
 }
 
-TEST(Module, LoadOfAMissingLibraryFails) {
-  EXPECT_TT_ERROR(Module::load("/nonexistent/lib.so"), kRuntime,
+TEST(Module, LoadOfAMissingOrChangedLibraryFails) {
+  EXPECT_TT_ERROR(Module::load_checked("/nonexistent/lib.so", std::string(64, '0')), kRuntime,
                   "cannot load '/nonexistent/lib.so'");
+  Module m = Module::compile(kAddOne, kCompiler, kFlags, test_options("checked"));
+  std::string bytes = *read_file_if_exists(m.library_path());
+  EXPECT_TRUE(Module::load_checked(m.library_path(), sha256_hex(bytes)).has("add_one"));
+  EXPECT_TT_ERROR(Module::load_checked(m.library_path(), std::string(64, '0')), kRuntime,
+                  "not the 0000");
+}
+
+// A library planted in the cache under a key's name (here: one whose
+// constructor leaves a mark) is not loaded: it does not match the hash the
+// entry was written with, so the module is built again.
+TEST(Module, ACachedLibraryThatChangedIsBuiltAgainNotLoaded) {
+  ModuleOptions options = test_options("planted");
+  Module first = Module::compile(kAddOne, kCompiler, kFlags, options);
+  const std::string mark = options.cache_dir + "/constructor-ran";
+  const std::string planted_source =
+      "#include <stdio.h>\n"
+      "__attribute__((constructor)) static void plant(void) {\n"
+      "  FILE* f = fopen(\"" +
+      mark +
+      "\", \"w\"); if (f) fclose(f);\n"
+      "}\n"
+      "int add_one(void** args) { return 7; }\n";
+  Module planted = Module::compile(planted_source, kCompiler, kFlags, test_options("planter"));
+  std::filesystem::remove(mark);
+  std::filesystem::copy_file(planted.library_path(), first.library_path(),
+                             std::filesystem::copy_options::overwrite_existing);
+  Module again = Module::compile(kAddOne, kCompiler, kFlags, options);
+  EXPECT_FALSE(again.from_cache());
+  EXPECT_FALSE(std::filesystem::exists(mark));
+  float x[4] = {1, 2, 3, 4};
+  void* args[] = {x};
+  EXPECT_EQ(again.get("add_one")(args), 0);
+  // And the entry was written anew: the next compile takes it.
+  EXPECT_TRUE(Module::compile(kAddOne, kCompiler, kFlags, options).from_cache());
+}
+
+TEST(Module, ACacheDirectoryOthersMayWriteIsRefused) {
+  ModuleOptions options = test_options("shared");
+  std::filesystem::create_directories(options.cache_dir);
+  ::chmod(options.cache_dir.c_str(), 0777);
+  EXPECT_TT_ERROR(Module::compile(kAddOne, kCompiler, kFlags, options), kIO, "with mode 0777");
+  ::chmod(options.cache_dir.c_str(), 0700);
+  EXPECT_TRUE(Module::compile(kAddOne, kCompiler, kFlags, options).defined());
+  if (::geteuid() == 0) {
+    // Root can give it away: another user's directory is refused too.
+    ASSERT_EQ(::chown(options.cache_dir.c_str(), 65534, 65534), 0);
+    EXPECT_TT_ERROR(Module::compile(kAddOne, kCompiler, kFlags, options), kIO, "is owned by ");
+    ASSERT_EQ(::chown(options.cache_dir.c_str(), 0, 0), 0);
+  }
+  // A new cache directory is private.
+  ModuleOptions fresh = test_options("fresh/nested");
+  Module::compile(kAddOne, kCompiler, kFlags, fresh);
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.cache_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(Module, TemporaryFilesOfAKilledBuildAreRemoved) {
+  ModuleOptions options = test_options("stale");
+  std::filesystem::create_directories(options.cache_dir);
+  ::chmod(options.cache_dir.c_str(), 0700);
+  // A process id that runs no process (pid_max is below 2^22).
+  const std::string stale = options.cache_dir + "/tt-0123.so.tmp.4194303.0";
+  const std::string live =
+      options.cache_dir + "/tt-0123.so.tmp." + std::to_string(::getpid()) + ".99";
+  write_file_atomically(stale, "half a library");
+  write_file_atomically(live, "being written");
+  Module::compile(kAddOne, kCompiler, kFlags, options);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+}
+
+TEST(Module, TheDefaultCacheIsUnderTheUsersHomeNeverATemporaryDirectory) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  std::string saved = xdg ? xdg : "";
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(default_cache_dir(), "/home/someone/.cache/tensortune");
+  ::setenv("XDG_CACHE_HOME", "/var/cache/me", 1);
+  EXPECT_EQ(default_cache_dir(), "/var/cache/me/tensortune");
+  if (xdg)
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_CACHE_HOME");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "tensortune/measure/protocol.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
+#include "tensortune/runtime/model_folder.h"
 #include "tensortune/schedule/state.h"
 #include "tensortune/te/task.h"
 
@@ -267,6 +268,84 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       return load_string(record_to_line(Record{
           MeasureInput{task(), schedule::State::make({schedule::split(2, 1, {2})})}, result()}));
     };
+  }
+  {
+    using namespace runtime;  // NOLINT: sample builders
+    // A one-kernel plan: y = f(x, w), and y copied to a second output.
+    auto buffer = [](BufferKind kind, int64_t bytes, std::vector<int64_t> shape) {
+      auto b = make_node<PlanBufferNode>();
+      b->kind = kind;
+      b->bytes = bytes;
+      b->dtype = DataType::float32();
+      b->shape = std::move(shape);
+      return b;
+    };
+    auto plan = [buffer] {
+      auto p = make_node<ModelPlanNode>();
+      p->target = "c";
+      p->buffers.emplace_back(buffer(BufferKind::kInput, 16, {4}));
+      auto w = buffer(BufferKind::kConstant, 16, {4});
+      w->offset = 64;
+      w->name = "w";
+      p->buffers.emplace_back(w);
+      auto packed = buffer(BufferKind::kPacked, 32, {});
+      packed->source = 1;
+      packed->packer = "k0_pack";
+      p->buffers.emplace_back(packed);
+      auto t = buffer(BufferKind::kArena, 16, {});
+      t->offset = 0;
+      p->buffers.emplace_back(t);
+      p->buffers.emplace_back(buffer(BufferKind::kOutput, 16, {4}));
+      p->buffers.emplace_back(buffer(BufferKind::kOutput, 16, {4}));
+      auto tensor = [](std::string name, int64_t id) {
+        auto n = make_node<PlanTensorNode>();
+        n->name = std::move(name);
+        n->shape = {4};
+        n->dtype = DataType::float32();
+        n->buffer = id;
+        return PlanTensor(n);
+      };
+      p->inputs = {tensor("x", 0)};
+      p->outputs = {tensor("y", 4), tensor("y_copy", 5)};
+      auto fn = [](std::string name, std::vector<int64_t> bytes) {
+        auto f = make_node<PlanFunctionNode>();
+        f->name = std::move(name);
+        f->arg_bytes = std::move(bytes);
+        return PlanFunction(f);
+      };
+      p->functions = {fn("k0", {16, 32, 16}), fn("k0_pack", {16, 32}), fn("k1", {16, 16})};
+      auto step = [](std::string function, std::vector<int64_t> args, int64_t from, int64_t to) {
+        auto n = make_node<PlanStepNode>();
+        n->function = std::move(function);
+        n->args = std::move(args);
+        n->copy_from = from;
+        n->copy_to = to;
+        return PlanStep(n);
+      };
+      p->steps = {step("k0", {0, 2, 3}, -1, -1), step("k1", {3, 4}, -1, -1), step("", {}, 4, 5)};
+      p->arena_bytes = 64;
+      p->weights_bytes = 80;
+      p->report = {{"tasks", nlohmann::json::array()}};
+      return ModelPlan(p);
+    };
+    s["runtime.ModelPlan"] = [plan] { return obj(plan()); };
+    s["runtime.PlanBuffer"] = [plan] { return obj(plan()->buffers[2]); };
+    s["runtime.PlanTensor"] = [plan] { return obj(plan()->outputs[1]); };
+    s["runtime.PlanFunction"] = [plan] { return obj(plan()->functions[0]); };
+    s["runtime.PlanStep"] = [plan] { return obj(plan()->steps[2]); };
+    auto manifest = [] {
+      auto m = make_node<ManifestNode>();
+      for (const char* name : {"plan.json", "model.so", "weights.bin"}) {
+        auto f = make_node<ManifestFileNode>();
+        f->name = name;
+        f->bytes = 3;
+        f->sha256 = std::string(64, 'a');
+        m->files.emplace_back(f);
+      }
+      return Manifest(m);
+    };
+    s["runtime.Manifest"] = [manifest] { return obj(manifest()); };
+    s["runtime.ManifestFile"] = [manifest] { return obj(manifest()->files[1]); };
   }
   add_te_node_samples(s);
   add_graph_node_samples(s);

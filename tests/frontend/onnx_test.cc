@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -102,12 +103,23 @@ te::NDArray npy(const std::string& path) {
   return te::parse_npy(*bytes, path);
 }
 
-std::string npy_name(const std::string& name) {
-  std::string out = name;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+/// The file of each output in an --output-dir, as `tensortune run` and
+/// ort_run.js name them: unsafe characters replaced by _, then _2, _3, ...
+/// added when two names collide.
+std::vector<std::string> npy_names(const std::vector<std::string>& names) {
+  std::set<std::string> taken;
+  std::vector<std::string> files;
+  for (std::string stem : names) {
+    for (char& c : stem) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    }
+    if (stem.empty() || stem == "." || stem == "..") stem = "_" + stem;
+    std::string file = stem + ".npy";
+    for (int k = 2; taken.count(file); ++k) file = stem + "_" + std::to_string(k) + ".npy";
+    taken.insert(file);
+    files.push_back(file);
   }
-  return out + ".npy";
+  return files;
 }
 
 /// Compiles `model` with default schedules (for this machine's CPU) into a
@@ -121,7 +133,7 @@ std::vector<te::NDArray> compile_and_run(const graph::Graph& model,
   options.module_options = testing::private_cache_options("onnx");
   graph::CompileReport r = graph::compile_model(model, options, out_dir);
   if (report) *report = r;
-  graph::CompiledModel m = graph::CompiledModel::load(out_dir);
+  runtime::CompiledModel m = runtime::CompiledModel::load(out_dir);
   return m.run(inputs);
 }
 
@@ -158,8 +170,9 @@ TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
       inputs.push_back(npy(g.dir + "/ops/" + in["file"].get<std::string>()));
     std::vector<te::NDArray> outputs = compile_and_run(model, inputs, g.dir + "/ops_tt/" + name);
     ASSERT_EQ(outputs.size(), model->output_names.size());
+    std::vector<std::string> files = npy_names(model->output_names);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      EXPECT_TRUE(matches(outputs[i], npy(ort_dir + "/" + npy_name(model->output_names[i]))))
+      EXPECT_TRUE(matches(outputs[i], npy(ort_dir + "/" + files[i])))
           << "output " << model->output_names[i];
     }
   }
@@ -232,7 +245,7 @@ TEST(OnnxImport, ModelsMatchOnnxRuntime) {
         compile_and_run(model, {input}, g.dir + "/models_tt/" + name, &report);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_TRUE(matches(
-        out[0], npy(g.dir + "/models_ort/" + name + "/" + npy_name(model->output_names[0]))));
+        out[0], npy(g.dir + "/models_ort/" + name + "/" + npy_names(model->output_names)[0])));
     // The memory plan shares memory between intermediates never live together.
     if (std::string(name) != "mlp") {
       EXPECT_LT(report.planned_bytes, report.intermediate_bytes);
@@ -367,7 +380,7 @@ TEST(OnnxImport, APassThatFailsHalfwayLeavesExtractionTheUntouchedInput) {
   std::vector<te::NDArray> out = compile_and_run(model, {npy(g.dir + "/models/cnn.input_0.npy")},
                                                  g.dir + "/fallback_cnn", &report);
   EXPECT_NE(report.fallback_reason.find("convert_layout_nhwc"), std::string::npos);
-  EXPECT_TRUE(matches(out[0], npy(g.dir + "/models_ort/cnn/" + npy_name(model->output_names[0]))));
+  EXPECT_TRUE(matches(out[0], npy(g.dir + "/models_ort/cnn/" + npy_names(model->output_names)[0])));
 }
 
 TEST(OnnxImport, ExtractionInAnotherProcessGivesTheSameTasks) {

@@ -23,7 +23,7 @@ def main():
         stdin.read(size)
         info = {"build_id": os.environ.get("TT_FAKE_BUILD_ID", "some other build"),
                 "pid": os.getpid(),
-                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "6")),
+                "protocol_version": int(os.environ.get("TT_FAKE_PROTOCOL", "7")),
                 "type": "measure.WorkerInfo"}
         reply = json.dumps({"format": "tensortune.graph", "nodes": [info], "root": 0,
                             "version": 1}).encode()

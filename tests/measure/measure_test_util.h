@@ -70,6 +70,7 @@ inline std::string run_request(const te::Task& task, const BuildResult& built,
   RunRequest r;
   r.task = task;
   r.library = built.library;
+  r.library_sha256 = built.library_sha256;
   r.function = built.function;
   r.options = Ref<RunnerOptions>(make_node<RunnerOptions>(options));
   r.workload_hash = workload_hash(task);

@@ -8,6 +8,7 @@
 #include "common/test_util.h"
 #include "measure/measure_test_util.h"
 #include "tensortune/schedule/steps.h"
+#include "tensortune/support/files.h"
 
 namespace tensortune::measure {
 namespace {
@@ -17,7 +18,10 @@ using namespace testing;
 std::vector<std::filesystem::path> reference_files(const std::string& dir) {
   std::vector<std::filesystem::path> found;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().filename().string().rfind("ref-", 0) == 0) found.push_back(entry.path());
+    std::string name = entry.path().filename().string();
+    if (name.rfind("ref-", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".bin") {
+      found.push_back(entry.path());
+    }
   }
   return found;
 }
@@ -57,6 +61,16 @@ TEST(Runner, ReferenceIsPreparedOutsideTheCandidateTimeoutAndKept) {
   RunOutcome second = again.run(task, built, {})[0];
   EXPECT_EQ(error_code_name(second.error_code), "NO_ERROR") << second.error_message;
   EXPECT_EQ(std::filesystem::last_write_time(files[0]), written);
+
+  // A reference changed on disk (its size kept) is not what --check compares
+  // with: it no longer matches its hash, so it is evaluated again.
+  std::string bytes = *read_file_if_exists(files[0].string());
+  for (char& c : bytes) c = static_cast<char>(0x7f);
+  write_file_atomically(files[0].string(), bytes);
+  LocalRunner third(options);
+  RunOutcome checked = third.run(task, built, {})[0];
+  EXPECT_EQ(error_code_name(checked.error_code), "NO_ERROR") << checked.error_message;
+  EXPECT_NE(*read_file_if_exists(files[0].string()), bytes);
 }
 
 TEST(Runner, PreparationThatTimesOutStopsTheRunWithItsReason) {

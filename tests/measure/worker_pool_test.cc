@@ -75,6 +75,7 @@ TEST(WorkerPool, StrayPrintsOfAKernelDoNotBreakTheProtocol) {
       codegen::Module::compile(source, {"cc"}, {"-shared", "-fPIC"}, module_options);
   BuildResult built;
   built.library = m.library_path();
+  built.library_sha256 = m.sha256();
   built.function = "noisy";
   WorkerPool pool(pool_options());
   auto replies = pool.run({run_request(small_task(), built)}, std::chrono::seconds(10));

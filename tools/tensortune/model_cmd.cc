@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli_common.h"
 #include "tensortune/frontend/onnx.h"
@@ -35,7 +36,8 @@ std::map<std::string, std::vector<int64_t>> parse_input_shapes(
                "': '", part, "' is not a dimension (an integer >= 1)");
       dims.push_back(d);
     }
-    shapes[spec.substr(0, eq)] = dims;
+    TT_CHECK(shapes.emplace(spec.substr(0, eq), dims).second, kInvalidArgument,
+             "--input-shape names '", spec.substr(0, eq), "' twice; give each input once");
   }
   return shapes;
 }
@@ -158,8 +160,10 @@ int run_compile(const CompileArgs& args) {
   options.any_pass_context = args.any_pass_context;
   options.in_model_candidates = args.in_model_candidates;
   if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
+  options.protect = {args.source.model, args.log_path};
   ir::PassContextGuard guard(args.pass_context.make());
   graph::CompileReport report = graph::compile_model(model, options, args.output);
+  for (const std::string& w : report.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (args.as_json) {
     json out = report.to_json();
     out["output"] = args.output;
@@ -211,7 +215,7 @@ struct RunArgs {
   int repeat = 1;
   int threads = 0;
   uint64_t seed = 0;
-  bool as_json = false, profile = false;
+  bool as_json = false, profile = false, no_verify = false;
 };
 
 /// `name` with every character outside [A-Za-z0-9._-] replaced by '_'.
@@ -225,6 +229,32 @@ std::string file_name_of(const std::string& name) {
   return out;
 }
 
+/// A file name for each output in `dir`: NAME.npy (file_name_of), made
+/// unique with _2, _3, ... when two names turn into the same one, so that
+/// no output is written over another.
+std::vector<std::string> output_files(const std::vector<runtime::TensorInfo>& outputs,
+                                      const std::string& dir) {
+  std::set<std::string> taken;
+  std::vector<std::string> files;
+  for (const auto& o : outputs) {
+    std::string stem = file_name_of(o.name), name = stem + ".npy";
+    for (int k = 2; taken.count(name); ++k) name = stem + "_" + std::to_string(k) + ".npy";
+    taken.insert(name);
+    files.push_back((std::filesystem::path(dir) / name).string());
+  }
+  return files;
+}
+
+/// True if `inner` is `outer` or lies inside it (paths resolved).
+bool is_within(const std::string& inner, const std::string& outer) {
+  std::error_code ec;
+  auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(inner), ec);
+  auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(outer), ec);
+  if (ec) return false;
+  auto [i, o] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  return o == b.end();
+}
+
 te::NDArray read_input(const std::string& path) {
   std::string bytes = read_file(path);
   if (bytes.rfind("\x93NUMPY", 0) == 0) return te::parse_npy(bytes, path);
@@ -232,7 +262,17 @@ te::NDArray read_input(const std::string& path) {
 }
 
 int run_run(const RunArgs& args) {
-  graph::CompiledModel m = graph::CompiledModel::load(args.model_dir);
+  runtime::CompiledModel m =
+      runtime::CompiledModel::load(args.model_dir, runtime::LoadOptions{!args.no_verify});
+  std::vector<std::string> out_files;
+  if (!args.output_dir.empty()) {
+    // The outputs go beside the model, never into it (a folder compile
+    // replaces only while it holds what compile wrote), nor over an input.
+    TT_CHECK(!is_within(args.output_dir, args.model_dir), kInvalidArgument, "--output-dir '",
+             args.output_dir, "' is inside the compiled model '", args.model_dir,
+             "'; choose a folder of its own");
+    out_files = output_files(m.outputs(), args.output_dir);
+  }
   m.set_threads(args.threads);
   // Inputs: given by name, or the only input's file alone; random otherwise.
   std::map<std::string, std::string> files;
@@ -246,18 +286,24 @@ int run_run(const RunArgs& args) {
       name = m.inputs()[0].name;
     }
     bool known = std::any_of(m.inputs().begin(), m.inputs().end(),
-                             [&](const graph::TensorInfo& t) { return t.name == name; });
+                             [&](const runtime::TensorInfo& t) { return t.name == name; });
     if (!known) {
       std::vector<std::string> names;
       for (const auto& t : m.inputs()) names.push_back(t.name);
       fail(ErrorKind::kInvalidArgument, "--input names '", name,
            "', which is no input of the model; its inputs are: ", join(names, ", "));
     }
-    files[name] = file;
+    TT_CHECK(files.emplace(name, file).second, kInvalidArgument, "--input gives '", name,
+             "' twice; give each input once");
+    for (const std::string& out : out_files) {
+      TT_CHECK(!is_within(file, out), kInvalidArgument, "--input '", spec,
+               "' would be overwritten by the output file '", out,
+               "'; choose another --output-dir");
+    }
   }
   std::vector<te::NDArray> inputs;
   for (size_t i = 0; i < m.inputs().size(); ++i) {
-    const graph::TensorInfo& t = m.inputs()[i];
+    const runtime::TensorInfo& t = m.inputs()[i];
     auto it = files.find(t.name);
     if (it == files.end()) {
       inputs.push_back(te::NDArray::random(t.dtype, t.shape, args.seed + i));
@@ -327,10 +373,7 @@ int run_run(const RunArgs& args) {
     std::filesystem::create_directories(args.output_dir, ec);
     TT_CHECK(!ec, kIO, "cannot create the output folder '", args.output_dir, "': ", ec.message());
     for (size_t i = 0; i < outputs.size(); ++i) {
-      write_file_atomically(
-          (std::filesystem::path(args.output_dir) / (file_name_of(m.outputs()[i].name) + ".npy"))
-              .string(),
-          te::npy_bytes(outputs[i]));
+      write_file_atomically(out_files[i], te::npy_bytes(outputs[i]));
     }
   }
   json outs = json::array();
@@ -338,6 +381,7 @@ int run_run(const RunArgs& args) {
     outs.push_back({{"name", m.outputs()[i].name},
                     {"shape", outputs[i].shape()},
                     {"dtype", outputs[i].dtype().str()}});
+    if (!out_files.empty()) outs.back()["file"] = out_files[i];
   }
   if (args.as_json) {
     std::cout << json{{"latency_s", median}, {"latencies_s", latencies}, {"outputs", outs}}.dump(1)
@@ -356,11 +400,7 @@ int run_run(const RunArgs& args) {
     std::printf("%s %s %s: min %g, max %g, mean %g%s\n", m.outputs()[i].name.c_str(),
                 a.dtype().str().c_str(), shape_text(a.shape()).c_str(), lo, hi,
                 a.size() ? sum / static_cast<double>(a.size()) : 0.0,
-                args.output_dir.empty() ? ""
-                                        : (" -> " + (std::filesystem::path(args.output_dir) /
-                                                     (file_name_of(m.outputs()[i].name) + ".npy"))
-                                                        .string())
-                                              .c_str());
+                out_files.empty() ? "" : (" -> " + out_files[i]).c_str());
   }
   std::printf("latency %.3f ms (median of %d run%s)\n", median * 1e3, args.repeat,
               args.repeat == 1 ? "" : "s");
@@ -415,8 +455,12 @@ Command add_run_command(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--output-dir", args->output_dir,
                   "write each output to DIR/NAME.npy (NAME with characters outside "
-                  "[A-Za-z0-9._-] replaced by _)");
+                  "[A-Za-z0-9._-] replaced by _, and _2, _3, ... added when two names "
+                  "collide; --json gives each output's file)");
   cmd->add_option("--seed", args->seed, "seed of the random inputs");
+  cmd->add_flag("--no-verify", args->no_verify,
+                "skip checking each file of the model against the SHA-256 its manifest holds "
+                "(sizes and the plan are still checked)");
   cmd->add_flag("--profile", args->profile,
                 "time every kernel call too (to stderr, slowest first)");
   cmd->add_flag("--json", args->as_json,

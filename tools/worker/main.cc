@@ -32,6 +32,7 @@
 
 #include "tensortune/measure/worker_service.h"
 #include "tensortune/object/serialize.h"
+#include "tensortune/support/build_info.h"
 #include "tensortune/support/subprocess.h"
 
 namespace {
@@ -78,7 +79,7 @@ void confine(pid_t parent, unsigned long long memory_limit) {
   struct rlimit no_core {};
   if (setrlimit(RLIMIT_CORE, &no_core) != 0)
     std::perror("tensortune-worker: setrlimit(RLIMIT_CORE)");
-  if (memory_limit > 0) {
+  if (memory_limit > 0 && !tensortune::kAddressSanitizer) {
     struct rlimit limit {};
     limit.rlim_cur = limit.rlim_max = memory_limit;
     if (setrlimit(RLIMIT_AS, &limit) != 0) std::perror("tensortune-worker: setrlimit");

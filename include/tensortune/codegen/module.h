@@ -3,12 +3,16 @@
 /// compiler and loaded with dlopen, with an on-disk cache.
 ///
 /// The cache holds one library per key, a stable hash of (source, compiler
-/// command, flags), as `tt-<key>.so` next to its source `tt-<key>.c`. A key
-/// already in the cache is loaded without running the compiler. Files are
-/// written under a temporary name and renamed into place, so processes that
-/// build the same module at the same time never see a partial file (the
-/// last rename wins, with identical contents). The compiler's identity is its
-/// command, not its version: clear the cache after upgrading it.
+/// command, flags), as `tt-<key>.so` with its SHA-256 in `tt-<key>.so.sha256`
+/// and its source in `tt-<key>.c`. A key already in the cache whose library
+/// matches its hash is loaded without running the compiler; one that does
+/// not is built again. The directory must be the user's own and writable by
+/// no one else (support/files.h, ensure_private_dir), since what is loaded
+/// from it runs. Files are written under a temporary name and renamed into
+/// place, so processes that build the same module at the same time never
+/// see a partial file; what a killed one left is removed by the next. The
+/// compiler's identity is its command, not its version: clear the cache
+/// after upgrading it.
 ///
 /// Compiler runs are child processes started with posix_spawn (support/
 /// subprocess.h, DESIGN.md invariant 7), their stderr captured. A compiler
@@ -19,7 +23,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tensortune::codegen {
@@ -27,6 +33,10 @@ namespace tensortune::codegen {
 /// A compiled kernel: args[i] is the data pointer of the kernel's params[i];
 /// returns 0 on success.
 using KernelFn = int32_t (*)(void** args);
+
+/// A generated library states what each kernel takes beside it, as
+/// `const int64_t <prefix><C symbol>[] = {count, bytes of each argument...}`.
+inline constexpr const char* kArgumentBytesPrefix = "tt_argument_bytes__";
 
 /// How modules are compiled and cached.
 struct ModuleOptions {
@@ -41,8 +51,9 @@ struct ModuleOptions {
   bool compiler_in_own_group = true;
 };
 
-/// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is set, else
-/// /tmp/tensortune-cache-<uid>. (The environment only picks this default.)
+/// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is an absolute path, else
+/// $HOME/.cache/tensortune (the home directory of the user's account when
+/// HOME is unset). Never a shared temporary directory.
 std::string default_cache_dir();
 
 /// A loaded shared library of kernels. Copies share the library, which is
@@ -58,19 +69,30 @@ class Module {
   /// the source), or takes the library from the cache, and loads it.
   static Module compile(const std::string& source, const std::vector<std::string>& compiler,
                         const std::vector<std::string>& flags, const ModuleOptions& options = {});
-  /// Loads an existing shared library; failure is a kRuntime error with dlerror's text.
-  static Module load(const std::string& library_path);
+  /// Loads the shared library at `library_path` if its bytes have the
+  /// SHA-256 `sha256` (as compile() wrote them); otherwise, or when it does
+  /// not load, a kRuntime error naming it.
+  static Module load_checked(const std::string& library_path, const std::string& sha256);
+  /// Loads a shared library from its bytes, through an anonymous memory file:
+  /// what is loaded is exactly what the caller checked, whatever happens to
+  /// the file it came from. `name` names it in errors.
+  static Module load_bytes(std::string_view bytes, const std::string& name);
 
   /// The kernel called `name` (a kernel name as generate_c was given it, or a
   /// C symbol); a kNotFound error when the library defines no such function.
   KernelFn get(const std::string& name) const;
   /// True if get(name) would succeed.
   bool has(const std::string& name) const;
+  /// The bytes each argument of kernel `name` spans, as the library states
+  /// them (kArgumentBytesPrefix); nullopt when it states nothing for it.
+  std::optional<std::vector<int64_t>> argument_bytes(const std::string& name) const;
 
   /// False for a default-constructed module.
   bool defined() const { return static_cast<bool>(library_); }
-  /// Path of the loaded shared library.
+  /// Path of the file the library was loaded from (its bytes, checked).
   const std::string& library_path() const;
+  /// The SHA-256 of the library's bytes, for load_checked in another process.
+  const std::string& sha256() const;
   /// Path of the C source it was built from (empty for load()).
   const std::string& source_path() const { return source_path_; }
   /// True if compile() found the library in the cache and ran no compiler.

@@ -1,19 +1,16 @@
 /// \file
-/// A model compiled for a target, and the runtime that runs it.
+/// Compiling a model for a target.
 ///
 /// compile_model() runs the optimisation pipeline and the fusion that task
 /// extraction runs (so every kernel is one of the extracted tasks), takes
 /// each group's best schedule from the record log under the current
-/// PassContext (or the default schedule, saying why), and writes a folder:
-///   model.so     every kernel and weight-packing function, one compile
-///   plan.json    inputs, outputs, buffers (arena offsets planned so that
-///                intermediates that are never live together share memory),
-///                the kernel calls in order, and the apply report
-///   weights.bin  the constants, 64-byte aligned
-/// With in_model_candidates > 1 the library holds each task's best few
+/// PassContext (or the default schedule, saying why), and writes the
+/// compiled model's folder (runtime/model_folder.h: the library, the plan
+/// with buffers planned so that intermediates never live together share
+/// memory, the weights, and a manifest of their hashes). With
+/// in_model_candidates > 1 the library holds each task's best few
 /// schedules and each task keeps the one fastest inside the model, timed
-/// on this machine. The folder appears whole or not at all. CompiledModel::load() maps it
-/// back: weights are read and packed once, then run() calls the kernels.
+/// on this machine. runtime::CompiledModel loads and runs the folder.
 #pragma once
 
 #include <string>
@@ -22,6 +19,7 @@
 #include "tensortune/codegen/module.h"
 #include "tensortune/graph/graph.h"
 #include "tensortune/measure/record.h"
+#include "tensortune/runtime/compiled_model.h"
 
 namespace tensortune::graph {
 
@@ -38,6 +36,8 @@ struct CompileOptions {
   /// the model is timed on this machine with each in place and each task
   /// keeps the one fastest in the model (see choose_in_model in compile.cc).
   int in_model_candidates = 1;
+  /// Files the output folder may neither be nor contain (the model, the log).
+  std::vector<std::string> protect;
 };
 
 /// How one task of the model was scheduled.
@@ -62,73 +62,18 @@ struct CompileReport {
   /// Set when the graph passes failed and the model was compiled as given
   /// (as extraction then extracts it).
   std::string fallback_reason;
+  /// What the user should know: records skipped because they no longer replay.
+  std::vector<std::string> warnings;
   /// With in_model_candidates > 1: what timing the candidates in the model
   /// found (tasks compared and changed, evaluations, seconds, per task).
   nlohmann::json in_model;
   nlohmann::json to_json() const;
 };
 
-/// Compiles `model` into the folder `out_dir` (replacing one that is there);
-/// see the file comment.
+/// Compiles `model` into the folder `out_dir`; see the file comment. A
+/// compiled model there is replaced; anything else there is refused
+/// (runtime::check_model_destination), before any work.
 CompileReport compile_model(const Graph& model, const CompileOptions& options,
                             const std::string& out_dir);
-
-/// A tensor of a compiled model's interface.
-struct TensorInfo {
-  std::string name;
-  std::vector<int64_t> shape;
-  ir::DataType dtype;
-};
-
-/// A compiled model, loaded.
-class CompiledModel {
- public:
-  /// Loads a folder compile_model wrote; errors name the folder and the file.
-  static CompiledModel load(const std::string& dir);
-  const std::vector<TensorInfo>& inputs() const { return inputs_; }
-  const std::vector<TensorInfo>& outputs() const { return outputs_; }
-  const nlohmann::json& plan() const { return plan_; }
-  /// Makes kernel step `i` call `function` of the model's library on the
-  /// buffers `args` (how compile_model times candidate schedules in place).
-  void set_step(size_t i, const std::string& function, const std::vector<int>& args);
-  /// Threads of the parallel loops (0: the target's cores).
-  void set_threads(int threads);
-  /// The outputs for `inputs` (one per input, in order, of the input's shape
-  /// and dtype; otherwise a kInvalidArgument error naming it).
-  std::vector<te::NDArray> run(const std::vector<te::NDArray>& inputs);
-  /// run() into `outputs` (one per output, in order, of its shape and dtype;
-  /// otherwise a kInvalidArgument error naming it): no allocation, so that
-  /// repeated calls reuse warm pages.
-  void run_into(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs);
-  /// run_into(), timing each kernel call: `step_seconds` gets one entry per
-  /// step of the plan (steps()), in order.
-  void run_timed(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs,
-                 std::vector<double>& step_seconds);
-  /// Empty outputs of the model's shapes and dtypes, for run_into().
-  std::vector<te::NDArray> make_outputs() const;
-  /// What each step of the plan does: its kernel's operators, or "copy".
-  std::vector<std::string> step_names() const;
-  /// Each step's task in the apply report (function, description, flops,
-  /// tuned_latency_s, ...), or null for a copy.
-  std::vector<nlohmann::json> step_tasks() const;
-
- private:
-  struct Step {
-    codegen::KernelFn fn = nullptr;
-    std::vector<int> args;  ///< buffer ids
-    int copy_from = -1, copy_to = -1;
-  };
-  codegen::Module module_;
-  nlohmann::json plan_;
-  std::vector<TensorInfo> inputs_, outputs_;
-  std::vector<int> input_buffers_, output_buffers_;
-  void run_steps(const std::vector<te::NDArray>& inputs, std::vector<te::NDArray>& outputs,
-                 std::vector<double>* step_seconds);
-  std::vector<te::NDArray> constants_;  ///< by buffer id (weights and packed weights)
-  te::NDArray arena_;
-  std::vector<int64_t> arena_offset_;  ///< by buffer id, -1 when not in the arena
-  std::vector<size_t> buffer_bytes_;
-  std::vector<Step> steps_;
-};
 
 }  // namespace tensortune::graph

@@ -138,6 +138,10 @@ class PrimFunc : public Ref<PrimFuncNode> {
   PrimFunc with_body(Stmt body) const;
 };
 
+/// The bytes each parameter of `f` spans (its furthest element, for strided
+/// layouts), in order: what a caller must pass it. Checked arithmetic.
+std::vector<int64_t> argument_bytes(const PrimFunc& f);
+
 /// Calls `f(const XNode&)` with the concrete node of `s`.
 template <class F>
 decltype(auto) dispatch(const Stmt& s, F&& f) {

@@ -33,7 +33,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 6;
+inline constexpr int64_t kProtocolVersion = 7;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -109,8 +109,9 @@ struct BuildRequest : Object {
 struct BuildResult : Object {
   ErrorCode error_code = ErrorCode::kNoError;
   std::string error_message;
-  std::string library;   ///< the shared library holding the kernel
-  std::string function;  ///< the kernel's name in it
+  std::string library;         ///< the shared library holding the kernel
+  std::string library_sha256;  ///< its bytes' hash, checked before a runner loads it
+  std::string function;        ///< the kernel's name in it
   double build_seconds = 0;
   Hash64 pass_context_hash;  ///< of the context the worker had in force
   /// The layout-rewritten inputs: their indices, packing functions (in the
@@ -142,6 +143,7 @@ struct BuildReply : Object {
 struct RunRequest : Object {
   te::Task task;
   std::string library;
+  std::string library_sha256;  ///< the runner loads the library only if it matches
   std::string function;
   /// As BuildResult: inputs to pack with these functions before the kernel runs.
   std::vector<int64_t> packed_inputs;
