@@ -150,6 +150,8 @@ class Importer {
       auto it = values_.find(out.name());
       TT_CHECK(it != values_.end(), kParse, "graph output '", out.name(),
                "' is computed by no node");
+      TT_CHECK(it->second, kParse, "graph output '", out.name(), "' is an empty tensor");
+      check_declared_shape(out, it->second);
       outputs.push_back(it->second);
       names.push_back(out.name());
     }
@@ -167,6 +169,33 @@ class Importer {
  private:
   using Handler =
       std::function<std::vector<Value>(const onnx::NodeProto&, const std::vector<Value>&)>;
+
+  /// A graph output whose declared shape is fully static must be the shape
+  /// inferred for it: a disagreement means the importer and the exporter
+  /// read the model differently. (Not checked when --input-shape changes
+  /// the inputs, which changes the outputs the file declares.)
+  void check_declared_shape(const onnx::ValueInfoProto& out, const Value& v) {
+    if (!options_.input_shapes.empty() || !out.type().has_tensor_type() ||
+        !out.type().tensor_type().has_shape()) {
+      return;
+    }
+    std::vector<int64_t> declared;
+    for (const auto& d : out.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;  // symbolic: nothing to compare
+      declared.push_back(d.dim_value());
+    }
+    // A scalar output is a [1] value here.
+    std::vector<int64_t> inferred = v->shape;
+    if (declared.empty() && inferred == std::vector<int64_t>{1}) return;
+    if (declared == inferred) return;
+    auto text = [](const std::vector<int64_t>& shape) {
+      std::vector<std::string> parts;
+      for (int64_t d : shape) parts.push_back(std::to_string(d));
+      return "[" + join(parts, ", ") + "]";
+    };
+    fail(ErrorKind::kParse, "graph output '", out.name(), "' is declared ", text(declared),
+         " but computes ", text(inferred));
+  }
 
   Ref<graph::InputNode> make_input(const onnx::ValueInfoProto& in) {
     TT_CHECK(in.type().has_tensor_type(), kInvalidArgument, "input '", in.name(),
@@ -274,6 +303,11 @@ class Importer {
     }
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;
+      // A value has one producer: a second would silently replace the first
+      // for every later reader.
+      TT_CHECK(!values_.count(n.output(k)) && !unavailable_.count(n.output(k)), kParse, where,
+               ": output '", n.output(k),
+               "' is already produced by an earlier node, an initializer or a graph input");
       if (n.op_type() == "Constant" && k == 0 && !out.empty() && !out[0]) {
         values_[n.output(k)] = Value();  // an empty tensor, read as an omitted input
         continue;
@@ -989,15 +1023,19 @@ graph::Graph import_onnx(const std::string& path, const OnnxImportOptions& optio
 te::NDArray read_tensor_proto(const std::string& path) {
   std::optional<std::string> bytes = read_file_if_exists(path);
   TT_CHECK(bytes, kNotFound, "cannot read the tensor file '", path, "'");
+  return read_tensor_proto_bytes(*bytes, path);
+}
+
+te::NDArray read_tensor_proto_bytes(std::string_view bytes, const std::string& what) {
   onnx::TensorProto t;
-  TT_CHECK(bytes->size() < (size_t{1} << 31) &&
-               t.ParseFromArray(bytes->data(), static_cast<int>(bytes->size())),
-           kParse, path, ": not a serialised ONNX TensorProto");
+  TT_CHECK(bytes.size() < (size_t{1} << 31) &&
+               t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
+           kParse, what, ": not a serialised ONNX TensorProto");
   try {
     return to_array(t);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) throw;
-    fail(e.kind(), path, ": ", e.what());
+    fail(e.kind(), what, ": ", e.what());
   }
 }
 

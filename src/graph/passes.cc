@@ -538,7 +538,17 @@ Graph optimize(const Graph& graph, const ir::Target& target) {
   return g;
 }
 
+namespace {
+/// "" and every graph pass: a misspelt pass would fail nothing, silently.
+std::vector<std::string> fail_pass_choices() {
+  std::vector<std::string> choices = optimize_pass_names();
+  choices.insert(choices.begin(), "");
+  return choices;
+}
+}  // namespace
+
 TT_REGISTER_CONFIG_OPTION(kFailPassOption, ir::ConfigType::kString, "",
-                          "testing: the graph pass of optimize() that fails halfway (for tests)");
+                          "testing: the graph pass of optimize() that fails halfway (for tests)",
+                          fail_pass_choices());
 
 }  // namespace tensortune::graph

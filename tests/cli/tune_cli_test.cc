@@ -228,6 +228,36 @@ TEST_F(TuneCli, ResumesFromTheLogWithoutMeasuringAStateTwice) {
   EXPECT_EQ(logged_states().size(), 10u);
 }
 
+// Three tuners on one log at once (different seeds, so different states),
+// with `records merge` reading it meanwhile: every line of the log parses,
+// every trial of each tuner is there, and each merge wrote a whole log.
+TEST_F(TuneCli, SeveralTunersOnOneLogLoseNothing) {
+  std::vector<Subprocess> tuners;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    std::vector<std::string> argv = tune_args(6, 3, seed);
+    argv.insert(argv.begin(), TT_CLI_PATH);
+    SpawnOptions o = options();
+    o.stdout_mode = StreamMode::kNull;
+    o.stderr_mode = StreamMode::kNull;
+    tuners.push_back(Subprocess::spawn(argv, o));
+  }
+  int merges = 0;
+  for (bool running = true; running;) {
+    running = false;
+    for (auto& t : tuners) running |= !t.try_wait().has_value();
+    if (fs::exists(log_)) {
+      RunResult merge = cli({"records", "merge", log_, "-o", dir_ + "/merged.log"});
+      ASSERT_EQ(merge.status.code, 0) << merge.err;  // it refuses a log with a torn line
+      ++merges;
+    }
+  }
+  for (auto& t : tuners) EXPECT_TRUE(t.wait().success());
+  auto contents = measure::load_records(log_, false);
+  EXPECT_TRUE(contents.warnings.empty());
+  EXPECT_EQ(contents.records.size(), 18u);
+  EXPECT_GT(merges, 0);
+}
+
 TEST_F(TuneCli, KilledTunerLeavesALoadableLogAndNoWorkers) {
   Subprocess tuner = start_long_tuning_run();
   for (int i = 0; i < 3000 && log_lines() < 4; ++i) ::usleep(10000);

@@ -432,6 +432,13 @@ def _(g):
     g.output(g.node("Relu", [g.input("x", [3])], ["scores:0/final"]))
 
 
+@case("colliding_output_names")
+def _(g):
+    # Two outputs whose names make one file name: `run --output-dir` keeps both.
+    x = g.input("x", [3])
+    g.output(g.node("Relu", [x], ["a/b"]), g.node("Neg", [x], ["a_b"]))
+
+
 @case("cast_to_int32")
 def _(g):
     g.output(g.node("Cast", [g.input("x", [2, 5], -10, 10)], to=TensorProto.INT32), elem=TensorProto.INT32)
@@ -514,6 +521,21 @@ def _(g):
      kind="parse")
 def _(g):
     g.output(g.node("Add", [g.input("x", [2]), "nowhere"]), shape=[2])
+
+
+@bad("bad_two_producers", "node 'Neg_1' (Neg): output 'y' is already produced by an earlier node",
+     kind="parse")
+def _(g):
+    x = g.input("x", [2])
+    g.node("Relu", [x], ["y"])
+    g.node("Neg", [x], ["y"])
+    g.output("y", shape=[2])
+
+
+@bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
+     kind="parse")
+def _(g):
+    g.output(g.node("Relu", [g.input("x", [2, 3])]), shape=[2, 4])
 
 
 def build_bad(name, seed):

@@ -11,7 +11,7 @@
 //
 // Inputs come from .npy files (random in [-1, 1) when not given, seeded);
 // each output is written as DIR/NAME.npy with the file name rule of
-// `tensortune run` (characters outside [A-Za-z0-9._-] replaced by _).
+// `tensortune run` (outputFiles below).
 // --json prints {"latency_s": median, "latencies_s": [...], "outputs": [...]}
 // with the same meaning as `tensortune run --json`: one warm-up run, then
 // --repeat timed runs.
@@ -78,9 +78,24 @@ function randomTensor(meta, seed) {
   return new ort.Tensor('float32', data, shape);
 }
 
-function writeOutput(dir, name, tensor) {
+// The file name of each output, as `tensortune run --output-dir` names it:
+// NAME with characters outside [A-Za-z0-9._-] replaced by _, then _2, _3, ...
+// added when two names collide.
+function outputFiles(names) {
+  const taken = new Set();
+  return names.map((name) => {
+    let stem = name.replace(/[^A-Za-z0-9._-]/g, '_');
+    if (stem === '' || stem === '.' || stem === '..') stem = '_' + stem;
+    let file = stem + '.npy';
+    for (let k = 2; taken.has(file); ++k) file = `${stem}_${k}.npy`;
+    taken.add(file);
+    return file;
+  });
+}
+
+function writeOutput(dir, fileName, tensor) {
   fs.mkdirSync(dir, {recursive: true});
-  const file = path.join(dir, name.replace(/[^A-Za-z0-9._-]/g, '_') + '.npy');
+  const file = path.join(dir, fileName);
   fs.writeFileSync(file + '.tmp', npyBytes(tensor));
   fs.renameSync(file + '.tmp', file);
 }
@@ -97,7 +112,8 @@ async function runManifest(manifestPath, outDir) {
       const feeds = {};
       for (const i of c.inputs) feeds[i.name] = readNpy(path.join(base, i.file));
       const results = await session.run(feeds);
-      for (const name of session.outputNames) writeOutput(dir, name, results[name]);
+      const files = outputFiles(session.outputNames);
+      session.outputNames.forEach((name, i) => writeOutput(dir, files[i], results[name]));
     } catch (e) {
       fs.mkdirSync(dir, {recursive: true});
       fs.writeFileSync(path.join(dir, 'error.txt'), String(e.message));
@@ -146,11 +162,12 @@ async function main() {
     latencies.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
   const outputs = [];
-  for (const name of session.outputNames) {
+  const files = outputFiles(session.outputNames);
+  session.outputNames.forEach((name, i) => {
     const t = results[name];
     outputs.push({name, shape: t.dims, dtype: t.type});
-    if (opts.outputDir) writeOutput(opts.outputDir, name, t);
-  }
+    if (opts.outputDir) writeOutput(opts.outputDir, files[i], t);
+  });
   const sorted = [...latencies].sort((a, b) => a - b);
   const m = sorted.length;
   const median = m % 2 ? sorted[(m - 1) / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;

@@ -1,12 +1,18 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "tensortune/codegen/c_codegen.h"
+#include "tensortune/graph/passes.h"
+#include "tensortune/lower/pipeline.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/search/default_schedule.h"
+#include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::cli {
@@ -57,15 +63,28 @@ std::string read_file(const std::string& path) {
   return os.str();
 }
 
-void write_output(const std::string& path, const std::string& text) {
+void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  auto out = std::filesystem::weakly_canonical(std::filesystem::absolute(output), ec);
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    auto in = std::filesystem::weakly_canonical(std::filesystem::absolute(input), ec);
+    TT_CHECK(ec || in != out, kInvalidArgument, "the output '", output, "' is the input '", input,
+             "': write to another file, then move it over the input if you mean to");
+  }
+}
+
+void write_output(const std::string& path, const std::string& text,
+                  const std::vector<std::string>& inputs) {
   if (path.empty() || path == "-") {
     std::cout << text;
     return;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
-  out << text;
-  if (!out.flush()) tt::fail(tt::ErrorKind::kIO, "cannot write '", path, "'");
+  check_not_an_input(path, inputs);
+  TT_CHECK(!std::filesystem::is_directory(path), kInvalidArgument, "the output '", path,
+           "' is a folder; give a file name");
+  // Whole or not at all: a failed or interrupted write leaves what was there.
+  tt::write_file_atomically(path, text);
 }
 
 void PassContextArgs::add_to(CLI::App* cmd) {
@@ -86,7 +105,17 @@ ir::PassContext PassContextArgs::make() const {
     std::string key = item.substr(0, eq), text = item.substr(eq + 1);
     options.with_config(key, config_value(key, text));
   }
-  for (const auto& pass : disabled) options.with_disabled(pass);
+  // A misspelt pass would otherwise disable nothing, silently.
+  std::vector<std::string> known = tt::lower::pipeline_pass_names();
+  for (const auto& names : {tt::codegen::c_pass_names(), tt::graph::optimize_pass_names()}) {
+    known.insert(known.end(), names.begin(), names.end());
+  }
+  for (const auto& pass : disabled) {
+    TT_CHECK(std::find(known.begin(), known.end(), pass) != known.end(), kInvalidArgument,
+             "--disable-pass names '", pass,
+             "', which is no pass; the passes are: ", tt::join(known, ", "));
+    options.with_disabled(pass);
+  }
   for (const auto& item : instruments) {
     auto eq = item.find('=');
     json params = json::object();
@@ -122,7 +151,30 @@ R load_file_as(const std::string& path) {
 
 }  // namespace
 
-tt::te::Task load_task(const std::string& path) { return load_file_as<tt::te::Task>(path); }
+namespace {
+bool trust_file_compiler = false;
+}  // namespace
+
+void add_trust_file_compiler_flag(CLI::App* cmd) {
+  cmd->add_flag("--trust-file-compiler", trust_file_compiler,
+                "let the targets of task files name the C compiler and its flags (-compiler=, "
+                "-cflags=), which are otherwise refused");
+}
+
+void check_file_target(const tt::te::Task& task, const std::string& where) {
+  if (trust_file_compiler) return;
+  std::vector<std::string> set = tt::ir::program_attributes(task->target);
+  TT_CHECK(set.empty(), kInvalidArgument, where, ": the task's target sets ", tt::join(set, " "),
+           ", which names a program to run; a task file is data and cannot choose the compiler. "
+           "Give the target on the command line (tensortune task --target '...'), or pass "
+           "--trust-file-compiler if you wrote this file");
+}
+
+tt::te::Task load_task(const std::string& path) {
+  tt::te::Task task = load_file_as<tt::te::Task>(path);
+  check_file_target(task, "'" + path + "'");
+  return task;
+}
 
 tt::schedule::State load_state(const std::string& path) {
   if (path.empty()) return tt::schedule::State::make();

@@ -30,11 +30,25 @@ Command add_records_command(CLI::App& app);
 
 /// The whole file; a kNotFound error naming it when it cannot be opened.
 std::string read_file(const std::string& path);
-/// Writes `text` to `path`, or to standard output for "" or "-".
-void write_output(const std::string& path, const std::string& text);
+/// A kInvalidArgument error when `output` is one of `inputs` (paths resolved).
+void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
+/// Writes `text` to `path` whole or not at all (a temporary file renamed
+/// over it), or to standard output for "" or "-". A path that is one of
+/// `inputs` (what the command read) is a kInvalidArgument error.
+void write_output(const std::string& path, const std::string& text,
+                  const std::vector<std::string>& inputs = {});
 
-/// A task file as `tensortune task` writes it.
+/// A task file as `tensortune task` writes it; its target may name no
+/// compiler or compiler flags (check_file_target).
 te::Task load_task(const std::string& path);
+
+/// `--trust-file-compiler` on `cmd`: lets the targets of the task files it
+/// reads name the C compiler and its flags.
+void add_trust_file_compiler_flag(CLI::App* cmd);
+/// A kInvalidArgument error when `task`, read from `where`, sets target
+/// attributes that name a program (-compiler, -cflags): a file is data, and
+/// only the person running the tool chooses what runs (DESIGN.md invariant 10).
+void check_file_target(const te::Task& task, const std::string& where);
 /// A state file (one saved State); the naive schedule for "".
 schedule::State load_state(const std::string& path);
 /// load_state, where "default" is the schedule compile gives `task` when a log lacks it.

@@ -162,7 +162,7 @@ int cmd_states(const std::string& task_path, int count, uint64_t seed, const std
   std::ostringstream lines;
   for (int i = 0; i < count; ++i)
     lines << tt::save_string(tt::schedule::random_state(dag, rng)) << "\n";
-  write_output(output, lines.str());
+  write_output(output, lines.str(), {task_path});
   if (!output.empty() && output != "-")
     std::cerr << "wrote " << count << " states to " << output << "\n";
   return 0;
@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
   auto* lower =
       app.add_subcommand("lower", "print the lowered loop IR and/or generated C of a schedule");
   lower->add_option("--task", task_path, "a task file (tensortune task)")->required();
+  tt::cli::add_trust_file_compiler_flag(lower);
   lower->add_option("--state", state_path,
                     "a schedule state file, or 'default' for the schedule compile gives untuned "
                     "tasks (default: the naive schedule)");
@@ -284,6 +285,7 @@ int main(int argc, char** argv) {
   auto* states =
       app.add_subcommand("states", "write random valid schedule states, one JSON per line");
   states->add_option("--task", task_path, "a task file")->required();
+  tt::cli::add_trust_file_compiler_flag(states);
   states->add_option("--random", count, "how many states")->check(CLI::Range(0, 1000000));
   states->add_option("--seed", seed, "random seed");
   states->add_option("-o,--output", output, "output file (default: standard output)");
@@ -292,6 +294,7 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand(
       "verify", "build schedules, run them and compare with the reference evaluator");
   verify->add_option("--task", task_path, "a task file")->required();
+  tt::cli::add_trust_file_compiler_flag(verify);
   auto* state_opt = verify->add_option(
       "--state", state_path, "a schedule state file or 'default' (default: the naive schedule)");
   verify->add_option("--random-states", random_states, "check this many random states instead")

@@ -83,6 +83,7 @@ Command add_measure_command(CLI::App& app) {
       "measure",
       "build and time one schedule through the worker pools (exit 3 if the candidate fails)");
   cmd->add_option("--task", args->task_path, "a task file (tensortune task)")->required();
+  add_trust_file_compiler_flag(cmd);
   cmd->add_option("--state", args->state_path,
                   "a schedule state file, or 'default' for the schedule compile gives untuned "
                   "tasks (default: the naive schedule)");

@@ -216,11 +216,19 @@ int merge(const RecordsArgs& args) {
   std::vector<std::vector<Record>> logs;
   size_t total = 0;
   for (const std::string& path : args.logs) {
-    logs.push_back(measure::load_records(path).records);
+    measure::LogContents contents = measure::load_records(path);
+    // A line it cannot read would be dropped from the merged log: refused.
+    if (!contents.warnings.empty()) {
+      fail(ErrorKind::kParse, path, ":", contents.warnings.front().line, ": ",
+           contents.warnings.front().message, " (", contents.warnings.size(),
+           " unreadable line(s); merge keeps every line or writes nothing: mend or remove them "
+           "first)");
+    }
+    logs.push_back(std::move(contents.records));
     total += logs.back().size();
   }
   std::vector<Record> merged = measure::merge_records(logs);
-  write_output(args.output, lines_of(merged));
+  write_output(args.output, lines_of(merged), args.logs);
   std::cerr << "wrote " << merged.size() << " records to " << args.output << " (from "
             << logs.size() << " logs, " << total - merged.size() << " duplicates dropped)\n";
   return 0;
@@ -229,7 +237,7 @@ int merge(const RecordsArgs& args) {
 int distill(const RecordsArgs& args) {
   std::vector<Record> records = measure::load_records(args.logs.at(0)).records;
   std::vector<Record> kept = measure::distill_records(records, args.k);
-  write_output(args.output, lines_of(kept));
+  write_output(args.output, lines_of(kept), args.logs);
   std::cerr << "wrote " << kept.size() << " of " << records.size() << " records to " << args.output
             << " (the records of the best " << args.k << " schedules per task)\n";
   return 0;

@@ -104,16 +104,18 @@ int run_train(const TrainArgs& args) {
     for (const auto& r : measure::load_records(log).records) {
       if (r.result.error_code == measure::ErrorCode::kDeviceLost) continue;
       std::string key = measure::task_key(r.input.task);
-      auto it = dags.find(key);
-      if (it == dags.end()) {
-        it = dags.emplace(key, schedule::ComputeDAG(te::workload_tensors(r.input.task->workload)))
-                 .first;
-      }
       try {
+        auto it = dags.find(key);
+        if (it == dags.end()) {
+          it = dags.emplace(key, schedule::ComputeDAG(te::workload_tensors(r.input.task->workload)))
+                   .first;
+        }
         programs.push_back(search::lower_for_search(it->second, r.input.state).features);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kInternal) throw;
-        ++skipped;  // a state this build cannot replay
+        // A record this build cannot replay: one program less, not a failed run.
+        std::fprintf(stderr, "warning: %s:%zu: skipped: %s\n", log.c_str(), r.line, e.what());
+        ++skipped;
         continue;
       }
       tasks.push_back(key);
@@ -144,6 +146,7 @@ int run_train(const TrainArgs& args) {
   why = model.train(all);
   TT_CHECK(why.empty(), kInvalidArgument, "cannot train a cost model on ", join(args.logs, ", "),
            ": ", why);
+  check_not_an_input(args.output, args.logs);
   model.save(args.output);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("trained on %zu programs (%zu measured successfully) of %zu tasks in %.1f s%s\n",
@@ -194,7 +197,7 @@ int run_apply(const ApplyArgs& args) {
     codegen::Module module = sources->compile(source, {});
     std::optional<std::string> bytes = read_file_if_exists(module.library_path());
     TT_CHECK(bytes, kIO, "the built library ", module.library_path(), " cannot be read");
-    write_file_atomically(args.output, *bytes);
+    write_output(args.output, *bytes, {args.log_path, args.task_path});
     std::vector<std::string> params;
     for (const auto& b : f->params) {
       std::string shape;
@@ -226,6 +229,7 @@ Command add_apply_command(CLI::App& app) {
       "apply", "build the best schedule of a log for a task into a shared library, or print it");
   cmd->add_option("--log", args->log_path, "record log")->required();
   cmd->add_option("--task", args->task_path, "a task file (tensortune task)")->required();
+  add_trust_file_compiler_flag(cmd);
   cmd->add_option("-o,--output", args->output, "write the shared library here");
   cmd->add_option("--emit", args->emit, "print the kernel: c, ir or none (default)")
       ->check(CLI::IsMember({"c", "ir", "none"}));
@@ -243,6 +247,7 @@ Command add_sketches_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "sketches", "print the sketches the search starts from (and schedules sampled from them)");
   cmd->add_option("--task", args->task_path, "a task file (tensortune task)")->required();
+  add_trust_file_compiler_flag(cmd);
   cmd->add_option("--samples", args->samples, "complete schedules to sample from each sketch")
       ->check(CLI::Range(0, 10000));
   cmd->add_option("--seed", args->seed, "random seed for the samples");

@@ -146,6 +146,7 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
       if (line.empty()) continue;
       try {
         auto [task, weight] = task_from_line(parse_json_text(line, "task line"));
+        check_file_target(task, "the line");
         tasks.push_back(task);
         weights.push_back(weight);
       } catch (const Error& e) {
@@ -472,6 +473,7 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--input-shape", args->input_shapes,
                   "with a model: NAME=DIMS for an input whose shape it leaves open; repeatable");
   cmd->add_option("--task", args->task_paths, "a task file (tensortune task); repeatable");
+  add_trust_file_compiler_flag(cmd);
   cmd->add_option("--tasks", args->tasks_file,
                   "a file of tasks, one JSON object per line: {\"task\": saved task} or "
                   "{\"workload\", \"args\", \"target\"}, with an optional \"weight\"");

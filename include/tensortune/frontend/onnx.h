@@ -35,5 +35,7 @@ std::vector<std::string> supported_onnx_ops();
 /// A tensor stored as a serialised ONNX TensorProto (.pb, as in ONNX's test
 /// data sets); errors name the file.
 te::NDArray read_tensor_proto(const std::string& path);
+/// The same from the file's bytes; `what` names them in errors.
+te::NDArray read_tensor_proto_bytes(std::string_view bytes, const std::string& what);
 
 }  // namespace tensortune::frontend
