@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -222,7 +223,20 @@ Module Module::load_bytes(std::string_view bytes, const std::string& name) {
   TT_CHECK(fd >= 0, kRuntime, "cannot load '", name, "': memfd_create: ", std::strerror(errno));
   FileDescriptor owned(fd);
   write_all(fd, bytes, "the memory file of '" + name + "'");
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  // The loader knows a library by the name it was opened with: a library
+  // of an earlier memory file with this descriptor's number that is still
+  // loaded would be handed back instead of this one. Such a number is
+  // skipped (the descriptors tried stay open until the load is done).
+  std::vector<FileDescriptor> skipped;
+  std::string path = "/proc/self/fd/" + std::to_string(owned.get());
+  while (void* stale = ::dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    ::dlclose(stale);
+    int other = ::fcntl(owned.get(), F_DUPFD_CLOEXEC, owned.get() + 1);
+    TT_CHECK(other >= 0, kRuntime, "cannot load '", name, "': ", std::strerror(errno));
+    skipped.push_back(std::move(owned));
+    owned = FileDescriptor(other);
+    path = "/proc/self/fd/" + std::to_string(other);
+  }
   ::dlerror();
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -21,6 +21,7 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/random_schedule.h"
+#include "tensortune/schedule/steps.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
@@ -560,6 +561,42 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   o.in_model_candidates = 0;
   EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/none"), kInvalidArgument,
                   "the schedules per task to time in the model must be 1 or more, not 0");
+}
+
+// A record whose schedule no longer replays (here: a stage this task does
+// not have) gives way to the task's next best record, with a warning naming
+// its line in the log, instead of sending the task to the default schedule.
+TEST_F(CompiledGraph, ARecordThatDoesNotReplayGivesWayToTheNextBest) {
+  auto x = input("x", {8, 32}, kF32);
+  Graph g = Graph::make({x}, {call("relu", {call("nn.dense", {x, weight({32, 32}, 5)})})}, {"y"});
+  CompileOptions o;
+  o.target = ir::Target::parse("c -num-cores=2");
+  o.module_options = testing::private_cache_options("graph");
+  o.any_pass_context = true;
+  Extraction extraction = extract_tasks(g, o.target);
+  ASSERT_EQ(extraction.tasks.size(), 1u);
+  const te::Task& task = extraction.tasks[0].task;
+  {
+    measure::RecordWriter log(dir_ + "/replay.log");
+    measure::Record broken{{task, schedule::State::make({schedule::split(99, 0, {4})})}, {}};
+    broken.result.costs = {1e-6};  // the best, if it replayed
+    log.write(broken);
+    measure::Record good{{task, schedule::State::make()}, {}};
+    good.result.costs = {1e-3};
+    log.write(good);
+  }
+  o.records = measure::load_records(dir_ + "/replay.log").records;
+  CompileReport report = compile_model(g, o, dir_ + "/replay");
+  ASSERT_EQ(report.tasks.size(), 1u);
+  EXPECT_TRUE(report.tasks[0].tuned);
+  EXPECT_NE(report.tasks[0].why.find("1 better ones do not"), std::string::npos)
+      << report.tasks[0].why;
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("the record on line 1 of the log"), std::string::npos)
+      << report.warnings[0];
+  runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/replay");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {8, 32}, 4)};
+  EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
 }
 
 TEST_F(CompiledGraph, BadFoldersAreNamedErrorsAndAFailedCompileLeavesNothing) {

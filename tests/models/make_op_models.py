@@ -523,6 +523,20 @@ def _(g):
     g.output(g.node("Add", [g.input("x", [2]), "nowhere"]), shape=[2])
 
 
+@bad("bad_pad_overflows_int64", "has more elements than a 64-bit integer can count")
+def _(g):
+    # 131071 x 131071 x 131072 x 131072 elements: more than int64 counts.
+    g.output(g.node("Pad", [g.input("x", [1, 1, 2, 2]), g.const("p", np.int64([65535] * 8))]),
+             shape=[131071, 131071, 131072, 131072])
+
+
+@bad("bad_pad_too_large", "more than any machine can allocate (2^47 bytes)")
+def _(g):
+    g.output(g.node("Softmax", [g.node("Pad", [g.input("x", [1, 1, 2, 2]),
+                                               g.const("p", np.int64([0, 0, 4000000, 4000000] * 2))])]),
+             shape=[1, 1, 8000002, 8000002])
+
+
 @bad("bad_two_producers", "node 'Neg_1' (Neg): output 'y' is already produced by an earlier node",
      kind="parse")
 def _(g):

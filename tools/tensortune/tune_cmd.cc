@@ -352,6 +352,12 @@ int run_tune(const TuneCommandArgs& args) {
                               : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
       timing_note(runner_options.timing).c_str(), args.log_path.c_str());
   ProgressTable table(args.trials, args.time_budget_s, labels);
+  // The progress file is rewritten from the start: never over what the run reads.
+  std::vector<std::string> inputs = args.task_paths;
+  for (const std::string& p : {args.log_path, args.tasks_file, args.model, args.cost_model_file}) {
+    inputs.push_back(p);
+  }
+  if (!args.progress_json.empty()) check_not_an_input(args.progress_json, inputs);
   ProgressEvents events(args.progress_json);
   {
     json list = json::array();
