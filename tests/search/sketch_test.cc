@@ -16,6 +16,7 @@
 #include "tensortune/search/annotate.h"
 #include "tensortune/search/mutate.h"
 #include "tensortune/search/sketch.h"
+#include "tensortune/support/build_info.h"
 #include "tensortune/te/ops.h"
 #include "tensortune/te/workload.h"
 
@@ -571,7 +572,8 @@ std::vector<std::pair<std::string, std::string>> sampled_workloads() {
 }
 
 TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
-  const int kPerWorkload = 1000;
+  // A tenth under AddressSanitizer, which makes lowering several times slower.
+  const int kPerWorkload = kAddressSanitizer ? 100 : 1000;
   const int kChecked = 12;  // per workload, through the interpreter
   MachineModel machines[] = {avx512(), MachineModel{2, 32, 16}};
   ir::PassContextGuard guard(ir::PassContext::make());
