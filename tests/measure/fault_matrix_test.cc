@@ -8,6 +8,7 @@
 
 #include "measure/measure_test_util.h"
 #include "tensortune/measure/measurer.h"
+#include "tensortune/support/build_info.h"
 
 namespace tensortune::measure {
 namespace {
@@ -45,6 +46,9 @@ TEST(FaultMatrix, EachFaultGetsItsCodeAndThePoolsKeepServing) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.fault);
+    // A candidate that allocates without end is stopped by the worker's
+    // address-space cap, which AddressSanitizer's shadow memory rules out.
+    if (kAddressSanitizer && std::string(c.fault) == "oom") continue;
     MeasureResult bad = measure_candidates(task, {schedule::State::make()}, fault_context(c.fault),
                                            builder, runner)[0];
     note_workers();

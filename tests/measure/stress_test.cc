@@ -13,6 +13,7 @@
 
 #include "measure/measure_test_util.h"
 #include "tensortune/measure/measurer.h"
+#include "tensortune/support/build_info.h"
 
 namespace tensortune::measure {
 namespace {
@@ -163,7 +164,9 @@ TEST(Stress, FiveHundredRunRequestsWithFaultsAllAnsweredNothingLeaks) {
   std::printf("tuner resident memory: %.2f MB after %d requests, %.2f MB after %d\n",
               static_cast<double>(baseline_rss) / 1e6, kWarmUp, static_cast<double>(end_rss) / 1e6,
               kRequests);
-  constexpr size_t kSlack = size_t{16} << 20;
+  // Under AddressSanitizer freed memory waits in its quarantine (256 MB),
+  // so the resident size says nothing there; LeakSanitizer is that build's check.
+  constexpr size_t kSlack = kAddressSanitizer ? size_t{512} << 20 : size_t{16} << 20;
   EXPECT_LE(end_rss, baseline_rss + kSlack)
       << "resident memory grew from " << baseline_rss << " to " << end_rss << " bytes";
 }

@@ -572,8 +572,8 @@ std::vector<std::pair<std::string, std::string>> sampled_workloads() {
 }
 
 TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
-  // A tenth under AddressSanitizer, which makes lowering several times slower.
-  const int kPerWorkload = kAddressSanitizer ? 100 : 1000;
+  // Fewer under AddressSanitizer, whose allocator makes lowering ~100x slower.
+  const int kPerWorkload = kAddressSanitizer ? 20 : 1000;
   const int kChecked = 12;  // per workload, through the interpreter
   MachineModel machines[] = {avx512(), MachineModel{2, 32, 16}};
   ir::PassContextGuard guard(ir::PassContext::make());
