@@ -127,6 +127,7 @@ class Importer {
              kMaxOpset);
     TT_CHECK(model.has_graph(), kParse, "the model has no graph");
     const onnx::GraphProto& g = model.graph();
+    check_names_are_utf8(g);
     for (const auto& init : g.initializer()) {
       te::NDArray a = to_array(init);
       // An empty tensor (Resize's roi, an unused scales) reads as an
@@ -169,6 +170,30 @@ class Importer {
  private:
   using Handler =
       std::function<std::vector<Value>(const onnx::NodeProto&, const std::vector<Value>&)>;
+
+  /// Every name and string attribute of `g` is well-formed UTF-8, as ONNX
+  /// requires: the graph's saved form (JSON) cannot hold anything else.
+  static void check_names_are_utf8(const onnx::GraphProto& g) {
+    auto check = [](const std::string& text, const char* what) {
+      TT_CHECK(valid_utf8(text) == text, kParse, what, " '", valid_utf8(text),
+               "' is not valid UTF-8");
+    };
+    for (const auto& v : g.input()) check(v.name(), "the graph input");
+    for (const auto& v : g.output()) check(v.name(), "the graph output");
+    for (const auto& t : g.initializer()) check(t.name(), "the initializer");
+    for (const auto& n : g.node()) {
+      check(n.name(), "the node name");
+      check(n.op_type(), "the operator");
+      check(n.domain(), "the operator domain");
+      for (const auto& x : n.input()) check(x, "the node input");
+      for (const auto& x : n.output()) check(x, "the node output");
+      for (const auto& a : n.attribute()) {
+        check(a.name(), "the attribute name");
+        check(a.s(), "the string attribute");
+        for (const auto& x : a.strings()) check(x, "the string attribute");
+      }
+    }
+  }
 
   /// A graph output whose declared shape is fully static must be the shape
   /// inferred for it: a disagreement means the importer and the exporter

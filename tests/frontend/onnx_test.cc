@@ -152,6 +152,16 @@ std::vector<te::NDArray> compile_and_run(const graph::Graph& model,
   return ::testing::AssertionSuccess();
 }
 
+// Found by onnx_loader_fuzz: a name that is not UTF-8 imported, and saving
+// the graph then threw nlohmann's exception instead of a user error.
+TEST(OnnxImport, NamesThatAreNotUtf8AreRefused) {
+  std::optional<std::string> bytes =
+      read_file_if_exists(std::string(TT_SOURCE_DIR) +
+                          "/tests/fuzz/corpus/onnx_loader/regression_invalid_utf8_name.onnx");
+  ASSERT_TRUE(bytes);
+  EXPECT_TT_ERROR(frontend::import_onnx_bytes(*bytes), kParse, "is not valid UTF-8");
+}
+
 TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
   REQUIRE_GENERATED();
   const Generated& g = generated();
