@@ -33,10 +33,6 @@ int64_t aligned(int64_t n) {
   return checked_add(n, kAlign - 1, "a buffer's aligned size") / kAlign * kAlign;
 }
 
-int64_t bytes_of(const std::vector<int64_t>& shape, ir::DataType dtype, const std::string& what) {
-  return runtime::tensor_bytes(shape, dtype, what);
-}
-
 runtime::PlanTensor plan_tensor(const std::string& name, const std::vector<int64_t>& shape,
                                 ir::DataType dtype, int64_t buffer) {
   auto t = make_node<runtime::PlanTensorNode>();
@@ -437,10 +433,11 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       return std::make_pair(static_cast<int64_t>(buffers.size()) - 1, b);
     };
     for (const auto& in : g->inputs) {
-      int64_t id = add_buffer(runtime::BufferKind::kInput,
-                              bytes_of(in->shape, in->dtype, "input '" + in->name + "'"), in->dtype,
-                              in->shape)
-                       .first;
+      int64_t id =
+          add_buffer(runtime::BufferKind::kInput,
+                     checked_bytes(in->shape, in->dtype.bytes(), "input '" + in->name + "'"),
+                     in->dtype, in->shape)
+              .first;
       buffer_of[in.get()] = id;
       plan->inputs.push_back(plan_tensor(in->name, in->shape, in->dtype, id));
     }
@@ -535,7 +532,8 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
         }
       }
       const Ref<CallNode>& out = group.calls.back();
-      int64_t bytes = bytes_of(out->shape, out->dtype, "the value '" + out->name + "'");
+      int64_t bytes =
+          checked_bytes(out->shape, out->dtype.bytes(), "the value '" + out->name + "'");
       int64_t id;
       if (output_index.count(out.get()) && !buffer_of.count(out.get())) {
         id = add_buffer(runtime::BufferKind::kOutput, bytes, out->dtype, out->shape).first;
@@ -569,11 +567,11 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       int64_t id = buffer_of.count(v.get()) ? buffer_of.at(v.get()) : constant_buffer(v);
       if (buffers[static_cast<size_t>(id)]->kind != runtime::BufferKind::kOutput ||
           !used_outputs.insert(id).second) {
-        int64_t copy =
-            add_buffer(runtime::BufferKind::kOutput,
-                       bytes_of(v->shape, v->dtype, "output '" + g->output_names[i] + "'"),
-                       v->dtype, v->shape)
-                .first;
+        int64_t copy = add_buffer(runtime::BufferKind::kOutput,
+                                  checked_bytes(v->shape, v->dtype.bytes(),
+                                                "output '" + g->output_names[i] + "'"),
+                                  v->dtype, v->shape)
+                           .first;
         add_step("", {}, id, copy);
         id = copy;
         used_outputs.insert(id);
@@ -586,7 +584,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
     report.planned_bytes = arena.size();
     report.intermediate_bytes = intermediate_bytes;
     report.weight_bytes = static_cast<int64_t>(weights.size());
-    runtime::check_plan(*plan);
+    // Checked where it is used: write_model_folder and CompiledModel::from_files.
     return runtime::ModelPlan(plan);
   };
 

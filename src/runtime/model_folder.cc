@@ -1,6 +1,5 @@
 #include "tensortune/runtime/model_folder.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -268,9 +267,6 @@ ModelFiles read_model_folder(const std::string& dir, bool verify) {
   }
   files.library = std::move(contents[kLibrary]);
   files.weights = std::move(contents[kWeights]);
-  TT_CHECK(files.plan->weights_bytes == static_cast<int64_t>(files.weights.size()), kParse, dir,
-           ": plan.json: weights_bytes is ", files.plan->weights_bytes, ", but weights.bin has ",
-           files.weights.size(), " bytes");
   return files;
 }
 

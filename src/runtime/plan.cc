@@ -58,10 +58,6 @@ TT_REGISTER_NODE(PlanFunctionNode);
 TT_REGISTER_NODE(PlanStepNode);
 TT_REGISTER_NODE(ModelPlanNode);
 
-int64_t tensor_bytes(const std::vector<int64_t>& shape, ir::DataType dtype, std::string_view what) {
-  return checked_bytes(shape, dtype.bytes(), what);
-}
-
 namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -124,7 +120,7 @@ void check_plan(const ModelPlanNode& plan) {
       case BufferKind::kInput:
       case BufferKind::kConstant:
       case BufferKind::kOutput: {
-        int64_t bytes = tensor_bytes(b.shape, b.dtype, where);
+        int64_t bytes = checked_bytes(b.shape, b.dtype.bytes(), where);
         TT_CHECK(bytes == b.bytes, kInvalidArgument, where, ".bytes is ", b.bytes, ", but ",
                  b.dtype.str(), shape_text(b.shape), " takes ", bytes);
         if (b.kind == BufferKind::kConstant) {

@@ -108,7 +108,4 @@ using ModelPlan = Ref<ModelPlanNode>;
 /// and both values.
 void check_plan(const ModelPlanNode& plan);
 
-/// The byte size of a buffer of `shape` and `dtype`, checked (checked_bytes).
-int64_t tensor_bytes(const std::vector<int64_t>& shape, ir::DataType dtype, std::string_view what);
-
 }  // namespace tensortune::runtime
