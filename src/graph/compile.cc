@@ -10,8 +10,6 @@
 #include <unordered_map>
 
 #include "tensortune/codegen/backend.h"
-#include "tensortune/graph/passes.h"
-#include "tensortune/graph/tasks.h"
 #include "tensortune/lower/lower.h"
 #include "tensortune/lower/pipeline.h"
 #include "tensortune/object/serialize.h"
@@ -267,60 +265,46 @@ json CompileReport::to_json() const {
   return out;
 }
 
-CompileReport compile_model(const Graph& model, const CompileOptions& options,
+CompileReport compile_model(const Partition& partition, const CompileOptions& options,
                             const std::string& out_dir) {
   auto start = std::chrono::steady_clock::now();
   TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
+  TT_CHECK(partition.target.str() == options.target.str(), kInvalidArgument,
+           "the model was partitioned for '", partition.target.str(), "', not for the target '",
+           options.target.str(), "' it is compiled for");
   // Refused before the work, not after it.
   runtime::check_model_destination(out_dir, options.protect);
   TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
            "the schedules per task to time in the model must be 1 or more, not ",
            options.in_model_candidates);
-  // The graph extraction sees: optimised, or as given when a pass fails.
   CompileReport report;
-  Graph g = model;
-  try {
-    g = optimize(model, options.target);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
-    report.fallback_reason = e.what();
-  }
-  std::vector<FusedGroup> groups = fuse_groups(g);
+  report.fallback_reason = partition.fallback_reason;
+  const Graph& g = partition.graph;
+  const std::vector<FusedGroup>& groups = partition.groups;
   const ir::PassContext context = ir::PassContext::current();
   measure::ContextMatch match = options.any_pass_context ? measure::ContextMatch::any()
                                                          : measure::ContextMatch::only(context);
 
-  // The distinct tasks, each with its schedule.
+  // The partition's tasks, each with its schedules; a kernel's index is its task's.
   std::vector<Kernel> kernels;
-  std::map<std::string, size_t> kernel_of_key;
-  std::vector<size_t> kernel_of_group;
+  std::set<std::string> keys;
   std::vector<std::string> missing;
-  for (const FusedGroup& group : groups) {
-    if (group.is_view()) {
-      kernel_of_group.push_back(SIZE_MAX);
-      continue;
-    }
-    te::Workload w = group_workload(group);
-    std::string key = te::workload_key(w);
-    auto it = kernel_of_key.find(key);
-    if (it != kernel_of_key.end()) {
-      ++kernels[it->second].entry.occurrences;
-      kernel_of_group.push_back(it->second);
-      continue;
-    }
+  for (const PartitionTask& t : partition.tasks) {
+    const std::string& key = t.workload_key;
+    keys.insert(key);
     Kernel k;
-    k.task = te::Task::make(w, options.target);
+    k.task = t.task;
     k.entry.workload_key = key;
-    k.entry.description = group.description();
-    k.entry.occurrences = 1;
+    k.entry.description = t.description;
+    k.entry.occurrences = t.occurrences;
+    k.entry.flops = t.flops;
     const std::string function = "k" + std::to_string(kernels.size());
     // Every schedule of the log, best first: one that no longer replays
     // (the log is older than this build's schedule rules) gives way to the
     // next, with a warning, rather than to the default schedule.
     std::vector<measure::Record> best =
         measure::best_k_for(options.records, k.task, match, SIZE_MAX);
-    schedule::ComputeDAG dag(te::workload_tensors(w));
-    k.entry.flops = dag.flop_count();
+    schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
     size_t skipped = 0;
     for (const measure::Record& r : best) {
       if (k.variants.size() == static_cast<size_t>(options.in_model_candidates)) break;
@@ -358,8 +342,6 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       k.variants.push_back({search::default_schedule(k.task), function, {}, 0});
     }
     k.entry.function = function;
-    kernel_of_key[key] = kernels.size();
-    kernel_of_group.push_back(kernels.size());
     kernels.push_back(std::move(k));
   }
   // A log whose records of this model's tasks are all for another target
@@ -367,7 +349,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
   if (!options.records.empty() && missing.size() == kernels.size()) {
     std::set<std::string> others;
     for (const measure::Record& r : options.records) {
-      if (r.result.ok() && kernel_of_key.count(r.input.task.workload_key()) &&
+      if (r.result.ok() && keys.count(r.input.task.workload_key()) &&
           r.input.task->target.str() != options.target.str()) {
         others.insert(r.input.task->target.str());
       }
@@ -502,7 +484,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
             buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
         continue;
       }
-      const Kernel& kernel = kernels[kernel_of_group[gi]];
+      const Kernel& kernel = kernels[static_cast<size_t>(partition.task_of_group[gi])];
       std::vector<int64_t> inputs_of_group;
       for (const auto& v : group.inputs) {
         inputs_of_group.push_back(buffer_of.count(v.get()) ? buffer_of.at(v.get())
@@ -552,7 +534,7 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
       }
       add_step(kernel.variant().function, args_of[kernel.chosen]);
       if (variant_calls) {
-        StepVariants step{kernel_of_group[gi], {}};
+        StepVariants step{static_cast<size_t>(partition.task_of_group[gi]), {}};
         for (size_t vi = 0; vi < kernel.variants.size(); ++vi) {
           step.calls.emplace_back(kernel.variants[vi].function, args_of[vi]);
         }
@@ -604,6 +586,13 @@ CompileReport compile_model(const Graph& model, const CompileOptions& options,
   runtime::write_model_folder(out_dir, {runtime::ModelPlan(with_report), *library, weights},
                               options.protect);
   return report;
+}
+
+CompileReport compile_model(const Graph& model, const CompileOptions& options,
+                            const std::string& out_dir) {
+  TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
+  runtime::check_model_destination(out_dir, options.protect);
+  return compile_model(partition_model(model, options.target), options, out_dir);
 }
 
 }  // namespace tensortune::graph

@@ -22,9 +22,10 @@
 #include "common/module_cache.h"
 #include "common/test_util.h"
 #include "tensortune/graph/compile.h"
+#include "tensortune/graph/partition.h"
 #include "tensortune/graph/passes.h"
-#include "tensortune/graph/tasks.h"
 #include "tensortune/ir/pass_context.h"
+#include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/files.h"
@@ -267,42 +268,63 @@ TEST(OnnxImport, ModelsMatchOnnxRuntime) {
   }
 }
 
-TEST(OnnxImport, TasksOfTheModels) {
+// What a partition is, for every model: each call in exactly one group,
+// each group reading only what earlier groups (or the model) made, each
+// non-view group one of the tasks, and the tasks' occurrences adding up to
+// the kernel calls.
+TEST(OnnxImport, EveryModelIsPartitionedIntoGroupsThatCoverItsCallsInOrder) {
   REQUIRE_GENERATED();
-  // Task counts, and weights adding up to the kernel calls.
-  struct Expect {
-    const char* model;
-    size_t tasks;
-    int64_t calls;
-  };
   ir::Target target = ir::Target::parse("c -mattr=avx2,fma -num-cores=2");
-  std::map<std::string, graph::Extraction> extracted;
-  for (auto [name, tasks, calls] :
-       {Expect{"mlp", 2, 2}, Expect{"cnn", 10, 10}, Expect{"resnet18", 28, 51},
-        Expect{"transformer", 11, 15}, Expect{"transformer_ln_decomposed", 12, 17}}) {
+  std::map<std::string, graph::Partition> partitions;
+  for (const char* name : kModels) {
     SCOPED_TRACE(name);
-    const graph::Extraction& ex = extracted[name] =
-        graph::extract_tasks(frontend::import_onnx(generated().model(name)), target);
-    EXPECT_EQ(ex.fallback_reason, "");
-    EXPECT_EQ(ex.tasks.size(), tasks);
+    const graph::Partition& p = partitions[name] =
+        graph::partition_model(frontend::import_onnx(generated().model(name)), target);
+    EXPECT_EQ(p.fallback_reason, "");
+    ASSERT_EQ(p.task_of_group.size(), p.groups.size());
+    std::map<const Object*, size_t> group_of;
+    for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+      for (const auto& c : p.groups[gi].calls) {
+        EXPECT_TRUE(group_of.emplace(c.get(), gi).second) << c->op << " is in two groups";
+      }
+    }
+    EXPECT_EQ(group_of.size(), graph::calls_in_order(p.graph).size());
+    int64_t kernels = 0;
+    for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+      const graph::FusedGroup& g = p.groups[gi];
+      for (const auto& v : g.inputs) {
+        auto it = group_of.find(v.get());
+        if (it == group_of.end()) continue;  // an input or a constant of the model
+        EXPECT_LT(it->second, gi) << "a group reads a value made after it";
+        EXPECT_TRUE(p.groups[it->second].calls.back().same_as(v))
+            << "a group reads a value from inside another group";
+      }
+      if (g.is_view()) {
+        EXPECT_EQ(p.task_of_group[gi], -1);
+        continue;
+      }
+      ++kernels;
+      ASSERT_GE(p.task_of_group[gi], 0);
+      ASSERT_LT(p.task_of_group[gi], static_cast<int64_t>(p.tasks.size()));
+      EXPECT_EQ(te::workload_key(graph::group_workload(g)),
+                p.tasks[static_cast<size_t>(p.task_of_group[gi])].workload_key);
+    }
     int64_t total = 0;
-    for (const auto& t : ex.tasks) total += t.weight;
-    EXPECT_EQ(total, calls);
+    std::set<std::string> keys;
+    for (const auto& t : p.tasks) {
+      total += t.occurrences;
+      EXPECT_EQ(t.task.workload_key(), t.workload_key);
+      EXPECT_TRUE(keys.insert(t.workload_key).second) << "two tasks of one workload";
+    }
+    EXPECT_EQ(total, kernels);
   }
-  // ResNet-18: the 3x3 convolutions of each stage with a residual add occur
-  // twice. All stride-1 ones become Winograd's three kernels: tiles of 4 at
-  // 56, 28 and 14 pixels (196, 49 and 16 tiles), tiles of 2 at 7 (16 tiles).
-  const graph::Extraction& ex = extracted["resnet18"];
+  // ResNet-18: every stride-1 3x3 convolution, those with a residual add
+  // included, becomes Winograd's three kernels.
+  const graph::Partition& ex = partitions["resnet18"];
   std::map<std::string, int64_t> weights;
-  for (const auto& t : ex.tasks) weights[t.description] += t.weight;
+  for (const auto& t : ex.tasks) weights[t.description] += t.occurrences;
   EXPECT_EQ(weights["nn.conv2d+nn.bias_add+add+relu"], 0);
-  EXPECT_EQ(weights["nn.conv2d+nn.bias_add+relu"], 4);  // the stem and three strided ones
-  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+add+relu"], 8);
-  EXPECT_EQ(weights["nn.winograd_output_transform+nn.bias_add+relu"], 5);
-  EXPECT_EQ(weights["nn.winograd_input_transform"], 13);
-  EXPECT_EQ(weights["nn.matmul"], 13);
-  EXPECT_EQ(weights["nn.conv2d+nn.bias_add"], 3);  // the downsampling shortcuts
-  EXPECT_EQ(weights["nn.dense+add"], 1);
+  EXPECT_GT(weights["nn.winograd_output_transform+nn.bias_add+add+relu"], 0);
   for (const auto& t : ex.tasks) {
     if (t.description.rfind("nn.conv2d", 0) == 0 || t.description == "nn.matmul") {
       // Weights are constant inputs of their task: the layout rewrite may pre-pack them.
@@ -319,11 +341,56 @@ TEST(OnnxImport, TasksOfTheModels) {
          "nn.dense+add+multiply+multiply+multiply+add+multiply+tanh+add+multiply+multiply"}}) {
     SCOPED_TRACE(name);
     weights.clear();
-    for (const auto& t : extracted[name].tasks) {
-      weights[t.description] += t.weight;
+    for (const auto& t : partitions[name].tasks) {
+      weights[t.description] += t.occurrences;
       EXPECT_EQ(t.description.find("power"), std::string::npos) << t.description;
     }
     EXPECT_EQ(weights[ffn], 1);
+  }
+}
+
+// The workloads `tune MODEL` measures are exactly those `compile MODEL`
+// looks up in the log, for every model: both start from one partition.
+TEST(OnnxImport, TuneMeasuresExactlyTheWorkloadsCompileLooksUp) {
+  REQUIRE_GENERATED();
+  const std::string target = "c -num-cores=2";
+  SpawnOptions o;
+  o.env = {{"XDG_CACHE_HOME", generated().dir + "/cache"}};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), TT_CLI_PATH);
+    RunResult r = run_captured(args, o, std::chrono::seconds(600));
+    EXPECT_EQ(r.status.code, 0) << r.err;
+    return r.status.success() ? json::parse(r.out) : json::object();
+  };
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const std::string model = generated().model(name), log = generated().dir + "/keys_" + name;
+    json listed = cli({"tasks", model, "--target", target, "--json"});
+    std::set<std::string> keys;
+    for (const auto& t : listed["tasks"]) keys.insert(t["workload_key"].get<std::string>());
+    // About one candidate per task: enough to find each in the log.
+    const std::string trials = std::to_string(keys.size());
+    json tuned =
+        cli({"tune", model, "--target", target, "--trials", trials, "--warm-up-batch", "1",
+             "--batch-size", trials, "--policy", "random", "--log", log + ".log", "--json"});
+    std::set<std::string> tuned_keys, measured;
+    for (const auto& t : tuned["tasks"]) tuned_keys.insert(t["workload_key"].get<std::string>());
+    for (const auto& r : measure::load_records(log + ".log").records) {
+      if (r.result.ok()) measured.insert(r.input.task.workload_key());
+    }
+    EXPECT_FALSE(measured.empty());
+    json compiled = cli(
+        {"compile", model, "--target", target, "--log", log + ".log", "-o", log + ".tt", "--json"});
+    std::set<std::string> looked_up;
+    for (const auto& t : compiled["tasks"]) {
+      const std::string key = t["workload_key"].get<std::string>();
+      looked_up.insert(key);
+      // Found in the log exactly when tune measured it.
+      EXPECT_EQ(t["tuned"].get<bool>(), measured.count(key) == 1) << t.dump();
+    }
+    EXPECT_EQ(tuned_keys, keys);
+    EXPECT_EQ(looked_up, keys);
+    for (const auto& key : measured) EXPECT_EQ(keys.count(key), 1u) << key;
   }
 }
 
@@ -334,7 +401,7 @@ TEST(OnnxImport, ExtractionAndCompilationLeaveTheGraphAsItWas) {
     graph::Graph model = frontend::import_onnx(generated().model(name));
     const uint64_t hash = structural_hash(model);
     const std::string bytes = save_string(model);
-    graph::extract_tasks(model, ir::Target::parse("c -num-cores=2"));
+    graph::partition_model(model, ir::Target::parse("c -num-cores=2"));
     EXPECT_EQ(structural_hash(model), hash);
     EXPECT_EQ(save_string(model), bytes);
     graph::CompileOptions options;
@@ -361,14 +428,14 @@ TEST(OnnxImport, APassThatFailsHalfwayLeavesExtractionTheUntouchedInput) {
     if (!g.is_view()) as_given.push_back(te::workload_key(graph::group_workload(g)));
   }
   std::vector<std::string> optimised;
-  for (const auto& t : graph::extract_tasks(model, target).tasks)
+  for (const auto& t : graph::partition_model(model, target).tasks)
     optimised.push_back(t.task.workload_key());
   for (const std::string& pass : graph::optimize_pass_names()) {
     SCOPED_TRACE(pass);
     ir::PassContextGuard guard(ir::PassContext::make(
         ir::PassContextOptions().with_config("testing.fail_graph_pass", pass)));
     EXPECT_TT_ERROR(graph::optimize(model), kRuntime, "graph pass " + pass + " failed");
-    graph::Extraction ex = graph::extract_tasks(model, target);
+    graph::Partition ex = graph::partition_model(model, target);
     EXPECT_NE(ex.fallback_reason.find("graph pass " + pass + " failed"), std::string::npos);
     std::vector<std::string> keys;
     for (const auto& t : ex.tasks) keys.push_back(t.task.workload_key());
@@ -396,8 +463,8 @@ TEST(OnnxImport, APassThatFailsHalfwayLeavesExtractionTheUntouchedInput) {
 TEST(OnnxImport, ExtractionInAnotherProcessGivesTheSameTasks) {
   REQUIRE_GENERATED();
   const std::string target = "c -mattr=avx2,fma -num-cores=2";
-  graph::Extraction ex = graph::extract_tasks(frontend::import_onnx(generated().model("resnet18")),
-                                              ir::Target::parse(target));
+  graph::Partition ex = graph::partition_model(frontend::import_onnx(generated().model("resnet18")),
+                                               ir::Target::parse(target));
   RunResult r = run_captured(
       {TT_CLI_PATH, "tasks", generated().model("resnet18"), "--target", target, "--json"},
       SpawnOptions(), std::chrono::seconds(120));
@@ -406,7 +473,7 @@ TEST(OnnxImport, ExtractionInAnotherProcessGivesTheSameTasks) {
   ASSERT_EQ(there.size(), ex.tasks.size());
   for (size_t i = 0; i < ex.tasks.size(); ++i) {
     EXPECT_EQ(there[i]["workload_key"], ex.tasks[i].task.workload_key());
-    EXPECT_EQ(there[i]["weight"], ex.tasks[i].weight);
+    EXPECT_EQ(there[i]["weight"], ex.tasks[i].occurrences);
     // The task itself, saved there, is this process's task.
     EXPECT_TRUE(structural_equal(load_json_as<te::Task>(there[i]["task"]), ex.tasks[i].task));
   }

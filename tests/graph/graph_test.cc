@@ -16,8 +16,8 @@
 #include "common/module_cache.h"
 #include "common/test_util.h"
 #include "tensortune/graph/compile.h"
+#include "tensortune/graph/partition.h"
 #include "tensortune/graph/passes.h"
-#include "tensortune/graph/tasks.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/random_schedule.h"
@@ -264,9 +264,9 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
   // The product's task is the batched matmul itself, with no reshape stages
   // around it (a copy to the same shape is no elementwise consumer its tiles
   // could take in), reading the transformed kernel as a constant input.
-  graph::Extraction ex = extract_tasks(nhwc_conv_block(64, 64, 16, 1), target);
+  graph::Partition partition = partition_model(nhwc_conv_block(64, 64, 16, 1), target);
   int products = 0;
-  for (const auto& t : ex.tasks) {
+  for (const auto& t : partition.tasks) {
     if (t.description != "nn.matmul") continue;
     ++products;
     te::WorkloadTensors tensors = te::workload_tensors(t.task->workload);
@@ -349,9 +349,9 @@ TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {
   EXPECT_EQ(groups, (std::vector<std::string>{"view:reshape", "view:reshape",
                                               "nn.dense+add+add+relu", "view:reshape"}));
   // Views are no tasks.
-  graph::Extraction ex = extract_tasks(g, ir::Target::parse("c -num-cores=2"));
-  ASSERT_EQ(ex.tasks.size(), 1u);
-  EXPECT_EQ(ex.tasks[0].description, "nn.dense+add+add+relu");
+  graph::Partition partition = partition_model(g, ir::Target::parse("c -num-cores=2"));
+  ASSERT_EQ(partition.tasks.size(), 1u);
+  EXPECT_EQ(partition.tasks[0].description, "nn.dense+add+add+relu");
 }
 
 TEST(GraphFusion, GroupsRunProducersFirst) {
@@ -526,9 +526,9 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   Graph g = Graph::make({x}, {v}, {"y"});
   CompileOptions o;
   o.target = ir::Target::parse("c -num-cores=2");
-  Extraction extraction = extract_tasks(g, o.target);
-  ASSERT_EQ(extraction.tasks.size(), 1u);
-  const te::Task& task = extraction.tasks[0].task;
+  Partition partition = partition_model(g, o.target);
+  ASSERT_EQ(partition.tasks.size(), 1u);
+  const te::Task& task = partition.tasks[0].task;
   // Three schedules of the task in the log, the first recorded fastest.
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
   for (int i = 0; i < 3; ++i) {
@@ -573,9 +573,9 @@ TEST_F(CompiledGraph, ARecordThatDoesNotReplayGivesWayToTheNextBest) {
   o.target = ir::Target::parse("c -num-cores=2");
   o.module_options = testing::private_cache_options("graph");
   o.any_pass_context = true;
-  Extraction extraction = extract_tasks(g, o.target);
-  ASSERT_EQ(extraction.tasks.size(), 1u);
-  const te::Task& task = extraction.tasks[0].task;
+  Partition partition = partition_model(g, o.target);
+  ASSERT_EQ(partition.tasks.size(), 1u);
+  const te::Task& task = partition.tasks[0].task;
   {
     measure::RecordWriter log(dir_ + "/replay.log");
     measure::Record broken{{task, schedule::State::make({schedule::split(99, 0, {4})})}, {}};

@@ -12,7 +12,7 @@
 #include "cli_common.h"
 #include "tensortune/frontend/onnx.h"
 #include "tensortune/graph/compile.h"
-#include "tensortune/graph/tasks.h"
+#include "tensortune/graph/partition.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
@@ -90,26 +90,26 @@ int run_tasks(const TasksArgs& args) {
   auto start = std::chrono::steady_clock::now();
   graph::Graph model = args.source.load();
   ir::PassContextGuard guard(args.pass_context.make());
-  graph::Extraction ex = graph::extract_tasks(model, ir::Target::parse(args.source.target));
+  graph::Partition partition = graph::partition_model(model, ir::Target::parse(args.source.target));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!ex.fallback_reason.empty()) {
+  if (!partition.fallback_reason.empty()) {
     std::fprintf(stderr,
                  "warning: the graph passes failed (%s); these are the tasks of the graph as "
                  "imported\n",
-                 ex.fallback_reason.c_str());
+                 partition.fallback_reason.c_str());
   }
   double total_flops = 0;
   int64_t kernels = 0;
   json list = json::array();
-  for (const auto& t : ex.tasks) {
+  for (const auto& t : partition.tasks) {
     te::WorkloadTensors tensors = te::workload_tensors(t.task->workload);
     std::vector<std::vector<int64_t>> in_shapes;
     for (const auto& in : tensors.inputs) in_shapes.push_back(in.shape());
-    total_flops += t.flops * static_cast<double>(t.weight);
-    kernels += t.weight;
-    list.push_back({{"workload_key", t.task.workload_key()},
+    total_flops += t.flops * static_cast<double>(t.occurrences);
+    kernels += t.occurrences;
+    list.push_back({{"workload_key", t.workload_key},
                     {"operators", t.description},
-                    {"weight", t.weight},
+                    {"weight", t.occurrences},
                     {"flops", t.flops},
                     {"input_shapes", in_shapes},
                     {"constant_inputs", tensors.constant_inputs},
@@ -123,22 +123,22 @@ int run_tasks(const TasksArgs& args) {
                 {"kernels", kernels},
                 {"flops", total_flops},
                 {"seconds", seconds}};
-    if (!ex.fallback_reason.empty()) out["fallback_reason"] = ex.fallback_reason;
+    if (!partition.fallback_reason.empty()) out["fallback_reason"] = partition.fallback_reason;
     std::cout << out.dump(1) << "\n";
     return 0;
   }
   std::printf("%-3s %6s %10s  %-22s %-40s %s\n", "#", "weight", "MFLOP", "output", "operators",
               "workload key");
-  for (size_t i = 0; i < ex.tasks.size(); ++i) {
-    const auto& t = ex.tasks[i];
+  for (size_t i = 0; i < partition.tasks.size(); ++i) {
+    const auto& t = partition.tasks[i];
     std::string ops =
         t.description.size() > 40 ? t.description.substr(0, 37) + "..." : t.description;
-    std::printf("%-3zu %6lld %10.2f  %-22s %-40s %s\n", i, static_cast<long long>(t.weight),
+    std::printf("%-3zu %6lld %10.2f  %-22s %-40s %s\n", i, static_cast<long long>(t.occurrences),
                 t.flops / 1e6, shape_text(list[i]["output_shape"]).c_str(), ops.c_str(),
-                t.task.workload_key().c_str());
+                t.workload_key.c_str());
   }
   std::printf("%zu tasks, %lld kernel calls, %.3f GFLOP per run; extracted in %.2f s\n",
-              ex.tasks.size(), static_cast<long long>(kernels), total_flops / 1e9, seconds);
+              partition.tasks.size(), static_cast<long long>(kernels), total_flops / 1e9, seconds);
   return 0;
 }
 

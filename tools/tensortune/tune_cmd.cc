@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "cli_common.h"
-#include "tensortune/graph/tasks.h"
+#include "tensortune/graph/partition.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/search/evolutionary.h"
 #include "tensortune/search/tuner.h"
@@ -113,20 +113,20 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
     // `compile` extract and compile it.
     ir::Target target = ir::Target::parse(args.target_given ? args.target : "native");
     if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
-    graph::Extraction ex = [&] {
+    graph::Partition partition = [&] {
       ir::PassContextGuard guard(context);
-      return graph::extract_tasks(load_model(args.model, args.input_shapes), target);
+      return graph::partition_model(load_model(args.model, args.input_shapes), target);
     }();
-    if (!ex.fallback_reason.empty()) {
+    if (!partition.fallback_reason.empty()) {
       std::fprintf(
           stderr,
           "warning: the graph passes failed (%s); tuning the tasks of the graph as imported\n",
-          ex.fallback_reason.c_str());
+          partition.fallback_reason.c_str());
     }
-    for (const auto& t : ex.tasks) {
+    for (const auto& t : partition.tasks) {
       tasks.push_back(t.task);
-      weights.push_back(static_cast<double>(t.weight));
-      labels[t.task.workload_key()] = t.description;
+      weights.push_back(static_cast<double>(t.occurrences));
+      labels[t.workload_key] = t.description;
     }
     TT_CHECK(!tasks.empty(), kInvalidArgument, args.model, " has no operator to tune");
   }

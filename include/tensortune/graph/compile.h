@@ -1,9 +1,9 @@
 /// \file
 /// Compiling a model for a target.
 ///
-/// compile_model() runs the optimisation pipeline and the fusion that task
-/// extraction runs (so every kernel is one of the extracted tasks), takes
-/// each group's best schedule from the record log under the current
+/// compile_model() compiles a model's Partition (partition.h, the very one
+/// `tasks` and `tune` start from, so every kernel is one of their tasks):
+/// it takes each task's best schedule from the record log under the current
 /// PassContext (or the default schedule, saying why), and writes the
 /// compiled model's folder (runtime/model_folder.h: the library, the plan
 /// with buffers planned so that intermediates never live together share
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tensortune/codegen/module.h"
-#include "tensortune/graph/graph.h"
+#include "tensortune/graph/partition.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/runtime/compiled_model.h"
 
@@ -60,7 +60,7 @@ struct CompileReport {
   int64_t weight_bytes = 0;
   double seconds = 0;
   /// Set when the graph passes failed and the model was compiled as given
-  /// (as extraction then extracts it).
+  /// (Partition::fallback_reason).
   std::string fallback_reason;
   /// What the user should know: records skipped because they no longer replay.
   std::vector<std::string> warnings;
@@ -70,9 +70,15 @@ struct CompileReport {
   nlohmann::json to_json() const;
 };
 
-/// Compiles `model` into the folder `out_dir`; see the file comment. A
-/// compiled model there is replaced; anything else there is refused
-/// (runtime::check_model_destination), before any work.
+/// Compiles `partition`, made for options.target, into the folder
+/// `out_dir`; see the file comment. A compiled model there is replaced;
+/// anything else there is refused (runtime::check_model_destination),
+/// before any work.
+CompileReport compile_model(const Partition& partition, const CompileOptions& options,
+                            const std::string& out_dir);
+
+/// compile_model(partition_model(model, options.target), options, out_dir),
+/// with out_dir checked first.
 CompileReport compile_model(const Graph& model, const CompileOptions& options,
                             const std::string& out_dir);
 

@@ -1,13 +1,10 @@
-#include "tensortune/graph/tasks.h"
+#include "tensortune/graph/fusion.h"
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tensortune/graph/passes.h"
-#include "tensortune/schedule/compute_dag.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::graph {
@@ -169,37 +166,6 @@ te::Workload group_workload(const FusedGroup& group) {
     tensor_of[c.get()] = out;
   }
   return te::make_dag_workload(placeholders, {out}, constants);
-}
-
-Extraction extract_tasks(const Graph& model, const ir::Target& target) {
-  Extraction result;
-  Graph optimised = model;
-  try {
-    optimised = optimize(model, target);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
-    // The graph as given is still whole: nothing can have changed it.
-    result.fallback_reason = e.what();
-    optimised = model;
-  }
-  std::map<std::string, size_t> index;
-  for (const FusedGroup& g : fuse_groups(optimised)) {
-    if (g.is_view()) continue;
-    te::Workload w = group_workload(g);
-    std::string key = te::workload_key(w);
-    auto it = index.find(key);
-    if (it != index.end()) {
-      ++result.tasks[it->second].weight;
-      continue;
-    }
-    index[key] = result.tasks.size();
-    ExtractedTask t;
-    t.task = te::Task::make(w, target);
-    t.description = g.description();
-    t.flops = schedule::ComputeDAG(te::workload_tensors(w)).flop_count();
-    result.tasks.push_back(std::move(t));
-  }
-  return result;
 }
 
 }  // namespace tensortune::graph
