@@ -165,7 +165,7 @@ const std::vector<std::vector<tt::schedule::State>>& state_sets() {
         tt::schedule::State s = tt::schedule::random_state(dag, rng);
         try {
           if (seen.insert(code(s)).second) set.push_back(s);
-        } catch (const tt::Error&) {
+        } catch (const tt::UserError&) {
           // Not a buildable candidate: not one to time the compiler on.
         }
       }

@@ -23,13 +23,17 @@ bool attempt(StateBuild& b, BuildStage stage, F&& body) {
   try {
     body();
     return true;
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     b.error_kind = e.kind();
     b.error = e.what();
+  } catch (const std::bad_alloc&) {
+    throw;  // the worker's memory, not this state: the whole request says so
   } catch (const std::exception& e) {
-    // Not a user error: whatever threw it is a bug of tensortune.
-    b.error_kind = ErrorKind::kInternal;
-    b.error = std::string("unexpected exception: ") + e.what();
+    // A bug of tensortune is never this state's failure: the request fails
+    // as a whole, naming the stage.
+    throw InternalError(std::string("internal error of tensortune (a bug, not a fault of this "
+                                    "candidate) at ") +
+                        std::string(build_stage_name(stage)) + ": " + e.what());
   }
   b.stage = stage;
   return false;
@@ -106,7 +110,7 @@ std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
         builds[i].seconds += share;
       }
       return builds;
-    } catch (const Error&) {
+    } catch (const UserError&) {
       // One by one below, so that each error lands on its state.
     }
   }

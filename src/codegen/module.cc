@@ -110,7 +110,7 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& sourc
     SpawnOptions spawn;
     spawn.new_process_group = options.compiler_in_own_group;
     result = run_captured(argv, spawn, options.compile_timeout);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     fail(ErrorKind::kRuntime, "cannot run the C compiler '", argv[0], "': ", e.what());
   }
   std::string command = join(argv, " ");
@@ -272,7 +272,7 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
       m.source_path_ = source_path;
       m.from_cache_ = true;
       return m;
-    } catch (const Error&) {
+    } catch (const UserError&) {
       // A library this loader refuses: build it again below.
     }
   }

@@ -322,8 +322,7 @@ class Importer {
     std::vector<Value> out;
     try {
       out = h->second(n, in);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       fail(e.kind(), where, ": ", e.what());
     }
     for (int k = 0; k < n.output_size(); ++k) {
@@ -1039,8 +1038,7 @@ graph::Graph import_onnx(const std::string& path, const OnnxImportOptions& optio
   TT_CHECK(bytes, kNotFound, "cannot read the model file '", path, "'");
   try {
     return import_onnx_bytes(*bytes, options);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), path, ": ", e.what());
   }
 }
@@ -1058,8 +1056,7 @@ te::NDArray read_tensor_proto_bytes(std::string_view bytes, const std::string& w
            kParse, what, ": not a serialised ONNX TensorProto");
   try {
     return to_array(t);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), what, ": ", e.what());
   }
 }

@@ -310,8 +310,7 @@ CompileReport compile_model(const Partition& partition, const CompileOptions& op
       if (k.variants.size() == static_cast<size_t>(options.in_model_candidates)) break;
       try {
         schedule::replay(dag, r.input.state);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::kInternal) throw;
+      } catch (const UserError& e) {
         skipped += k.variants.empty();
         report.warnings.push_back("the record" +
                                   (r.line ? " on line " + std::to_string(r.line) : std::string()) +

@@ -101,8 +101,7 @@ TensorType infer(const OpInfo& op, const std::vector<Value>& args, const AttrsNo
   for (const auto& a : args) types.push_back(type_of(a));
   try {
     return op.infer(types, attrs);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), where(), ": ", e.what());
   }
 }

@@ -13,8 +13,7 @@ Partition partition_model(const Graph& model, const ir::Target& target) {
   p.graph = model;
   try {
     p.graph = optimize(model, target);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     // The graph as given is still whole: nothing can have changed it.
     p.fallback_reason = e.what();
     p.graph = model;

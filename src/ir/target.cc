@@ -767,8 +767,7 @@ void register_target_kind(TargetKindInfo info) {
     try {
       TT_ICHECK(canonical_value(info, a, a.default_value) == a.default_value, "target kind '",
                 info.name, "': default of '", a.name, "' is not canonical");
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       TT_ICHECK(false, "target kind '", info.name, "': bad default: ", e.what());
     }
   }
@@ -890,8 +889,7 @@ Target Target::parse(std::string_view text) {
       attrs[attr.name] = value_from_text(kind, attr, value ? &*value : nullptr);
     }
     return build(kind_name, attrs, host);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), "target string '", text, "': ", e.what());
   }
 }

@@ -60,7 +60,7 @@ void check_with_worker(WorkerPool& pool, const CheckRequest& request) {
     try {
       CheckReply answer = decode<CheckReply>(reply.payload, "check reply");
       why = join(answer.problems, "; ");
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       // A request the worker cannot even load names what it lacks: an
       // unknown workload, instrument, config option or target kind.
       why = std::string(e.what()) +
@@ -82,7 +82,7 @@ WorkerPoolOptions with_handshake(WorkerPoolOptions options) {
     WorkerInfo info;
     try {
       info = decode<WorkerInfo>(reply, "handshake reply");
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       return "its answer to the handshake is not one this tensortune understands (a worker of "
              "another version, or not a tensortune-worker at all): " +
              std::string(e.what());
@@ -210,7 +210,7 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
         } else {
           for (const auto& b : answer.results) part.push_back(*b);
         }
-      } catch (const Error& e) {
+      } catch (const UserError& e) {
         bad.error_message = e.what();
       }
       if (part.empty()) part.assign(end - begin, bad);
@@ -276,7 +276,7 @@ void LocalRunner::prepare(const te::Task& task) {
     try {
       RunOutcome ready = decode<RunOutcome>(reply.payload, "prepare reply");
       if (ready.error_code != ErrorCode::kNoError) why = ready.error_message;
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       why = e.what();
     }
   }
@@ -329,7 +329,7 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
         out = decode<RunOutcome>(replies[r].payload, "run reply");
         TT_CHECK(!out.costs.empty() || out.error_code != ErrorCode::kNoError, kParse,
                  "the run reply says NO_ERROR but has no costs");
-      } catch (const Error& e) {
+      } catch (const UserError& e) {
         out = RunOutcome();
         out.error_code = ErrorCode::kUnknownError;
         out.error_message = shorten_message(e.what());

@@ -154,11 +154,15 @@ T decode(std::string_view payload, std::string_view what) {
   ObjectPtr node;
   try {
     node = load_string(payload);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(ErrorKind::kParse, "unreadable ", what, ": ", e.what());
   }
   if (auto error = std::dynamic_pointer_cast<const RequestError>(node)) {
+    // A bug on the worker's side is tensortune's, not the request's.
+    if (error->kind == error_kind_name(ErrorKind::kInternal)) {
+      throw InternalError("the worker hit an internal error serving a " + std::string(what) +
+                          "'s request: " + error->message);
+    }
     fail(ErrorKind::kRuntime, "the worker refused the request (", error->kind,
          "): ", error->message);
   }

@@ -83,8 +83,7 @@ Record read_line(std::string_view line, bool* newer) {
     std::optional<Error> error;
     try {
       node = load_string(line);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       error = e;
     }
     auto record = std::dynamic_pointer_cast<const RecordNode>(node);
@@ -98,7 +97,7 @@ Record read_line(std::string_view line, bool* newer) {
     nlohmann::json doc;
     try {
       doc = parse_json_text(line, "record line");
-    } catch (const Error&) {
+    } catch (const UserError&) {
     }
     if (auto v = claimed_version(doc); v && *v > kRecordVersion) {
       *newer = true;
@@ -118,7 +117,7 @@ Record read_line(std::string_view line, bool* newer) {
   nlohmann::json doc;
   try {
     doc = parse_json_text(line, "record line");
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     fail(ErrorKind::kParse, "not valid JSON: ", e.what());
   }
   TT_CHECK(doc.is_object(), kParse, "a record must be a JSON object, found ", doc.type_name());
@@ -215,7 +214,7 @@ std::string record_to_line(const Record& record) {
   // What could not be read back is not written: the reader runs the same check.
   try {
     check_measure_result(record.result);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     fail(ErrorKind::kInvalidArgument, "cannot write this record: ", e.what());
   }
   RecordNode node;
@@ -257,7 +256,7 @@ LogContents load_records(const std::string& path, bool print_warnings, bool miss
     try {
       contents.records.push_back(read_line(line, &newer));
       contents.records.back().line = number;
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       if (newer) {
         // Refused, not skipped: a tuner resuming from this log would
         // re-measure, and a merge or distill would silently drop, what this

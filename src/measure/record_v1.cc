@@ -54,8 +54,7 @@ template <class F>
 auto reading(std::string_view what, F&& body) -> decltype(body()) {
   try {
     return body();
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(ErrorKind::kParse, what, ": ", e.what());
   }
 }

@@ -184,7 +184,7 @@ struct WorkerPool::Impl {
                                      std::to_string(options.memory_limit_bytes)};
     try {
       slot.worker.emplace(Subprocess::spawn(argv, spawn));
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       fail(ErrorKind::kRuntime, "cannot start ", options.name, " '", program, "': ", e.what());
     }
     slot.served = 0;
@@ -209,7 +209,7 @@ struct WorkerPool::Impl {
       }
     } catch (const TimeoutError&) {
       why = "it gave no answer within the handshake timeout";
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       why = e.what();
     }
     if (why.empty()) return;
@@ -242,7 +242,7 @@ struct WorkerPool::Impl {
     if (!slot.worker) {
       try {
         start(slot);
-      } catch (const Error& e) {
+      } catch (const UserError& e) {
         reply.status = WorkerReply::Status::kNotStarted;
         reply.message = e.what();
         return reply;
@@ -272,7 +272,7 @@ struct WorkerPool::Impl {
       reply.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
       retire(slot, true);
       return reply;
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       broken = e.what();  // a torn frame or a closed pipe: the worker died
     }
     reply.seconds = std::chrono::duration<double>(Clock::now() - begin).count();

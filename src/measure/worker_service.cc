@@ -94,10 +94,8 @@ CheckReply serve_check(const CheckRequest& request) {
 // ---------------------------------------------------------------------------
 // Build
 
-/// The error code of a state that did not build: the stage it failed at,
-/// unless the failure was tensortune's own.
+/// The error code of a state that did not build: the stage it failed at.
 ErrorCode code_of(const codegen::StateBuild& b) {
-  if (b.error_kind == ErrorKind::kInternal) return ErrorCode::kUnknownError;
   return b.stage == codegen::BuildStage::kReplay ? ErrorCode::kInstantiationError
                                                  : ErrorCode::kCompileError;
 }
@@ -135,13 +133,7 @@ BuildReply serve_build(const BuildRequest& request) {
       }
     } else {
       result->error_code = code_of(b);
-      std::string message = b.error;
-      if (b.error_kind == ErrorKind::kInternal) {
-        message = "internal error of tensortune (a bug, not a fault of this candidate) at " +
-                  std::string(codegen::build_stage_name(b.stage)) + ": " + message;
-        std::fprintf(stderr, "tensortune-worker: %s\n", message.c_str());
-      }
-      result->error_message = shorten_message(message);
+      result->error_message = shorten_message(b.error);
     }
     reply.results.push_back(Ref<BuildResult>(std::move(result)));
   }
@@ -239,7 +231,7 @@ const std::vector<te::NDArray>& reference(const std::string& key,
   bool private_dir = true;
   try {
     ensure_private_dir(dir, "the module cache");
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     std::fprintf(stderr, "tensortune-worker: reference outputs not cached: %s\n", e.what());
     private_dir = false;
   }
@@ -258,7 +250,7 @@ const std::vector<te::NDArray>& reference(const std::string& key,
     for (const auto& o : outputs) data.append(static_cast<const char*>(o.data()), o.nbytes());
     try {
       if (private_dir) write_cache_entry(path, data);
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       // Only a speed-up for later workers: go on without it.
       std::fprintf(stderr, "tensortune-worker: cannot keep reference outputs: %s\n", e.what());
     }
@@ -349,7 +341,7 @@ RunOutcome serve_run(const RunRequest& request) {
                .first;
     }
     kernel = it->second.get(request.function);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     return failed_run(ErrorCode::kRuntimeError,
                       std::string("cannot load the built kernel: ") + e.what());
   }
@@ -368,8 +360,7 @@ RunOutcome serve_run(const RunRequest& request) {
     }
     inputs = codegen::pack_inputs(caches.modules.at(request.library), packers,
                                   pristine_inputs(key, tensors, options));
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     return failed_run(ErrorCode::kRuntimeError,
                       std::string("cannot pack the kernel's rewritten inputs: ") + e.what());
   }
@@ -397,7 +388,7 @@ RunOutcome serve_run(const RunRequest& request) {
     }
     try {
       write_shares = write_shares_of(caches.modules.at(request.library));
-    } catch (const Error& e) {
+    } catch (const UserError& e) {
       return failed_run(ErrorCode::kRuntimeError,
                         std::string("cannot write the kernel's activations: ") + e.what());
     }
@@ -512,7 +503,7 @@ RunOutcome serve_run(const RunRequest& request) {
       }
     }
     reply.costs = std::move(costs);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     return failed_run(ErrorCode::kRuntimeError, e.what());
   }
   reply.run_seconds = seconds_since(total_start);

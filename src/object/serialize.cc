@@ -82,16 +82,14 @@ ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr
     }
     try {
       f.load(*node, *it, loader);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       fail(e.kind(), where(info), ", field '", f.name, "': ", e.what());
     }
   }
   if (info->validate) {
     try {
       info->validate(*node);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       fail(e.kind(), where(info), ": ", e.what());
     }
   }

@@ -31,8 +31,7 @@ CompiledModel CompiledModel::load(const std::string& dir, const LoadOptions& opt
   ModelFiles files = read_model_folder(dir, options.verify);
   try {
     return from_files(files);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), dir, ": ", e.what());
   }
 }

@@ -64,8 +64,7 @@ Manifest read_manifest(const std::string& dir) {
     m = Manifest(std::dynamic_pointer_cast<const ManifestNode>(node));
     TT_CHECK(m, kParse, "it holds a ", node ? std::string(node->type_key()) : "null",
              ", not a runtime.Manifest");
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(ErrorKind::kParse, "'", dir, "' is not a compiled model tensortune can read: ", path, ": ",
          e.what());
   }
@@ -157,8 +156,7 @@ void check_model_destination(const std::string& dest, const std::vector<std::str
   Manifest m;
   try {
     m = read_manifest(dest);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(ErrorKind::kInvalidArgument, "the output '", dest,
          "' exists and is not a compiled model tensortune wrote (", e.what(),
          "); choose another -o, or remove it yourself");
@@ -261,8 +259,7 @@ ModelFiles read_model_folder(const std::string& dir, bool verify) {
     files.plan = ModelPlan(std::dynamic_pointer_cast<const ModelPlanNode>(node));
     TT_CHECK(files.plan, kParse, "it holds a ", node ? std::string(node->type_key()) : "null",
              ", not a runtime.ModelPlan");
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(ErrorKind::kParse, dir, ": plan.json: ", e.what());
   }
   files.library = std::move(contents[kLibrary]);

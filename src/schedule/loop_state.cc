@@ -136,8 +136,7 @@ void LoopState::apply(const Step& step) {
   LoopState next = *this;
   try {
     step->apply(next);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), "step ", history_.size(), ", ", step->str(), ": ", e.what());
   }
   next.history_.push_back(step);

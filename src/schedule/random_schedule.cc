@@ -34,8 +34,7 @@ class Generator {
   bool apply(const Step& step) {
     try {
       state_.apply(step);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       return false;  // an invalid draw: not kept
     }
     steps_.push_back(step);

@@ -31,8 +31,7 @@ bool try_apply(LoopState& state, const Step& step) {
   try {
     state.apply(step);
     return true;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     return false;
   }
 }

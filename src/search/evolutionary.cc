@@ -29,8 +29,7 @@ void SharedCostModel::retrain() {
   auto start = std::chrono::steady_clock::now();
   try {
     note_ = model_->train(data_);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     note_ = std::string("training failed: ") + e.what();
     if (!warned_) {
       std::fprintf(stderr,
@@ -91,8 +90,7 @@ std::optional<EvolutionarySearchPolicy::Candidate> EvolutionarySearchPolicy::eva
       l.program = lowered.program_hash;
       l.features = std::move(lowered.features);
       l.ok = true;
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
     }
     it = cache_.emplace(key, std::move(l)).first;
   }
@@ -118,8 +116,7 @@ void EvolutionarySearchPolicy::prefetch(const std::vector<State>& states) {
         lowered[i].program = l.program_hash;
         lowered[i].features = std::move(l.features);
         lowered[i].ok = true;
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::kInternal) throw;
+      } catch (const UserError& e) {
       }
     }
   };

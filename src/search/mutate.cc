@@ -23,8 +23,7 @@ std::optional<State> if_valid(const schedule::ComputeDAG& dag, std::vector<Step>
   State s = State::make(std::move(steps));
   try {
     schedule::replay(dag, s);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     return std::nullopt;
   }
   return s;

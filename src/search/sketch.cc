@@ -38,7 +38,7 @@ std::vector<int> loop_positions(const Stage& st, ir::IterKind kind) {
 void apply(SketchState& state, const schedule::Step& step) {
   try {
     state.loops.apply(step);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     TT_ICHECK(false, "sketch rule built an invalid step: ", e.what());
   }
 }
@@ -399,8 +399,7 @@ std::vector<int> rewritable_inputs(const LoopState& loops, bool constants_only) 
     LoopState probe = loops;
     try {
       probe.apply(schedule::layout_rewrite(s));
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
       continue;
     }
     out.push_back(s);

@@ -15,11 +15,18 @@ std::string_view error_kind_name(ErrorKind kind) {
   return "error";
 }
 
+UserError::UserError(ErrorKind kind, const std::string& message) : Error(kind, message) {
+  // A bug must not pass for bad input: InternalError is the only kInternal.
+  if (kind == ErrorKind::kInternal) {
+    throw InternalError("internal error thrown as a user error: " + message);
+  }
+}
+
 namespace detail {
 void throw_internal(const char* file, int line, const char* cond, const std::string& message) {
-  throw Error(ErrorKind::kInternal, concat("internal error at ", file, ":", line, ": check '", cond,
-                                           "' failed", message.empty() ? "" : ": ", message,
-                                           " (this is a bug in tensortune; please report it)"));
+  throw InternalError(concat("internal error at ", file, ":", line, ": check '", cond, "' failed",
+                             message.empty() ? "" : ": ", message,
+                             " (this is a bug in tensortune; please report it)"));
 }
 }  // namespace detail
 

@@ -167,7 +167,7 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b,
   std::vector<int64_t> shape;
   try {
     shape = broadcast_shape(a.shape(), b.shape());
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     fail(e.kind(), name, ": ", e.what());
   }
   return compute(

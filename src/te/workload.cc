@@ -134,7 +134,7 @@ json canonical_arg(const WorkloadDef& def, size_t i, const json& value) {
       std::string canonical;
       try {
         canonical = DataType::parse(trim(value.get<std::string>())).str();
-      } catch (const Error& e) {
+      } catch (const UserError& e) {
         bad_argument(def, i, e.what());
       }
       return canonical;
@@ -356,8 +356,7 @@ Workload make_named_workload(std::string_view name, const nlohmann::json& args) 
   // extent, groups that do not divide the channels) fail here, not in a worker.
   try {
     def.build(node->args);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) throw;
+  } catch (const UserError& e) {
     fail(e.kind(), "workload '", def.name, "' with arguments ", node->args.dump(), ": ", e.what());
   }
   return Workload(std::move(node));
@@ -418,7 +417,7 @@ WorkloadTensors workload_tensors(const Workload& w) {
   check->outputs = tensors.outputs;
   try {
     validate_dag(*check);
-  } catch (const Error& e) {
+  } catch (const UserError& e) {
     TT_ICHECK(false, "workload '", def.name, "' built an invalid DAG: ", e.what());
   }
   return tensors;

@@ -146,6 +146,22 @@ TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {
   EXPECT_TRUE(records[1].result.ok());
 }
 
+// A bug of tensortune in a build worker is not the candidate's failure: the
+// run stops with exit status 70, naming the stage, and records nothing for
+// the candidate; what the log held before is still there.
+TEST_F(TuneCli, AnInternalErrorInAWorkerStopsTheRunAsABugNotAsACandidatesFailure) {
+  RunResult first = cli(tune_args(2, 2));
+  ASSERT_EQ(first.status.code, 0) << first.err;
+  const size_t before = measure::load_records(log_).records.size();
+  std::vector<std::string> args = tune_args(4, 2);
+  args.insert(args.end(), {"--config", "testing.inject_fault=internal_error"});
+  RunResult bug = cli(args);
+  EXPECT_EQ(bug.status.code, 70) << bug.out << bug.err;
+  EXPECT_NE(bug.err.find("at lower"), std::string::npos) << bug.err;
+  EXPECT_NE(bug.err.find("This is a bug in tensortune"), std::string::npos) << bug.err;
+  EXPECT_EQ(measure::load_records(log_).records.size(), before);
+}
+
 TEST_F(TuneCli, FreshActivationsAreWrittenBeforeEveryCallAndTheCheckStillPasses) {
   std::vector<std::string> args = tune_args(2, 2);
   args.insert(args.end(), {"--fresh-activations", "--check", "--json"});

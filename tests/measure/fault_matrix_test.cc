@@ -30,8 +30,6 @@ TEST(FaultMatrix, EachFaultGetsItsCodeAndThePoolsKeepServing) {
       {"oom", ErrorCode::kRuntimeError, "out of memory"},
       {"compile_error", ErrorCode::kCompileError, "injected fault: compile_error"},
       {"wrong_answer", ErrorCode::kWrongAnswer, "max error"},
-      // A bug of tensortune's own is never blamed on the candidate.
-      {"internal_error", ErrorCode::kUnknownError, "internal error of tensortune"},
   };
   te::Task task = small_task();
   LocalBuilder builder(builder_options(1));
@@ -70,6 +68,22 @@ TEST(FaultMatrix, EachFaultGetsItsCodeAndThePoolsKeepServing) {
     for (pid_t pid : runner.pool().worker_pids()) live.insert(pid);
     EXPECT_EQ(settled_processes({seen.begin(), seen.end()}, live), live);
   }
+  // A bug of tensortune's own is never recorded as the candidate's failure:
+  // measuring stops with an InternalError naming the stage, and the pools
+  // go on serving.
+  try {
+    measure_candidates(task, {schedule::State::make()}, fault_context("internal_error"), builder,
+                       runner);
+    ADD_FAILURE() << "an internal error in a worker was not raised";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("internal error of tensortune (a bug, not a fault of "
+                                         "this candidate) at lower"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(
+      measure_candidates(task, {schedule::State::make()}, fault_context(""), builder, runner)[0]
+          .ok());
 }
 
 TEST(WorkerPool, WorkerKilledFromOutsideIsReportedAndReplaced) {

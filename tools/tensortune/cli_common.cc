@@ -136,8 +136,7 @@ R load_file_as(const std::string& path) {
   tt::ObjectPtr node;
   try {
     node = tt::load_string(read_file(path));
-  } catch (const tt::Error& e) {
-    if (e.kind() == tt::ErrorKind::kInternal) throw;
+  } catch (const tt::UserError& e) {
     tt::fail(e.kind(), "'", path, "': ", e.what());
   }
   auto typed = std::dynamic_pointer_cast<const typename R::NodeType>(node);

@@ -135,8 +135,7 @@ int cmd_inspect(const std::string& path, bool as_json) {
   tt::ObjectPtr node;
   try {
     node = tt::load_string(read_file(path));
-  } catch (const tt::Error& e) {
-    if (e.kind() == tt::ErrorKind::kInternal) throw;
+  } catch (const tt::UserError& e) {
     tt::fail(e.kind(), "'", path, "': ", e.what());
   }
   if (!node) tt::fail(tt::ErrorKind::kInvalidArgument, "'", path, "' holds a null object");
@@ -333,12 +332,15 @@ int main(int argc, char** argv) {
     for (const auto& command : commands) {
       if (*command.app) return command.run();
     }
-  } catch (const tt::Error& e) {
+  } catch (const tt::UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    // A bug, not the user's input: its own exit status (sysexits' EX_SOFTWARE).
+    std::cerr << "error: " << e.what()
+              << "\nThis is a bug in tensortune, not a problem with your input or a candidate; "
+                 "please report it with the command line that caused it.\n";
+    return 70;
   }
   return 0;
 }

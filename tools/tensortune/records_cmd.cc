@@ -47,8 +47,7 @@ class FlopCounts {
     try {
       double count = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
       if (count > 0) flops = count;
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal) throw;
+    } catch (const UserError& e) {
     }
     return cache_[key] = flops;
   }

@@ -111,8 +111,7 @@ int run_train(const TrainArgs& args) {
                    .first;
         }
         programs.push_back(search::lower_for_search(it->second, r.input.state).features);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::kInternal) throw;
+      } catch (const UserError& e) {
         // A record this build cannot replay: one program less, not a failed run.
         std::fprintf(stderr, "warning: %s:%zu: skipped: %s\n", log.c_str(), r.line, e.what());
         ++skipped;

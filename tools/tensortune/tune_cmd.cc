@@ -149,8 +149,7 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
         check_file_target(task, "the line");
         tasks.push_back(task);
         weights.push_back(weight);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::kInternal) throw;
+      } catch (const UserError& e) {
         fail(e.kind(), args.tasks_file, ":", line_number, ": ", e.what());
       }
     }

@@ -47,9 +47,9 @@ enum class BuildStage {
 /// What became of one state.
 struct StateBuild {
   BuildStage stage = BuildStage::kBuilt;
-  /// Why it failed. kInternal marks a bug of tensortune, not of the state:
-  /// callers must not blame the state for it.
-  ErrorKind error_kind = ErrorKind::kInternal;
+  /// Why it failed (a user error's kind: a bug of tensortune is thrown as
+  /// an InternalError instead, never recorded on a state).
+  ErrorKind error_kind = ErrorKind::kRuntime;
   std::string error;
   Module module;         ///< holds the kernel, when built
   std::string function;  ///< the kernel's name in module
@@ -69,8 +69,8 @@ struct StateBuild {
 /// its kernel called `<prefix><i>`; every state that lowered goes into one
 /// module with one compiler run, or, when that fails, into a module of its
 /// own. Never throws for a bad state, nor for a target kind without a back
-/// end (every state then fails at kLower saying so); an exception that is
-/// not a user error is recorded as kInternal.
+/// end (every state then fails at kLower saying so); a bug of tensortune
+/// while building any state is thrown as an InternalError naming the stage.
 std::vector<StateBuild> build_states(const schedule::ComputeDAG& dag,
                                      const std::vector<schedule::State>& states,
                                      const ir::Target& target, const ir::PassContext& context,

@@ -196,8 +196,9 @@ struct RequestError : Object {
 std::string encode(const Object& message);
 
 /// The reply in `payload`, which must be a T; a RequestError becomes an error
-/// of kRuntime quoting it (what = "build reply", "run reply", ...), and
-/// anything else a kParse error naming `what`.
+/// of kRuntime quoting it (what = "build reply", "run reply", ...), or an
+/// InternalError when the worker reported one, and anything else a kParse
+/// error naming `what`.
 template <class T>
 T decode(std::string_view payload, std::string_view what);
 

@@ -25,14 +25,31 @@ enum class ErrorKind {
 /// Name of an error kind, e.g. "invalid argument".
 std::string_view error_kind_name(ErrorKind kind);
 
-/// The exception every tensortune error is thrown as.
+/// The base of both error families; only a program's outermost handler
+/// catches it.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
+
+ protected:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
 
  private:
   ErrorKind kind_;
+};
+
+/// Bad input, or a candidate that fails: what the user is told about, and
+/// what a candidate boundary catches.
+class UserError : public Error {
+ public:
+  UserError(ErrorKind kind, const std::string& message);
+};
+
+/// A broken invariant of tensortune (kind kInternal): a bug, never caught
+/// as a candidate's failure.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message) : Error(ErrorKind::kInternal, message) {}
 };
 
 namespace detail {
@@ -46,15 +63,18 @@ std::string concat(const Parts&... parts) {
                                  const std::string& message);
 }  // namespace detail
 
-/// Throws a user error whose message is the concatenation of `parts`.
+/// Throws an error whose message is the concatenation of `parts`: an
+/// InternalError for kInternal (an error a worker reported, rethrown), a
+/// UserError otherwise.
 template <class... Parts>
 [[noreturn]] void fail(ErrorKind kind, const Parts&... parts) {
-  throw Error(kind, detail::concat(parts...));
+  if (kind == ErrorKind::kInternal) throw InternalError(detail::concat(parts...));
+  throw UserError(kind, detail::concat(parts...));
 }
 
 }  // namespace tensortune
 
-/// Checks an internal invariant; on failure throws kInternal with file:line.
+/// Checks an internal invariant; on failure throws an InternalError with file:line.
 #define TT_ICHECK(cond, ...)                                                                       \
   do {                                                                                             \
     if (!(cond))                                                                                   \

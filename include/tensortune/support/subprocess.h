@@ -85,9 +85,9 @@ struct Deadline {
 }  // namespace detail
 
 /// A blocking call ran out of time. Kind kIO; the message names the operation.
-class TimeoutError : public Error {
+class TimeoutError : public UserError {
  public:
-  explicit TimeoutError(const std::string& message) : Error(ErrorKind::kIO, message) {}
+  explicit TimeoutError(const std::string& message) : UserError(ErrorKind::kIO, message) {}
 };
 
 /// Owns a file descriptor and closes it on destruction; -1 when empty.
