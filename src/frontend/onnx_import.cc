@@ -10,22 +10,17 @@
 #include "tensortune/frontend/onnx.h"
 #include "tensortune/graph/passes.h"
 #include "tensortune/support/files.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::frontend {
 namespace {
 
-using graph::Attrs;
 using graph::Value;
 using ir::DataType;
+using te::Attrs;
 
 constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 DataType dtype_of(int32_t elem_type, const std::string& what) {
   switch (elem_type) {
@@ -292,7 +287,8 @@ class Importer {
     return ints_of(c->data.array());
   }
 
-  Value make(const std::string& op, std::vector<Value> args, Attrs a, const onnx::NodeProto& n) {
+  Value make(const std::string& op, std::vector<Value> args, te::Attrs a,
+             const onnx::NodeProto& n) {
     // Calls on constants fold at once: later nodes may need their values
     // (a reshape's target shape computed from a Shape).
     return graph::fold_call(graph::call(op, std::move(args), std::move(a), n.name()));
@@ -356,33 +352,31 @@ class Importer {
   std::map<std::string, Handler> handlers_;
 };
 
-Attrs axis_attrs(int64_t axis) {
-  auto a = make_node<graph::AxisAttrsNode>();
+te::Attrs axis_attrs(int64_t axis) {
+  auto a = make_node<te::AxisAttrsNode>();
   a->axis = axis;
-  return Attrs(attrs(std::move(a)));
+  return te::Attrs(attrs(std::move(a)));
 }
-Attrs reshape_attrs(std::vector<int64_t> shape) {
-  auto a = make_node<graph::ReshapeAttrsNode>();
+te::Attrs reshape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<te::ReshapeAttrsNode>();
   a->shape = std::move(shape);
-  return Attrs(attrs(std::move(a)));
+  return te::Attrs(attrs(std::move(a)));
 }
-Attrs transpose_attrs(std::vector<int64_t> perm) {
-  auto a = make_node<graph::TransposeAttrsNode>();
+te::Attrs transpose_attrs(std::vector<int64_t> perm) {
+  auto a = make_node<te::TransposeAttrsNode>();
   a->perm = std::move(perm);
-  return Attrs(attrs(std::move(a)));
+  return te::Attrs(attrs(std::move(a)));
 }
-Attrs scalar_attrs(double alpha, double beta = 0) {
-  auto a = make_node<graph::ScalarAttrsNode>();
+te::Attrs scalar_attrs(double alpha, double beta = 0) {
+  auto a = make_node<te::ScalarAttrsNode>();
   a->alpha = alpha;
   a->beta = beta;
-  return Attrs(attrs(std::move(a)));
+  return te::Attrs(attrs(std::move(a)));
 }
 
+/// An ONNX axis as a position; the node's error names the node.
 int64_t normalise(int64_t axis, size_t rank) {
-  int64_t r = static_cast<int64_t>(rank);
-  TT_CHECK(axis >= -r && axis < r, kInvalidArgument, "axis ", axis, " is out of range for rank ",
-           rank);
-  return axis < 0 ? axis + r : axis;
+  return normalize_axis(axis, static_cast<int64_t>(rank), "");
 }
 
 /// Pads of a 2-D window op: explicit (ONNX order x1_begin, x2_begin, x1_end,
@@ -488,13 +482,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     // One slice per index, joined along the axis; a scalar index drops it.
     std::vector<Value> parts;
     for (int64_t i : indices) {
-      auto s = make_node<graph::SliceAttrsNode>();
+      auto s = make_node<te::SliceAttrsNode>();
       s->begin.assign(data->shape.size(), 0);
       s->end = data->shape;
       s->strides.assign(data->shape.size(), 1);
       s->begin[axis] = i;
       s->end[axis] = i + 1;
-      parts.push_back(make("slice", {data}, Attrs(attrs(std::move(s))), n));
+      parts.push_back(make("slice", {data}, te::Attrs(attrs(std::move(s))), n));
     }
     Value joined = parts.size() == 1 ? parts[0] : make("concat", parts, axis_attrs(axis), n);
     std::vector<int64_t> shape(data->shape.begin(), data->shape.begin() + axis);
@@ -509,14 +503,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const Value& w = need(in, 1, "weight");
     TT_CHECK(x->shape.size() == 4, kInvalidArgument,
              "only 2-D convolutions (4-D data) are supported, got data ", shape_text(x->shape));
-    auto a = make_node<graph::Conv2dAttrsNode>();
+    auto a = make_node<te::Conv2dAttrsNode>();
     std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {w->shape[2], w->shape[3]});
     a->strides = attr_ints(n, "strides", {1, 1});
     a->dilation = attr_ints(n, "dilations", {1, 1});
     a->groups = attr_int(n, "group", 1);
     a->padding = window_pads(attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads", {}),
                              {x->shape[2], x->shape[3]}, kernel, a->strides, a->dilation);
-    Value out = make("nn.conv2d", {x, w}, Attrs(attrs(std::move(a))), n);
+    Value out = make("nn.conv2d", {x, w}, te::Attrs(attrs(std::move(a))), n);
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
     return one(out);
   };
@@ -531,13 +525,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     TT_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID", kInvalidArgument, "auto_pad '", auto_pad,
              "' is not supported (NOTSET or VALID)");
-    auto a = make_node<graph::Conv2dTransposeAttrsNode>();
+    auto a = make_node<te::Conv2dTransposeAttrsNode>();
     a->strides = attr_ints(n, "strides", {1, 1});
     a->padding =
         auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0} : attr_ints(n, "pads", {0, 0, 0, 0});
     a->output_padding = attr_ints(n, "output_padding", {0, 0});
     Value out =
-        make("nn.conv2d_transpose", {x, need(in, 1, "weight")}, Attrs(attrs(std::move(a))), n);
+        make("nn.conv2d_transpose", {x, need(in, 1, "weight")}, te::Attrs(attrs(std::move(a))), n);
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
     return one(out);
   };
@@ -548,18 +542,18 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (attr_int(n, "transA", 0)) a = make("transpose", {a}, transpose_attrs({1, 0}), n);
     // nn.dense wants the weight as [N, K]: that is B transposed, or B with transB.
     if (!attr_int(n, "transB", 0)) b = make("transpose", {b}, transpose_attrs({1, 0}), n);
-    Value out = make("nn.dense", {a, b}, Attrs(), n);
+    Value out = make("nn.dense", {a, b}, te::Attrs(), n);
     double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
     auto scalar = [&](double v) {
       te::NDArray s(out->dtype, {});
       s.set(0, v);
       return graph::constant(std::move(s), n.name() + ".scalar");
     };
-    if (alpha != 1.0) out = make("multiply", {out, scalar(alpha)}, Attrs(), n);
+    if (alpha != 1.0) out = make("multiply", {out, scalar(alpha)}, te::Attrs(), n);
     if (in.size() > 2 && in[2]) {
       Value c = in[2];
-      if (beta != 1.0) c = make("multiply", {c, scalar(beta)}, Attrs(), n);
-      out = make("add", {out, c}, Attrs(), n);
+      if (beta != 1.0) c = make("multiply", {c, scalar(beta)}, te::Attrs(), n);
+      out = make("add", {out, c}, te::Attrs(), n);
     }
     return one(out);
   };
@@ -577,12 +571,12 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       for (size_t d = 0; d + 1 < a->shape.size(); ++d) rows *= a->shape[d];
       Value flat = a->shape.size() == 2 ? a : make("reshape", {a}, reshape_attrs({rows, k}), n);
       Value weight = make("transpose", {b}, transpose_attrs({1, 0}), n);
-      out = make("nn.dense", {flat, weight}, Attrs(), n);
+      out = make("nn.dense", {flat, weight}, te::Attrs(), n);
       std::vector<int64_t> shape(a->shape.begin(), a->shape.end() - 1);
       shape.push_back(b->shape[1]);
       if (a->shape.size() != 2) out = make("reshape", {out}, reshape_attrs(shape), n);
     } else {
-      out = make("nn.matmul", {a, b}, Attrs(), n);
+      out = make("nn.matmul", {a, b}, te::Attrs(), n);
     }
     if (a_vector || b_vector) {
       std::vector<int64_t> shape = out->shape;
@@ -606,11 +600,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       Value a = need(in, 0, "A"), b = need(in, 1, "B");
       if (name == "power" && b->dtype != a->dtype && constant_of(b)) {
         // An integer exponent constant: as the base's type.
-        auto c = make_node<graph::CastAttrsNode>();
+        auto c = make_node<te::CastAttrsNode>();
         c->dtype = a->dtype;
-        b = make("cast", {b}, Attrs(attrs(std::move(c))), n);
+        b = make("cast", {b}, te::Attrs(attrs(std::move(c))), n);
       }
-      return one(make(name, {a, b}, Attrs(), n));
+      return one(make(name, {a, b}, te::Attrs(), n));
     };
   }
   for (const char* op :
@@ -621,11 +615,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         {"Neg", "negative"}, {"Floor", "floor"}};
     std::string name = ours.at(op);
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
-      return one(make(name, {need(in, 0, "X")}, Attrs(), n));
+      return one(make(name, {need(in, 0, "X")}, te::Attrs(), n));
     };
   }
   h["HardSwish"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    return one(make("hard_swish", {need(in, 0, "X")}, Attrs(), n));
+    return one(make("hard_swish", {need(in, 0, "X")}, te::Attrs(), n));
   };
   h["LeakyRelu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     return one(
@@ -644,7 +638,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       s[0] = slope->shape[0];
       slope = make("reshape", {slope}, reshape_attrs(s), n);
     }
-    return one(make("prelu", {x, slope}, Attrs(), n));
+    return one(make("prelu", {x, slope}, te::Attrs(), n));
   };
   h["Clip"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     double low = -3.4028234663852886e38, high = 3.4028234663852886e38;
@@ -663,9 +657,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(make("clip", {need(in, 0, "X")}, scalar_attrs(low, high), n));
   };
   h["Cast"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    auto c = make_node<graph::CastAttrsNode>();
+    auto c = make_node<te::CastAttrsNode>();
     c->dtype = dtype_of(static_cast<int32_t>(attr_int(n, "to", 1)), "the target type");
-    return one(make("cast", {need(in, 0, "input")}, Attrs(attrs(std::move(c))), n));
+    return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
   };
 
   // ---- normalisation, pooling, softmax, reductions ----
@@ -673,13 +667,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                                               const std::vector<Value>& in) {
     TT_CHECK(attr_int(n, "training_mode", 0) == 0, kInvalidArgument,
              "training_mode is not supported");
-    auto a = make_node<graph::NormAttrsNode>();
+    auto a = make_node<te::NormAttrsNode>();
     a->axis = 1;
     a->epsilon = attr_float(n, "epsilon", 1e-5);
     return one(make("nn.batch_norm",
                     {need(in, 0, "X"), need(in, 1, "scale"), need(in, 2, "B"), need(in, 3, "mean"),
                      need(in, 4, "var")},
-                    Attrs(attrs(std::move(a))), n));
+                    te::Attrs(attrs(std::move(a))), n));
   };
   h["LayerNormalization"] = [this, need, one](const onnx::NodeProto& n,
                                               const std::vector<Value>& in) {
@@ -698,11 +692,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       te::NDArray zeros(x->dtype, {inner});
       bias = graph::constant(std::move(zeros), n.name() + ".bias");
     }
-    auto a = make_node<graph::NormAttrsNode>();
+    auto a = make_node<te::NormAttrsNode>();
     a->axis = -1;
     a->epsilon = attr_float(n, "epsilon", 1e-5);
     if (axis + 1 == static_cast<int64_t>(x->shape.size())) {
-      return one(make("nn.layer_norm", {x, scale, bias}, Attrs(attrs(std::move(a))), n));
+      return one(make("nn.layer_norm", {x, scale, bias}, te::Attrs(attrs(std::move(a))), n));
     }
     auto flat = [&](const Value& v) {
       return v->shape.size() == 1 ? v : make("reshape", {v}, reshape_attrs({inner}), n);
@@ -713,23 +707,23 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value y =
         make("nn.layer_norm",
              {make("reshape", {x}, reshape_attrs({outer, inner}), n), flat(scale), flat(bias)},
-             Attrs(attrs(std::move(a))), n);
+             te::Attrs(attrs(std::move(a))), n);
     return one(make("reshape", {y}, reshape_attrs(x->shape), n));
   };
   h["InstanceNormalization"] = [this, need, one](const onnx::NodeProto& n,
                                                  const std::vector<Value>& in) {
-    auto a = make_node<graph::NormAttrsNode>();
+    auto a = make_node<te::NormAttrsNode>();
     a->epsilon = attr_float(n, "epsilon", 1e-5);
     return one(make("nn.instance_norm",
                     {need(in, 0, "input"), need(in, 1, "scale"), need(in, 2, "B")},
-                    Attrs(attrs(std::move(a))), n));
+                    te::Attrs(attrs(std::move(a))), n));
   };
   for (const char* op : {"MaxPool", "AveragePool"}) {
     bool is_max = std::string(op) == "MaxPool";
     h[op] = [this, need, one, is_max](const onnx::NodeProto& n, const std::vector<Value>& in) {
       const Value& x = need(in, 0, "X");
       TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 2-D pooling (4-D data) is supported");
-      auto a = make_node<graph::Pool2dAttrsNode>();
+      auto a = make_node<te::Pool2dAttrsNode>();
       a->kernel = attr_ints(n, "kernel_shape", {});
       TT_CHECK(a->kernel.size() == 2, kInvalidArgument, "kernel_shape needs 2 values");
       a->strides = attr_ints(n, "strides", {1, 1});
@@ -743,13 +737,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       a->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
       a->count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
       return one(
-          make(is_max ? "nn.max_pool2d" : "nn.avg_pool2d", {x}, Attrs(attrs(std::move(a))), n));
+          make(is_max ? "nn.max_pool2d" : "nn.avg_pool2d", {x}, te::Attrs(attrs(std::move(a))), n));
     };
   }
   h["GlobalAveragePool"] = [this, need, one](const onnx::NodeProto& n,
                                              const std::vector<Value>& in) {
-    auto a = make_node<graph::LayoutAttrsNode>();
-    return one(make("nn.global_avg_pool2d", {need(in, 0, "X")}, Attrs(attrs(std::move(a))), n));
+    auto a = make_node<te::LayoutAttrsNode>();
+    return one(make("nn.global_avg_pool2d", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
   };
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     bool log = std::string(op) == "LogSoftmax";
@@ -774,7 +768,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     h[op] = [this, need, one, name, onnx_op](const onnx::NodeProto& n,
                                              const std::vector<Value>& in) {
       Value x = need(in, 0, "data");
-      auto a = make_node<graph::ReduceAttrsNode>();
+      auto a = make_node<te::ReduceAttrsNode>();
       a->keepdims = attr_int(n, "keepdims", 1) != 0;
       if (onnx_op == "ReduceSum" && opset_ >= 13) {
         if (in.size() > 1 && in[1]) a->axes = const_ints(n, in, 1, "axes");
@@ -783,7 +777,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         a->axes = attr_ints(n, "axes", {});
       }
       for (auto& axis : a->axes) axis = normalise(axis, x->shape.size());
-      return one(make(name, {x}, Attrs(attrs(std::move(a))), n));
+      return one(make(name, {x}, te::Attrs(attrs(std::move(a))), n));
     };
   }
 
@@ -862,14 +856,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::vector<Value> out;
     int64_t at = 0;
     for (int64_t s : sizes) {
-      auto a = make_node<graph::SliceAttrsNode>();
+      auto a = make_node<te::SliceAttrsNode>();
       a->begin.assign(x->shape.size(), 0);
       a->end = x->shape;
       a->strides.assign(x->shape.size(), 1);
       a->begin[axis] = at;
       a->end[axis] = at + s;
       at += s;
-      out.push_back(make("slice", {x}, Attrs(attrs(std::move(a))), n));
+      out.push_back(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
     }
     return out;
   };
@@ -887,7 +881,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     steps.resize(starts.size(), 1);
     TT_CHECK(starts.size() == ends.size() && axes.size() == starts.size(), kInvalidArgument,
              "starts, ends and axes differ in length");
-    auto a = make_node<graph::SliceAttrsNode>();
+    auto a = make_node<te::SliceAttrsNode>();
     size_t rank = x->shape.size();
     a->begin.assign(rank, 0);
     a->end = x->shape;
@@ -901,7 +895,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       a->strides[static_cast<size_t>(d)] = steps[i];
       if (steps[i] < 0 && ends[i] < -extent) a->end[static_cast<size_t>(d)] = -extent - 1;
     }
-    return one(make("slice", {x}, Attrs(attrs(std::move(a))), n));
+    return one(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
   };
   for (const char* op : {"Squeeze", "Unsqueeze"}) {
     bool squeeze = std::string(op) == "Squeeze";
@@ -953,7 +947,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       value = c->data.array().get(0);
     }
     // Positive pads pad; negative ones crop, as a slice after the pad.
-    auto a = make_node<graph::PadAttrsNode>();
+    auto a = make_node<te::PadAttrsNode>();
     bool crops = false;
     for (size_t d = 0; d < rank; ++d) {
       a->before.push_back(std::max<int64_t>(pads[d], 0));
@@ -962,9 +956,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     a->value = value;
     bool pads_any = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p > 0; });
-    Value padded = pads_any ? make("pad", {x}, Attrs(attrs(std::move(a))), n) : x;
+    Value padded = pads_any ? make("pad", {x}, te::Attrs(attrs(std::move(a))), n) : x;
     if (!crops) return one(padded);
-    auto s = make_node<graph::SliceAttrsNode>();
+    auto s = make_node<te::SliceAttrsNode>();
     for (size_t d = 0; d < rank; ++d) {
       s->begin.push_back(std::max<int64_t>(-pads[d], 0));
       s->end.push_back(padded->shape[d] - std::max<int64_t>(-pads[d + rank], 0));
@@ -972,7 +966,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       TT_CHECK(s->end.back() > s->begin.back(), kInvalidArgument, "pads ", shape_text(pads),
                " crop dimension ", d, " of ", x->shape[d], " to nothing");
     }
-    return one(make("slice", {padded}, Attrs(attrs(std::move(s))), n));
+    return one(make("slice", {padded}, te::Attrs(attrs(std::move(s))), n));
   };
   h["Resize"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "X");
@@ -1007,11 +1001,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                "' with coordinate_transformation_mode '", coord, "' is not supported (use '",
                wanted, "')");
     }
-    auto a = make_node<graph::ResizeAttrsNode>();
+    auto a = make_node<te::ResizeAttrsNode>();
     a->size = {size[2], size[3]};
     a->method = mode;
     a->coordinate_mode = coord;
-    return one(make("resize2d", {x}, Attrs(attrs(std::move(a))), n));
+    return one(make("resize2d", {x}, te::Attrs(attrs(std::move(a))), n));
   };
   return handlers_;
 }

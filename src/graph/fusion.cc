@@ -19,7 +19,9 @@ std::string FusedGroup::description() const {
 
 namespace {
 
-bool is_elementwise(OpPattern p) { return p == OpPattern::kElemwise || p == OpPattern::kBroadcast; }
+bool is_elementwise(te::OpPattern p) {
+  return p == te::OpPattern::kElemwise || p == te::OpPattern::kBroadcast;
+}
 
 /// The positions of the elementwise calls after the one at `start` that
 /// take in every reader of its value and converge on one call, the
@@ -40,7 +42,7 @@ std::vector<size_t> converging_region(const std::vector<Ref<CallNode>>& calls, s
     int edges = 0;
     for (const auto& a : c->args) edges += open.count(a.get());
     if (edges == 0) continue;
-    if (!is_elementwise(find_op(c->op).pattern) || taken(c.get())) return {};
+    if (!is_elementwise(te::find_op(c->op).pattern) || taken(c.get())) return {};
     for (const auto& a : c->args) {
       auto it = open.find(a.get());
       if (it != open.end() && --it->second == 0) open.erase(it);
@@ -83,22 +85,22 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   }
   for (size_t position = 0; position < calls.size(); ++position) {
     const Ref<CallNode>& c = calls[position];
-    OpPattern pattern = find_op(c->op).pattern;
+    te::OpPattern pattern = te::find_op(c->op).pattern;
     std::optional<size_t> joined;
     if (auto it = planned.find(c.get()); it != planned.end()) joined = it->second;
     // A reshape is a view of its operand's memory, never part of a kernel,
     // and nothing joins a view.
-    if (!joined && c->op != "reshape" && pattern != OpPattern::kAnchor) {
+    if (!joined && c->op != "reshape" && pattern != te::OpPattern::kAnchor) {
       for (const auto& a : c->args) {
         auto it = group_of.find(a.get());
         if (it == group_of.end()) continue;
         Building& g = groups[it->second];
         if (!g.group.calls.back().same_as(a) || g.group.calls.size() >= max_calls) continue;
         if (g.group.is_view()) continue;
-        if (pattern == OpPattern::kInjective && g.heavy) continue;
+        if (pattern == te::OpPattern::kInjective && g.heavy) continue;
         // A reduction takes in the elementwise work before it (a residual
         // add before a norm), not another reduction or an anchor.
-        if (pattern == OpPattern::kReduction && g.heavy) continue;
+        if (pattern == te::OpPattern::kReduction && g.heavy) continue;
         if (readers[a.get()] != 1) {
           // Several readers may still all join when they are elementwise
           // and meet again (a diamond), so that the value never leaves the
@@ -122,7 +124,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
     }
     Building& g = groups[*joined];
     g.group.calls.push_back(c);
-    g.heavy |= pattern == OpPattern::kAnchor || pattern == OpPattern::kReduction;
+    g.heavy |= pattern == te::OpPattern::kAnchor || pattern == te::OpPattern::kReduction;
     g.last = position;
     group_of[c.get()] = *joined;
   }
@@ -160,7 +162,7 @@ te::Workload group_workload(const FusedGroup& group) {
   for (const auto& c : group.calls) {
     std::vector<te::Tensor> args;
     for (const auto& a : c->args) args.push_back(tensor_of.at(a.get()));
-    out = find_op(c->op).lower(args, c->attrs.get());
+    out = te::find_op(c->op).compute(args, c->attrs.get());
     TT_ICHECK(out.shape() == c->shape && out.dtype() == c->dtype, "operator ", c->op,
               " lowered to a tensor of another type than it infers");
     tensor_of[c.get()] = out;

@@ -11,6 +11,7 @@
 #include "tensortune/object/structural.h"
 #include "tensortune/support/checked.h"
 #include "tensortune/support/hash.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::graph {
@@ -72,37 +73,24 @@ bool TensorData::operator==(const TensorData& other) const {
 namespace {
 
 std::string type_text(const std::vector<int64_t>& shape, ir::DataType dtype) {
-  std::string s = dtype.str() + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  return dtype.str() + shape_text(shape);
 }
 
-TensorType type_of(const Value& v) { return {v->shape, v->dtype}; }
+te::TensorType type_of(const Value& v) { return {v->shape, v->dtype}; }
 
-/// A call's type, from its operator; the error names the call.
-TensorType infer(const OpInfo& op, const std::vector<Value>& args, const AttrsNode* attrs,
-                 const std::string& name) {
-  auto where = [&] { return "'" + op.name + "'" + (name.empty() ? "" : " (" + name + ")"); };
-  TT_CHECK(
-      static_cast<int>(args.size()) >= op.min_args && static_cast<int>(args.size()) <= op.max_args,
-      kInvalidArgument, where(), " takes ",
-      op.min_args == op.max_args
-          ? std::to_string(op.min_args)
-          : std::to_string(op.min_args) + " to " + std::to_string(op.max_args),
-      " arguments, got ", args.size());
-  for (const auto& a : args) TT_CHECK(a, kInvalidArgument, where(), ": a null argument");
-  if (op.attrs_type.empty()) {
-    TT_CHECK(!attrs, kInvalidArgument, where(), " takes no attributes, got a ", attrs->type_key());
-  } else {
-    TT_CHECK(attrs && attrs->type_key() == op.attrs_type, kInvalidArgument, where(), " needs a ",
-             op.attrs_type, ", got ", attrs ? std::string(attrs->type_key()) : "none");
+/// A call's type, from its operator's computation; the error names the call.
+te::TensorType infer(const te::OpInfo& op, const std::vector<Value>& args,
+                     const te::AttrsNode* attrs, const std::string& name) {
+  const std::string where = "'" + op.name + "'" + (name.empty() ? "" : " (" + name + ")");
+  std::vector<te::TensorType> types;
+  for (const auto& a : args) {
+    TT_CHECK(a, kInvalidArgument, where, ": a null argument");
+    types.push_back(type_of(a));
   }
-  std::vector<TensorType> types;
-  for (const auto& a : args) types.push_back(type_of(a));
   try {
-    return op.infer(types, attrs);
+    return te::infer_type(op, types, attrs);
   } catch (const UserError& e) {
-    fail(e.kind(), where(), ": ", e.what());
+    fail(e.kind(), where, ": ", e.what());
   }
 }
 
@@ -155,7 +143,7 @@ void CallNode::declare(FieldList<CallNode>& f) {
       .validate([](const CallNode& n) {
         // A loaded call is checked as a new one is: its type must be what
         // its operator infers from its arguments.
-        TensorType t = infer(find_op(n.op), n.args, n.attrs.get(), n.name);
+        te::TensorType t = infer(te::find_op(n.op), n.args, n.attrs.get(), n.name);
         TT_CHECK(t.shape == n.shape && t.dtype == n.dtype, kInvalidArgument, "'", n.op, "' (",
                  n.name, ") is saved as ", type_text(n.shape, n.dtype), " but its arguments give ",
                  type_text(t.shape, t.dtype));
@@ -235,9 +223,9 @@ Value constant(te::NDArray array, std::string name) {
   return Value(std::move(n));
 }
 
-Value call(const std::string& op, std::vector<Value> args, Attrs attrs, std::string name) {
-  const OpInfo& info = find_op(op);
-  TensorType t = infer(info, args, attrs.get(), name);
+Value call(const std::string& op, std::vector<Value> args, te::Attrs attrs, std::string name) {
+  const te::OpInfo& info = te::find_op(op);
+  te::TensorType t = infer(info, args, attrs.get(), name);
   auto n = make_node<CallNode>();
   n->op = op;
   n->args = std::move(args);

@@ -23,23 +23,23 @@ Ref<T> attrs_node(std::shared_ptr<T> n) {
   return Ref<T>(std::move(n));
 }
 
-Attrs axis_attrs(int64_t axis) {
-  auto a = make_node<AxisAttrsNode>();
+te::Attrs axis_attrs(int64_t axis) {
+  auto a = make_node<te::AxisAttrsNode>();
   a->axis = axis;
-  return Attrs(attrs_node(std::move(a)));
+  return te::Attrs(attrs_node(std::move(a)));
 }
 
-Attrs transpose_attrs(std::vector<int64_t> perm) {
-  auto a = make_node<TransposeAttrsNode>();
+te::Attrs transpose_attrs(std::vector<int64_t> perm) {
+  auto a = make_node<te::TransposeAttrsNode>();
   a->perm = std::move(perm);
-  return Attrs(attrs_node(std::move(a)));
+  return te::Attrs(attrs_node(std::move(a)));
 }
 
 /// `v` seen in another shape.
 Value reshape_call(const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
-  auto a = make_node<ReshapeAttrsNode>();
+  auto a = make_node<te::ReshapeAttrsNode>();
   a->shape = shape;
-  return call("reshape", {v}, Attrs(attrs_node(std::move(a))), name);
+  return call("reshape", {v}, te::Attrs(attrs_node(std::move(a))), name);
 }
 
 /// `a` with its dimensions permuted: out dimension d is a's dimension perm[d].
@@ -75,7 +75,7 @@ te::NDArray reshape_array(const te::NDArray& a, const std::vector<int64_t>& shap
 te::NDArray evaluate_call(const CallNode& call, const std::vector<Value>& args) {
   if (call.op == "transpose") {
     return transpose_array(as_constant(args[0])->data.array(),
-                           dynamic_cast<const TransposeAttrsNode&>(*call.attrs).perm);
+                           dynamic_cast<const te::TransposeAttrsNode&>(*call.attrs).perm);
   }
   if (call.op == "reshape") {
     return reshape_array(as_constant(args[0])->data.array(), call.shape);
@@ -87,7 +87,7 @@ te::NDArray evaluate_call(const CallNode& call, const std::vector<Value>& args) 
         te::placeholder(args[i]->shape, args[i]->dtype, "c" + std::to_string(i)));
     arrays.push_back(as_constant(args[i])->data.array());
   }
-  te::Tensor out = find_op(call.op).lower(placeholders, call.attrs.get());
+  te::Tensor out = te::find_op(call.op).compute(placeholders, call.attrs.get());
   return te::evaluate({out}, placeholders, arrays)[0];
 }
 
@@ -157,10 +157,11 @@ Value power_as_products(const CallNode& c, const std::vector<Value>& args) {
   }
   double p = e.size() > 0 ? e.get(0) : 0;
   const Value& x = args[0];
-  if (p == 2) return call("multiply", {x, x}, Attrs(), c.name);
+  if (p == 2) return call("multiply", {x, x}, te::Attrs(), c.name);
   if (p == 3)
-    return call("multiply", {call("multiply", {x, x}, Attrs(), c.name), x}, Attrs(), c.name);
-  if (p == 0.5) return call("sqrt", {x}, Attrs(), c.name);
+    return call("multiply", {call("multiply", {x, x}, te::Attrs(), c.name), x}, te::Attrs(),
+                c.name);
+  if (p == 0.5) return call("sqrt", {x}, te::Attrs(), c.name);
   return Value();
 }
 
@@ -171,7 +172,7 @@ Graph simplify_inference(const Graph& graph) {
     for (size_t i = 1; i < 5; ++i) {
       if (!as_constant(args[i])) return Value();
     }
-    const auto& attrs = dynamic_cast<const NormAttrsNode&>(*c.attrs);
+    const auto& attrs = dynamic_cast<const te::NormAttrsNode&>(*c.attrs);
     const size_t rank = args[0]->shape.size();
     const int64_t axis = attrs.axis < 0 ? attrs.axis + static_cast<int64_t>(rank) : attrs.axis;
     const te::NDArray& gamma = as_constant(args[1])->data.array();
@@ -200,7 +201,7 @@ Graph simplify_inference(const Graph& graph) {
     }
     const CallNode* conv = as_call(x);
     if (axis == 1 && conv && conv->op == "nn.conv2d" && as_constant(conv->args[1]) &&
-        dynamic_cast<const Conv2dAttrsNode&>(*conv->attrs).data_layout == "NCHW") {
+        dynamic_cast<const te::Conv2dAttrsNode&>(*conv->attrs).data_layout == "NCHW") {
       te::NDArray w = as_constant(conv->args[1])->data.array();  // a copy: [K, C/g, R, S]
       int64_t per_channel = w.size() / channels;
       for (int64_t k = 0; k < channels; ++k) {
@@ -221,9 +222,9 @@ Graph simplify_inference(const Graph& graph) {
     }
     std::vector<int64_t> cs = channel_shape(channels, axis, rank);
     Value scaled =
-        call("multiply", {args[0], constant(reshape_array(scale, cs), c.name + ".scale")}, Attrs(),
-             c.name);
-    return call("add", {scaled, constant(reshape_array(shift, cs), c.name + ".shift")}, Attrs(),
+        call("multiply", {args[0], constant(reshape_array(scale, cs), c.name + ".scale")},
+             te::Attrs(), c.name);
+    return call("add", {scaled, constant(reshape_array(shift, cs), c.name + ".shift")}, te::Attrs(),
                 c.name);
   });
 }
@@ -260,15 +261,16 @@ Graph convert_layout_nhwc(const Graph& graph) {
 
   for (const auto& c : calls_in_order(graph)) {
     const std::string& op = c->op;
-    const OpInfo& info = find_op(op);
+    const te::OpInfo& info = te::find_op(op);
     auto remember_nhwc = [&](Value v) {
       nhwc[c.get()] = std::move(v);
       return true;
     };
     bool done = false;
     if (op == "nn.conv2d" &&
-        dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout == "NCHW") {
-      auto attrs = make_node<Conv2dAttrsNode>(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs));
+        dynamic_cast<const te::Conv2dAttrsNode&>(*c->attrs).data_layout == "NCHW") {
+      auto attrs =
+          make_node<te::Conv2dAttrsNode>(dynamic_cast<const te::Conv2dAttrsNode&>(*c->attrs));
       attrs->data_layout = "NHWC";
       Value kernel = nchw_of(c->args[1]);
       if (auto k = as_constant(kernel)) {
@@ -276,20 +278,21 @@ Graph convert_layout_nhwc(const Graph& graph) {
       } else {
         kernel = call("transpose", {kernel}, transpose_attrs({2, 3, 1, 0}), "to_hwio");
       }
-      done = remember_nhwc(
-          call(op, {nhwc_of(c->args[0]), kernel}, Attrs(attrs_node(std::move(attrs))), c->name));
+      done = remember_nhwc(call(op, {nhwc_of(c->args[0]), kernel},
+                                te::Attrs(attrs_node(std::move(attrs))), c->name));
     } else if ((op == "nn.max_pool2d" || op == "nn.avg_pool2d") && has_nhwc(c->args[0])) {
-      auto attrs = make_node<Pool2dAttrsNode>(dynamic_cast<const Pool2dAttrsNode&>(*c->attrs));
+      auto attrs =
+          make_node<te::Pool2dAttrsNode>(dynamic_cast<const te::Pool2dAttrsNode&>(*c->attrs));
       attrs->layout = "NHWC";
       done = remember_nhwc(
-          call(op, {nhwc_of(c->args[0])}, Attrs(attrs_node(std::move(attrs))), c->name));
+          call(op, {nhwc_of(c->args[0])}, te::Attrs(attrs_node(std::move(attrs))), c->name));
     } else if (op == "nn.global_avg_pool2d" && has_nhwc(c->args[0])) {
-      auto attrs = make_node<LayoutAttrsNode>();
+      auto attrs = make_node<te::LayoutAttrsNode>();
       attrs->layout = "NHWC";
       done = remember_nhwc(
-          call(op, {nhwc_of(c->args[0])}, Attrs(attrs_node(std::move(attrs))), c->name));
+          call(op, {nhwc_of(c->args[0])}, te::Attrs(attrs_node(std::move(attrs))), c->name));
     } else if ((op == "nn.bias_add" || op == "concat") && is_4d(c) &&
-               dynamic_cast<const AxisAttrsNode&>(*c->attrs).axis % 4 == 1) {
+               dynamic_cast<const te::AxisAttrsNode&>(*c->attrs).axis % 4 == 1) {
       bool any = false;
       for (size_t i = 0; i < c->args.size(); ++i) {
         if (op == "concat" || i == 0) any |= has_nhwc(c->args[i]);
@@ -301,7 +304,8 @@ Graph convert_layout_nhwc(const Graph& graph) {
         }
         done = remember_nhwc(call(op, args, axis_attrs(3), c->name));
       }
-    } else if ((info.pattern == OpPattern::kElemwise || info.pattern == OpPattern::kBroadcast) &&
+    } else if ((info.pattern == te::OpPattern::kElemwise ||
+                info.pattern == te::OpPattern::kBroadcast) &&
                op != "nn.bias_add" && op != "nn.batch_norm" && is_4d(c)) {
       // Elementwise on NHWC values; constants of the full rank or of one
       // element come along (transposed at compile time).
@@ -399,7 +403,7 @@ te::NDArray winograd_kernel(const te::NDArray& g, const te::WinogradMatrices& m)
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d") return Value();
-    const auto& conv = dynamic_cast<const Conv2dAttrsNode&>(*c.attrs);
+    const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
     const ConstantNode* kernel = as_constant(args[1]);
     const std::vector<int64_t> ones = {1, 1};
     if (conv.data_layout != "NHWC" || !kernel || conv.groups != 1 || conv.strides != ones ||
@@ -413,18 +417,18 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
     if (tile == 0) return Value();
     const te::WinogradMatrices m = te::winograd_matrices(tile);
     const int64_t alpha = m.alpha;
-    auto wa = make_node<WinogradAttrsNode>();
+    auto wa = make_node<te::WinogradAttrsNode>();
     wa->tile = tile;
     wa->padding = conv.padding;
     wa->output_size = {c.shape[1], c.shape[2]};
-    Attrs attrs(attrs_node(std::move(wa)));
+    te::Attrs attrs(attrs_node(std::move(wa)));
     Value data = call("nn.winograd_input_transform", {args[0]}, attrs, c.name + ".input");
     const std::vector<int64_t> tiled = data->shape;  // alpha, alpha, N, TH, TW, C
     const int64_t tiles = tiled[2] * tiled[3] * tiled[4];
     Value u = constant(winograd_kernel(kernel->data.array(), m), kernel->name + ".winograd");
     Value product = call(
         "nn.matmul", {reshape_call(data, {alpha * alpha, tiles, channels}, c.name + ".tiles"), u},
-        Attrs(), c.name + ".product");
+        te::Attrs(), c.name + ".product");
     Value products = reshape_call(product, {alpha, alpha, tiled[2], tiled[3], tiled[4], filters},
                                   c.name + ".products");
     return call("nn.winograd_output_transform", {products}, attrs, c.name);
@@ -437,13 +441,13 @@ Graph sink_reshapes(const Graph& graph) {
     return c && c->op == "reshape" ? c : nullptr;
   };
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
-    OpPattern pattern = find_op(c.op).pattern;
-    if (pattern == OpPattern::kElemwise && args.size() == 1) {
+    te::OpPattern pattern = te::find_op(c.op).pattern;
+    if (pattern == te::OpPattern::kElemwise && args.size() == 1) {
       const CallNode* r = reshape_of(args[0]);
       if (!r) return Value();
       return reshape_call(call(c.op, {r->args[0]}, c.attrs, c.name), c.shape, r->name);
     }
-    if (pattern != OpPattern::kBroadcast || args.size() != 2) return Value();
+    if (pattern != te::OpPattern::kBroadcast || args.size() != 2) return Value();
     // Both operands reshaped from the same shape to the result's.
     const CallNode* ra = reshape_of(args[0]);
     const CallNode* rb = reshape_of(args[1]);

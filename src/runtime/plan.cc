@@ -6,6 +6,7 @@
 
 #include "tensortune/support/checked.h"
 #include "tensortune/support/error.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::runtime {
@@ -59,12 +60,6 @@ TT_REGISTER_NODE(PlanStepNode);
 TT_REGISTER_NODE(ModelPlanNode);
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::vector<std::string> parts;
-  for (int64_t d : shape) parts.push_back(std::to_string(d));
-  return "[" + join(parts, ", ") + "]";
-}
 
 const char* kind_name(BufferKind kind) {
   return EnumNames<BufferKind>::names[static_cast<size_t>(kind)].data();

@@ -3,17 +3,10 @@
 #include <string>
 
 #include "tensortune/support/error.h"
+#include "tensortune/support/shape.h"
 
 namespace tensortune {
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int64_t checked_add(int64_t a, int64_t b, std::string_view what) {
   int64_t r;

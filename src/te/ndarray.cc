@@ -11,6 +11,7 @@
 
 #include "tensortune/ir/scalar_semantics.h"
 #include "tensortune/support/error.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::te {
@@ -51,12 +52,6 @@ int64_t wrap_signed(uint64_t x, int bits) {
 
 uint64_t wrap_unsigned(uint64_t x, int bits) {
   return bits >= 64 ? x : x & ((uint64_t{1} << bits) - 1);
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::vector<std::string> parts;
-  for (int64_t d : shape) parts.push_back(std::to_string(d));
-  return "[" + join(parts, ", ") + "]";
 }
 
 // splitmix64: a tiny generator whose stream is the same on every platform
@@ -142,10 +137,10 @@ NDArray::NDArray(DataType dtype, std::vector<int64_t> shape)
   TT_CHECK(dtype.is_scalar(), kTypeMismatch, "an NDArray holds scalars, not ", dtype.str());
   size_ = 1;
   for (int64_t d : shape_) {
-    TT_CHECK(d >= 0, kInvalidArgument, "NDArray shape ", shape_str(shape_),
+    TT_CHECK(d >= 0, kInvalidArgument, "NDArray shape ", shape_text(shape_),
              " has a negative extent");
     TT_CHECK(d == 0 || size_ <= std::numeric_limits<int64_t>::max() / 8 / d, kInvalidArgument,
-             "NDArray shape ", shape_str(shape_), " is too large");
+             "NDArray shape ", shape_text(shape_), " is too large");
     size_ *= d;
   }
   size_t bytes = std::max<size_t>(nbytes(), 1);
@@ -287,11 +282,11 @@ void NDArray::set_int(int64_t flat, int64_t value) {
 }
 
 int64_t NDArray::flat_index(const std::vector<int64_t>& index) const {
-  TT_CHECK(index.size() == shape_.size(), kInvalidArgument, "index ", shape_str(index), " has ",
+  TT_CHECK(index.size() == shape_.size(), kInvalidArgument, "index ", shape_text(index), " has ",
            index.size(), " dimensions, NDArray ", describe(), " has ", shape_.size());
   int64_t flat = 0;
   for (size_t d = 0; d < index.size(); ++d) {
-    TT_CHECK(index[d] >= 0 && index[d] < shape_[d], kInvalidArgument, "index ", shape_str(index),
+    TT_CHECK(index[d] >= 0 && index[d] < shape_[d], kInvalidArgument, "index ", shape_text(index),
              " is out of bounds for NDArray ", describe());
     flat = flat * shape_[d] + index[d];
   }
@@ -330,7 +325,7 @@ void NDArray::fill_random(uint64_t seed, double low, double high) {
 
 std::string NDArray::describe() const {
   if (!defined() && size_ == 0 && shape_.empty()) return "(undefined)";
-  return dtype_.str() + shape_str(shape_);
+  return dtype_.str() + shape_text(shape_);
 }
 
 double max_abs_diff(const NDArray& a, const NDArray& b) {
@@ -378,7 +373,7 @@ std::optional<std::string> compare_arrays(const NDArray& actual, const NDArray& 
   os.precision(9);
   os << mismatches << " of " << actual.size() << " elements of " << expected.describe()
      << " differ (atol " << tol.atol << ", rtol " << tol.rtol << "); first at "
-     << shape_str(actual.unflatten(first)) << ": got " << actual.get(first) << ", expected "
+     << shape_text(actual.unflatten(first)) << ": got " << actual.get(first) << ", expected "
      << expected.get(first) << "; largest difference " << worst;
   return os.str();
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::te::detail {
@@ -41,20 +42,6 @@ nlohmann::json json_number(double value) {
   return value;
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::vector<std::string> parts;
-  for (int64_t d : shape) parts.push_back(std::to_string(d));
-  return "[" + join(parts, ", ") + "]";
-}
-
-int normalize_axis(int axis, int ndim, std::string_view op) {
-  if (axis < -ndim || axis >= ndim) {
-    fail(ErrorKind::kInvalidArgument, op, ": axis ", axis, " is out of range for a tensor of ",
-         ndim, " dimensions (valid: ", -ndim, " to ", ndim - 1, ")");
-  }
-  return axis < 0 ? axis + ndim : axis;
-}
-
 void check_defined(const Tensor& t, std::string_view op, std::string_view operand) {
   if (!t) fail(ErrorKind::kInvalidArgument, op, ": ", operand, " is null");
 }
@@ -63,7 +50,7 @@ void check_rank(const Tensor& t, int rank, std::string_view op, std::string_view
   check_defined(t, op, operand);
   if (t.ndim() != rank) {
     fail(ErrorKind::kInvalidArgument, op, ": ", operand, " '", t.name(), "' must have ", rank,
-         " dimensions, got shape ", shape_str(t.shape()));
+         " dimensions, got shape ", shape_text(t.shape()));
   }
 }
 

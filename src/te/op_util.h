@@ -34,12 +34,6 @@ std::vector<Expr> as_exprs(const std::vector<Var>& vars);
 /// (JSON has no such numbers, and attrs must survive a text round trip).
 nlohmann::json json_number(double value);
 
-/// "[2, 3]".
-std::string shape_str(const std::vector<int64_t>& shape);
-
-/// `axis` in [-ndim, ndim) made non-negative; otherwise kInvalidArgument naming `op`.
-int normalize_axis(int axis, int ndim, std::string_view op);
-
 /// Fails unless `t` is non-null and has `rank` dimensions.
 void check_rank(const Tensor& t, int rank, std::string_view op, std::string_view operand);
 

@@ -3,6 +3,7 @@
 #include <numbers>
 
 #include "te/op_util.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/te/ops.h"
 
 namespace tensortune::te {
@@ -14,7 +15,6 @@ using detail::check_rank;
 using detail::check_same_dtype;
 using detail::index_const;
 using detail::json_number;
-using detail::shape_str;
 using detail::value_const;
 
 // ---- unary --------------------------------------------------------------------
@@ -136,7 +136,7 @@ std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::v
     int64_t ea = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
     int64_t eb = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
     if (ea != eb && ea != 1 && eb != 1) {
-      fail(ErrorKind::kInvalidArgument, "shapes ", shape_str(a), " and ", shape_str(b),
+      fail(ErrorKind::kInvalidArgument, "shapes ", shape_text(a), " and ", shape_text(b),
            " do not broadcast: dimension ", d, " of the result has extents ", ea, " and ", eb);
     }
     out[d] = ea == 1 ? eb : ea;
@@ -213,10 +213,10 @@ Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
   check_defined(data, "bias_add", "data");
   check_rank(bias, 1, "bias_add", "bias");
   check_same_dtype(data, bias, "bias_add");
-  int ax = detail::normalize_axis(axis, data.ndim(), "bias_add");
+  int ax = static_cast<int>(normalize_axis(axis, data.ndim(), "bias_add"));
   if (bias.shape()[0] != data.shape()[ax]) {
-    fail(ErrorKind::kInvalidArgument, "bias_add: bias ", shape_str(bias.shape()),
-         " does not match dimension ", ax, " of data ", shape_str(data.shape()));
+    fail(ErrorKind::kInvalidArgument, "bias_add: bias ", shape_text(bias.shape()),
+         " does not match dimension ", ax, " of data ", shape_text(data.shape()));
   }
   return compute(data.shape(),
                  [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); },
@@ -254,7 +254,7 @@ std::vector<int64_t> without(const std::vector<int64_t>& shape, int axis) {
 Tensor softmax(const Tensor& x, int axis, std::string name) {
   check_defined(x, "softmax", "the operand");
   check_float(x, "softmax");
-  int ax = detail::normalize_axis(axis, x.ndim(), "softmax");
+  int ax = static_cast<int>(normalize_axis(axis, x.ndim(), "softmax"));
   std::vector<int64_t> reduced = without(x.shape(), ax);
   auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
   IterVar k1 = reduce_axis(x.shape()[ax], "k");
@@ -284,7 +284,7 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
 Tensor log_softmax(const Tensor& x, int axis, std::string name) {
   check_defined(x, "log_softmax", "the operand");
   check_float(x, "log_softmax");
-  int ax = detail::normalize_axis(axis, x.ndim(), "log_softmax");
+  int ax = static_cast<int>(normalize_axis(axis, x.ndim(), "log_softmax"));
   std::vector<int64_t> reduced = without(x.shape(), ax);
   auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
   IterVar k1 = reduce_axis(x.shape()[ax], "k");
@@ -321,7 +321,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     check_rank(t, 1, op, what);
     check_same_dtype(x, t, op);
     if (t.shape()[0] != d) {
-      fail(ErrorKind::kInvalidArgument, "layer_norm: ", what, " ", shape_str(t.shape()),
+      fail(ErrorKind::kInvalidArgument, "layer_norm: ", what, " ", shape_text(t.shape()),
            " must have the extent of the normalised axis (", d, ")");
     }
   }
@@ -364,7 +364,7 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
   const char* op = "batch_norm_inference";
   check_defined(x, op, "the operand");
   check_float(x, op);
-  int ax = detail::normalize_axis(axis, x.ndim(), op);
+  int ax = static_cast<int>(normalize_axis(axis, x.ndim(), op));
   int64_t c = x.shape()[ax];
   for (const auto& [t, what] :
        {std::pair{gamma, "gamma"}, std::pair{beta, "beta"}, std::pair{moving_mean, "moving_mean"},
@@ -372,7 +372,7 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
     check_rank(t, 1, op, what);
     check_same_dtype(x, t, op);
     if (t.shape()[0] != c) {
-      fail(ErrorKind::kInvalidArgument, op, ": ", what, " ", shape_str(t.shape()),
+      fail(ErrorKind::kInvalidArgument, op, ": ", what, " ", shape_text(t.shape()),
            " must have the extent of axis ", ax, " (", c, ")");
     }
   }

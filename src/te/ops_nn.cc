@@ -2,6 +2,7 @@
 #include <functional>
 
 #include "te/op_util.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/te/ops.h"
 
 namespace tensortune::te {
@@ -11,7 +12,6 @@ using detail::check_rank;
 using detail::check_same_dtype;
 using detail::index_const;
 using detail::mul_index;
-using detail::shape_str;
 using detail::value_const;
 
 namespace {
@@ -53,8 +53,8 @@ void check_groups(std::string_view op, const Tensor& data, const Tensor& kernel,
          ")");
   }
   if (cg != c / groups) {
-    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()), kernel_layout,
-         " has ", cg, " input channels per group; data ", shape_str(data.shape()),
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_text(kernel.shape()), kernel_layout,
+         " has ", cg, " input channels per group; data ", shape_text(data.shape()),
          " with groups = ", groups, " needs ", c / groups);
   }
 }
@@ -98,8 +98,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   int64_t kb = transpose_b ? b.shape()[1] : b.shape()[0];
   int64_t n = transpose_b ? b.shape()[0] : b.shape()[1];
   if (ka != kb) {
-    fail(ErrorKind::kInvalidArgument, "matmul: reduction extents differ: A ", shape_str(a.shape()),
-         (transpose_a ? " (transposed)" : ""), " has K = ", ka, ", B ", shape_str(b.shape()),
+    fail(ErrorKind::kInvalidArgument, "matmul: reduction extents differ: A ", shape_text(a.shape()),
+         (transpose_a ? " (transposed)" : ""), " has K = ", ka, ", B ", shape_text(b.shape()),
          (transpose_b ? " (transposed)" : ""), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
@@ -118,8 +118,8 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
   check_rank(weight, 2, "dense", "weight");
   check_same_dtype(data, weight, "dense");
   if (data.shape()[1] != weight.shape()[1]) {
-    fail(ErrorKind::kInvalidArgument, "dense: data ", shape_str(data.shape()), " and weight ",
-         shape_str(weight.shape()), " differ in K (the last extent of both)");
+    fail(ErrorKind::kInvalidArgument, "dense: data ", shape_text(data.shape()), " and weight ",
+         shape_text(weight.shape()), " differ in K (the last extent of both)");
   }
   IterVar k = reduce_axis(data.shape()[1], "k");
   Tensor out = compute(
@@ -132,7 +132,7 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
   check_rank(bias, 1, "dense", "bias");
   check_same_dtype(data, bias, "dense");
   if (bias.shape()[0] != weight.shape()[0]) {
-    fail(ErrorKind::kInvalidArgument, "dense: bias ", shape_str(bias.shape()),
+    fail(ErrorKind::kInvalidArgument, "dense: bias ", shape_text(bias.shape()),
          " does not match the ", weight.shape()[0], " output features");
   }
   return compute(out.shape(),
@@ -156,7 +156,7 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool tra
   int64_t n = transpose_b ? b.shape()[1] : b.shape()[2];
   if (ka != kb) {
     fail(ErrorKind::kInvalidArgument, "batch_matmul: reduction extents differ: A ",
-         shape_str(a.shape()), " has K = ", ka, ", B ", shape_str(b.shape()), " has K = ", kb);
+         shape_text(a.shape()), " has K = ", ka, ", B ", shape_text(b.shape()), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
   return compute({std::max(ba, bb), m, n},
@@ -176,21 +176,21 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
   check_same_dtype(a, b, op);
   const auto &sa = a.shape(), &sb = b.shape();
   if (sa.size() < 2 || sb.size() < 2) {
-    fail(ErrorKind::kInvalidArgument, op, ": operands need rank 2 or more, got ", shape_str(sa),
-         " and ", shape_str(sb));
+    fail(ErrorKind::kInvalidArgument, op, ": operands need rank 2 or more, got ", shape_text(sa),
+         " and ", shape_text(sb));
   }
   size_t ra = sa.size() - 2, rb = sb.size() - 2;  // batch ranks
   if (sa.back() != sb[rb]) {
-    fail(ErrorKind::kInvalidArgument, op, ": reduction extents differ: A ", shape_str(sa),
-         " has K = ", sa.back(), ", B ", shape_str(sb), " has K = ", sb[rb]);
+    fail(ErrorKind::kInvalidArgument, op, ": reduction extents differ: A ", shape_text(sa),
+         " has K = ", sa.back(), ", B ", shape_text(sb), " has K = ", sb[rb]);
   }
   std::vector<int64_t> batch_a(sa.begin(), sa.begin() + ra), batch_b(sb.begin(), sb.begin() + rb);
   auto ones = [](const std::vector<int64_t>& s) {
     return std::all_of(s.begin(), s.end(), [](int64_t e) { return e == 1; });
   };
   if (!(batch_a == batch_b || ones(batch_a) || ones(batch_b))) {
-    fail(ErrorKind::kInvalidArgument, op, ": batch axes ", shape_str(batch_a), " and ",
-         shape_str(batch_b), " neither match nor broadcast whole");
+    fail(ErrorKind::kInvalidArgument, op, ": batch axes ", shape_text(batch_a), " and ",
+         shape_text(batch_b), " neither match nor broadcast whole");
   }
   std::vector<int64_t> shape = broadcast_shape(batch_a, batch_b);
   size_t rank = shape.size();
@@ -397,7 +397,7 @@ Tensor winograd_output_transform(const Tensor& m, int64_t tile, int64_t out_h, i
   int64_t n = s[2], th = s[3], tw = s[4], k = s[5];
   if (s[0] != alpha || s[1] != alpha || out_h < 1 || out_w < 1 || th != (out_h + tile - 1) / tile ||
       tw != (out_w + tile - 1) / tile) {
-    fail(ErrorKind::kInvalidArgument, op, ": products ", shape_str(s), " do not make a ", out_h,
+    fail(ErrorKind::kInvalidArgument, op, ": products ", shape_text(s), " do not make a ", out_h,
          "x", out_w, " output with tiles of ", tile, " (expected [", alpha, ", ", alpha, ", N, ",
          (out_h + tile - 1) / tile, ", ", (out_w + tile - 1) / tile, ", K])");
   }
@@ -435,9 +435,9 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Con
   int64_t kc = kernel.shape()[0], mult = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
   if (kc != c) {
-    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_text(kernel.shape()),
          " must be [C, multiplier, R, S] with C = ", c, " (the channels of data ",
-         shape_str(data.shape()), ")");
+         shape_text(data.shape()), ")");
   }
   if (attrs.groups != 1 && attrs.groups != c) {
     fail(ErrorKind::kInvalidArgument, op, ": groups = ", attrs.groups,
@@ -478,8 +478,8 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
   int64_t kc = kernel.shape()[0], k = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
   if (kc != c) {
-    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_str(kernel.shape()),
-         " must be [C, K, R, S] with C = ", c, " (the channels of data ", shape_str(data.shape()),
+    fail(ErrorKind::kInvalidArgument, op, ": kernel ", shape_text(kernel.shape()),
+         " must be [C, K, R, S] with C = ", c, " (the channels of data ", shape_text(data.shape()),
          ")");
   }
   auto [sh, sw] = attrs.stride;

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "te/op_util.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/ops.h"
 
@@ -16,7 +17,6 @@ using detail::clamp_index;
 using detail::index_const;
 using detail::json_number;
 using detail::mul_index;
-using detail::shape_str;
 using detail::value_const;
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
@@ -49,7 +49,7 @@ Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std
                      const std::string& coordinate_mode, std::string name) {
   check_defined(data, "resize2d_nchw", "the data");
   TT_CHECK(data.ndim() == 4, kInvalidArgument, "resize2d_nchw: the data must be NCHW, got ",
-           shape_str(data.shape()));
+           shape_text(data.shape()));
   TT_CHECK(data.dtype().is_float(), kInvalidArgument, "resize2d_nchw: the data must be float");
   TT_CHECK(out_h >= 1 && out_w >= 1, kInvalidArgument,
            "resize2d_nchw: output extents must be >= 1");
@@ -127,7 +127,7 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string n
     if (out[d] == -1 && inferred < 0) {
       inferred = static_cast<int>(d);
     } else if (out[d] < 1) {
-      fail(ErrorKind::kInvalidArgument, "reshape: target shape ", shape_str(shape), " has extent ",
+      fail(ErrorKind::kInvalidArgument, "reshape: target shape ", shape_text(shape), " has extent ",
            out[d], " (extents are >= 1, and one may be -1)");
     } else {
       known *= out[d];
@@ -135,15 +135,15 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string n
   }
   if (inferred >= 0) {
     if (x.size() % known != 0) {
-      fail(ErrorKind::kInvalidArgument, "reshape: cannot infer the -1 of ", shape_str(shape),
-           " for ", x.size(), " elements (shape ", shape_str(x.shape()), ")");
+      fail(ErrorKind::kInvalidArgument, "reshape: cannot infer the -1 of ", shape_text(shape),
+           " for ", x.size(), " elements (shape ", shape_text(x.shape()), ")");
     }
     out[inferred] = x.size() / known;
     known *= out[inferred];
   }
   if (known != x.size()) {
-    fail(ErrorKind::kInvalidArgument, "reshape: ", shape_str(x.shape()), " has ", x.size(),
-         " elements, the target shape ", shape_str(shape), " has ", known);
+    fail(ErrorKind::kInvalidArgument, "reshape: ", shape_text(x.shape()), " has ", x.size(),
+         " elements, the target shape ", shape_text(shape), " has ", known);
   }
   // The row-major position is index arithmetic; it needs 64 bits only for huge tensors.
   bool wide = x.size() > std::numeric_limits<int32_t>::max();
@@ -188,7 +188,7 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm, std::string name
     std::vector<std::string> parts;
     for (int d : perm) parts.push_back(std::to_string(d));
     fail(ErrorKind::kInvalidArgument, "transpose: [", join(parts, ", "),
-         "] is not a permutation of the ", rank, " dimensions of ", shape_str(x.shape()));
+         "] is not a permutation of the ", rank, " dimensions of ", shape_text(x.shape()));
   }
   std::vector<int64_t> shape(rank);
   for (int d = 0; d < rank; ++d) shape[d] = x.shape()[p[d]];
@@ -205,7 +205,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
   if (xs.empty()) fail(ErrorKind::kInvalidArgument, "concat: no tensors to join");
   for (size_t i = 0; i < xs.size(); ++i) check_defined(xs[i], "concat", "an operand");
   const Tensor& first = xs[0];
-  int ax = detail::normalize_axis(axis, first.ndim(), "concat");
+  int ax = static_cast<int>(normalize_axis(axis, first.ndim(), "concat"));
   std::vector<int64_t> offsets;
   int64_t total = 0;
   for (const Tensor& t : xs) {
@@ -215,8 +215,9 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
       same = d == ax || t.shape()[d] == first.shape()[d];
     }
     if (!same) {
-      fail(ErrorKind::kInvalidArgument, "concat: '", t.name(), "' ", shape_str(t.shape()),
-           " does not match '", first.name(), "' ", shape_str(first.shape()), " outside axis ", ax);
+      fail(ErrorKind::kInvalidArgument, "concat: '", t.name(), "' ", shape_text(t.shape()),
+           " does not match '", first.name(), "' ", shape_text(first.shape()), " outside axis ",
+           ax);
     }
     offsets.push_back(total);
     total += t.shape()[ax];
@@ -249,7 +250,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
   size_t rank = x.shape().size();
   if (begin.size() > rank || end.size() > rank || strides.size() > rank) {
     fail(ErrorKind::kInvalidArgument, "slice: more begin/end/stride entries than the ", rank,
-         " dimensions of ", shape_str(x.shape()));
+         " dimensions of ", shape_text(x.shape()));
   }
   std::vector<int64_t> starts(rank), steps(rank), shape(rank);
   for (size_t d = 0; d < rank; ++d) {
@@ -266,7 +267,7 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
     int64_t e = d < end.size() ? normalize(end[d]) : (s > 0 ? n : -1);
     int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
     if (len <= 0) {
-      fail(ErrorKind::kInvalidArgument, "slice: dimension ", d, " of ", shape_str(x.shape()),
+      fail(ErrorKind::kInvalidArgument, "slice: dimension ", d, " of ", shape_text(x.shape()),
            " is empty after slicing (begin ", b, ", end ", e, ", stride ", s, ")");
     }
     starts[d] = b;
@@ -301,7 +302,7 @@ ReducePlan plan_reduce(const Tensor& x, const std::vector<int>& axes, bool keepd
   ReducePlan plan;
   plan.reduced.assign(rank, axes.empty());
   for (int a : axes) {
-    int d = detail::normalize_axis(a, rank, op);
+    int d = static_cast<int>(normalize_axis(a, rank, op));
     if (plan.reduced[d]) fail(ErrorKind::kInvalidArgument, op, ": axis ", a, " is listed twice");
     plan.reduced[d] = true;
   }

@@ -5,6 +5,7 @@
 
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/support/checked.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::te {
@@ -12,17 +13,11 @@ namespace {
 
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::vector<std::string> parts;
-  for (int64_t d : shape) parts.push_back(std::to_string(d));
-  return "[" + join(parts, ", ") + "]";
-}
-
 void check_shape(const std::vector<int64_t>& shape, std::string_view what) {
   for (size_t d = 0; d < shape.size(); ++d) {
     // Loop variables are int32, so every extent must fit in one.
     if (shape[d] < 1 || shape[d] > kMaxExtent) {
-      fail(ErrorKind::kInvalidArgument, what, ": dimension ", d, " of shape ", shape_str(shape),
+      fail(ErrorKind::kInvalidArgument, what, ": dimension ", d, " of shape ", shape_text(shape),
            " is ", shape[d], "; extents must be in [1, ", kMaxExtent, "]");
     }
   }
@@ -123,16 +118,16 @@ void validate_tensor(const TensorNode& t) {
   checked_bytes(t.shape, t.dtype.bytes(), what);
   if (auto ph = t.op.as<PlaceholderOpNode>()) {
     if (ph->shape != t.shape || ph->dtype != t.dtype) {
-      fail(ErrorKind::kInvalidArgument, what, ": shape ", shape_str(t.shape), " and type ",
-           t.dtype.str(), " differ from its placeholder's ", shape_str(ph->shape), " and ",
+      fail(ErrorKind::kInvalidArgument, what, ": shape ", shape_text(t.shape), " and type ",
+           t.dtype.str(), " differ from its placeholder's ", shape_text(ph->shape), " and ",
            ph->dtype.str());
     }
   } else if (auto c = t.op.as<ComputeOpNode>()) {
     std::vector<int64_t> extents;
     for (const IterVar& iv : c->axis) extents.push_back(iv->extent);
     if (extents != t.shape) {
-      fail(ErrorKind::kInvalidArgument, what, ": shape ", shape_str(t.shape),
-           " differs from the extents ", shape_str(extents), " of compute '", c->name, "'");
+      fail(ErrorKind::kInvalidArgument, what, ": shape ", shape_text(t.shape),
+           " differs from the extents ", shape_text(extents), " of compute '", c->name, "'");
     }
     if (c->body.dtype() != t.dtype) {
       fail(ErrorKind::kTypeMismatch, what, ": type ", t.dtype.str(), " differs from the type ",
@@ -188,7 +183,7 @@ int64_t Tensor::size() const { return checked_elements(shape(), "tensor '" + nam
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   TT_CHECK(get(), kInvalidArgument, "indexing a null tensor");
   if (indices.size() != shape().size()) {
-    fail(ErrorKind::kInvalidArgument, "tensor '", name(), "' of shape ", shape_str(shape()),
+    fail(ErrorKind::kInvalidArgument, "tensor '", name(), "' of shape ", shape_text(shape()),
          " has ", shape().size(), " dimensions but is indexed with ", indices.size(), " indices");
   }
   for (size_t d = 0; d < indices.size(); ++d) {

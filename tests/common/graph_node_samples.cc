@@ -23,11 +23,11 @@ ObjectPtr attrs(F set) {
 Graph sample_graph() {
   auto x = input("x", {1, 3, 8, 8}, ir::DataType::float32());
   Value w = constant(te::NDArray::random(ir::DataType::float32(), {4, 3, 3, 3}, 7), "w");
-  auto conv = make_node<Conv2dAttrsNode>();
+  auto conv = make_node<te::Conv2dAttrsNode>();
   conv->padding = {1, 1, 1, 1};
   conv->strides = {2, 2};
-  Value y = call("nn.conv2d", {x, w}, Attrs(conv), "conv_0");
-  Value z = call("relu", {y}, Attrs(), "relu_0");
+  Value y = call("nn.conv2d", {x, w}, te::Attrs(conv), "conv_0");
+  Value z = call("relu", {y}, te::Attrs(), "relu_0");
   return Graph::make({x}, {z}, {"out"});
 }
 
@@ -35,7 +35,7 @@ Graph sample_graph() {
 
 void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s) {
   s["graph.Conv2dAttrs"] = [] {
-    return attrs<Conv2dAttrsNode>([](auto& a) {
+    return attrs<te::Conv2dAttrsNode>([](auto& a) {
       a.strides = {2, 1};
       a.padding = {1, 0, 1, 2};
       a.dilation = {1, 2};
@@ -44,21 +44,21 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
     });
   };
   s["graph.Conv2dTransposeAttrs"] = [] {
-    return attrs<Conv2dTransposeAttrsNode>([](auto& a) {
+    return attrs<te::Conv2dTransposeAttrsNode>([](auto& a) {
       a.strides = {2, 2};
       a.padding = {1, 1, 0, 0};
       a.output_padding = {1, 0};
     });
   };
   s["graph.WinogradAttrs"] = [] {
-    return attrs<WinogradAttrsNode>([](auto& a) {
+    return attrs<te::WinogradAttrsNode>([](auto& a) {
       a.tile = 2;
       a.padding = {1, 0, 2, 1};
       a.output_size = {7, 5};
     });
   };
   s["graph.Pool2dAttrs"] = [] {
-    return attrs<Pool2dAttrsNode>([](auto& a) {
+    return attrs<te::Pool2dAttrsNode>([](auto& a) {
       a.kernel = {3, 3};
       a.strides = {2, 2};
       a.padding = {1, 1, 1, 1};
@@ -68,52 +68,52 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
     });
   };
   s["graph.LayoutAttrs"] = [] {
-    return attrs<LayoutAttrsNode>([](auto& a) { a.layout = "NHWC"; });
+    return attrs<te::LayoutAttrsNode>([](auto& a) { a.layout = "NHWC"; });
   };
-  s["graph.AxisAttrs"] = [] { return attrs<AxisAttrsNode>([](auto& a) { a.axis = -1; }); };
+  s["graph.AxisAttrs"] = [] { return attrs<te::AxisAttrsNode>([](auto& a) { a.axis = -1; }); };
   s["graph.NormAttrs"] = [] {
-    return attrs<NormAttrsNode>([](auto& a) {
+    return attrs<te::NormAttrsNode>([](auto& a) {
       a.axis = -1;
       a.epsilon = 1e-12;
     });
   };
   s["graph.ReshapeAttrs"] = [] {
-    return attrs<ReshapeAttrsNode>([](auto& a) { a.shape = {2, -1}; });
+    return attrs<te::ReshapeAttrsNode>([](auto& a) { a.shape = {2, -1}; });
   };
   s["graph.TransposeAttrs"] = [] {
-    return attrs<TransposeAttrsNode>([](auto& a) { a.perm = {0, 2, 3, 1}; });
+    return attrs<te::TransposeAttrsNode>([](auto& a) { a.perm = {0, 2, 3, 1}; });
   };
   s["graph.SliceAttrs"] = [] {
-    return attrs<SliceAttrsNode>([](auto& a) {
+    return attrs<te::SliceAttrsNode>([](auto& a) {
       a.begin = {0, 1};
       a.end = {4, -1};
       a.strides = {1, 2};
     });
   };
   s["graph.PadAttrs"] = [] {
-    return attrs<PadAttrsNode>([](auto& a) {
+    return attrs<te::PadAttrsNode>([](auto& a) {
       a.before = {0, 1};
       a.after = {2, 0};
       a.value = -0.5;
     });
   };
   s["graph.ReduceAttrs"] = [] {
-    return attrs<ReduceAttrsNode>([](auto& a) {
+    return attrs<te::ReduceAttrsNode>([](auto& a) {
       a.axes = {1, 2};
       a.keepdims = false;
     });
   };
   s["graph.ScalarAttrs"] = [] {
-    return attrs<ScalarAttrsNode>([](auto& a) {
+    return attrs<te::ScalarAttrsNode>([](auto& a) {
       a.alpha = 0.2;
       a.beta = 0.5;
     });
   };
   s["graph.CastAttrs"] = [] {
-    return attrs<CastAttrsNode>([](auto& a) { a.dtype = ir::DataType::int64(); });
+    return attrs<te::CastAttrsNode>([](auto& a) { a.dtype = ir::DataType::int64(); });
   };
   s["graph.ResizeAttrs"] = [] {
-    return attrs<ResizeAttrsNode>([](auto& a) {
+    return attrs<te::ResizeAttrsNode>([](auto& a) {
       a.size = {16, 12};
       a.method = "linear";
       a.coordinate_mode = "align_corners";

@@ -48,7 +48,7 @@ std::vector<te::NDArray> evaluate_graph(const Graph& g, const std::vector<te::ND
       ps.push_back(te::placeholder(c->args[i]->shape, c->args[i]->dtype, "a" + std::to_string(i)));
       args.push_back(of(c->args[i]));
     }
-    value[c.get()] = te::evaluate({find_op(c->op).lower(ps, c->attrs.get())}, ps, args)[0];
+    value[c.get()] = te::evaluate({te::find_op(c->op).compute(ps, c->attrs.get())}, ps, args)[0];
   }
   std::vector<te::NDArray> out;
   for (const auto& o : g->outputs) out.push_back(of(o));
@@ -60,23 +60,23 @@ Value weight(std::vector<int64_t> shape, uint64_t seed) {
                   "w" + std::to_string(seed));
 }
 
-Attrs conv_attrs(std::vector<int64_t> padding, std::vector<int64_t> strides = {1, 1}) {
-  auto a = make_node<Conv2dAttrsNode>();
+te::Attrs conv_attrs(std::vector<int64_t> padding, std::vector<int64_t> strides = {1, 1}) {
+  auto a = make_node<te::Conv2dAttrsNode>();
   a->padding = std::move(padding);
   a->strides = std::move(strides);
-  return Attrs(a);
+  return te::Attrs(a);
 }
 
-Attrs norm_attrs(int64_t axis) {
-  auto a = make_node<NormAttrsNode>();
+te::Attrs norm_attrs(int64_t axis) {
+  auto a = make_node<te::NormAttrsNode>();
   a->axis = axis;
-  return Attrs(a);
+  return te::Attrs(a);
 }
 
-Attrs reshape_attrs(std::vector<int64_t> shape) {
-  auto a = make_node<ReshapeAttrsNode>();
+te::Attrs reshape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<te::ReshapeAttrsNode>();
   a->shape = std::move(shape);
-  return Attrs(a);
+  return te::Attrs(a);
 }
 
 /// x -> conv3x3 -> batch_norm -> relu -> (+ shortcut conv1x1 of x) -> relu:
@@ -88,9 +88,9 @@ Graph residual_block() {
   y = call("nn.batch_norm",
            {y, weight({8}, 2), weight({8}, 3), weight({8}, 4), constant(var, "var")}, norm_attrs(1),
            "bn_a");
-  y = call("relu", {y}, Attrs(), "relu_a");
+  y = call("relu", {y}, te::Attrs(), "relu_a");
   Value s = call("nn.conv2d", {x, weight({8, 4, 1, 1}, 5)}, conv_attrs({0, 0, 0, 0}), "conv_s");
-  Value out = call("relu", {call("add", {y, s}, Attrs(), "add")}, Attrs(), "relu_out");
+  Value out = call("relu", {call("add", {y, s}, te::Attrs(), "add")}, te::Attrs(), "relu_out");
   return Graph::make({x}, {out}, {"out"});
 }
 
@@ -101,8 +101,9 @@ TEST(GraphIr, CallsInferTheirTypeAndNameWhatIsWrong) {
   EXPECT_TT_ERROR(
       call("nn.conv2d", {x, weight({8, 3, 3, 3}, 1)}, conv_attrs({0, 0, 0, 0}), "bad_conv"),
       kInvalidArgument, "'nn.conv2d' (bad_conv): groups 1 do not fit 4 input channels");
-  EXPECT_TT_ERROR(call("nn.dense", {input("a", {2, 3}, kF32), weight({4, 5}, 1)}, Attrs(), "fc"),
-                  kInvalidArgument, "'nn.dense' (fc): data [2, 3] and weight [4, 5] differ in K");
+  EXPECT_TT_ERROR(
+      call("nn.dense", {input("a", {2, 3}, kF32), weight({4, 5}, 1)}, te::Attrs(), "fc"),
+      kInvalidArgument, "'nn.dense' (fc): data [2, 3] and weight [4, 5] differ in K");
   EXPECT_TT_ERROR(call("relu", {x, x}), kInvalidArgument, "relu");
   EXPECT_TT_ERROR(call("no_such_op", {x}), kNotFound, "no_such_op");
   EXPECT_TT_ERROR(call("nn.conv2d", {x, weight({8, 4, 3, 3}, 1)}, norm_attrs(1)), kInvalidArgument,
@@ -163,7 +164,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   for (const auto& c : calls_in_order(optimize(g))) {
     ops += c->op + " ";
     if (c->op == "nn.conv2d") {
-      EXPECT_EQ(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout, "NHWC");
+      EXPECT_EQ(dynamic_cast<const te::Conv2dAttrsNode&>(*c->attrs).data_layout, "NHWC");
     }
   }
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
@@ -207,7 +208,7 @@ TEST(GraphPasses, ADisabledPassIsSkipped) {
       ir::PassContext::make(ir::PassContextOptions().with_disabled("convert_layout_nhwc")));
   for (const auto& c : calls_in_order(optimize(g))) {
     if (c->op == "nn.conv2d") {
-      EXPECT_EQ(dynamic_cast<const Conv2dAttrsNode&>(*c->attrs).data_layout, "NCHW");
+      EXPECT_EQ(dynamic_cast<const te::Conv2dAttrsNode&>(*c->attrs).data_layout, "NCHW");
     }
   }
 }
@@ -216,15 +217,15 @@ TEST(GraphPasses, ADisabledPassIsSkipped) {
 /// already, `c` to `k` channels.
 Graph nhwc_conv_block(int64_t c, int64_t k, int64_t size, int64_t pad, int64_t stride = 1) {
   auto x = input("x", {1, size, size, c}, kF32);
-  auto a = make_node<Conv2dAttrsNode>();
+  auto a = make_node<te::Conv2dAttrsNode>();
   a->padding = {pad, pad, pad, pad};
   a->strides = {stride, stride};
   a->data_layout = "NHWC";
-  Value y = call("nn.conv2d", {x, weight({3, 3, c, k}, 11)}, Attrs(a), "conv");
-  auto axis = make_node<AxisAttrsNode>();
+  Value y = call("nn.conv2d", {x, weight({3, 3, c, k}, 11)}, te::Attrs(a), "conv");
+  auto axis = make_node<te::AxisAttrsNode>();
   axis->axis = 3;
-  y = call("relu", {call("nn.bias_add", {y, weight({k}, 12)}, Attrs(axis), "bias")}, Attrs(),
-           "relu");
+  y = call("relu", {call("nn.bias_add", {y, weight({k}, 12)}, te::Attrs(axis), "bias")},
+           te::Attrs(), "relu");
   return Graph::make({x}, {y}, {"out"});
 }
 
@@ -281,7 +282,7 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
   auto tile_of = [](const Graph& w) -> int64_t {
     for (const auto& c : calls_in_order(w)) {
       if (c->op == "nn.winograd_output_transform") {
-        return dynamic_cast<const WinogradAttrsNode&>(*c->attrs).tile;
+        return dynamic_cast<const te::WinogradAttrsNode&>(*c->attrs).tile;
       }
     }
     return 0;
@@ -302,29 +303,29 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
 
 TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {
   auto x = input("x", {1, 8, 8, 16}, kF32);
-  auto a = make_node<WinogradAttrsNode>();
+  auto a = make_node<te::WinogradAttrsNode>();
   a->tile = 4;
   a->padding = {1, 1, 1, 1};
   a->output_size = {8, 8};
-  EXPECT_EQ(call("nn.winograd_input_transform", {x}, Attrs(a))->shape,
+  EXPECT_EQ(call("nn.winograd_input_transform", {x}, te::Attrs(a))->shape,
             (std::vector<int64_t>{6, 6, 1, 2, 2, 16}));
-  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x, weight({6, 6}, 1)}, Attrs(a)),
+  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x, weight({6, 6}, 1)}, te::Attrs(a)),
                   kInvalidArgument, "takes 1 arguments, got 2");
-  auto b = make_node<WinogradAttrsNode>(*a);
+  auto b = make_node<te::WinogradAttrsNode>(*a);
   b->output_size = {7, 8};
-  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x}, Attrs(b)), kInvalidArgument,
+  EXPECT_TT_ERROR(call("nn.winograd_input_transform", {x}, te::Attrs(b)), kInvalidArgument,
                   "output size [7, 8] differs from the 8x8 the data and padding give");
   auto products = input("m", {6, 6, 1, 2, 2, 32}, kF32);
-  EXPECT_EQ(call("nn.winograd_output_transform", {products}, Attrs(a))->shape,
+  EXPECT_EQ(call("nn.winograd_output_transform", {products}, te::Attrs(a))->shape,
             (std::vector<int64_t>{1, 8, 8, 32}));
   b->output_size = {9, 8};
-  EXPECT_TT_ERROR(call("nn.winograd_output_transform", {products}, Attrs(b)), kInvalidArgument,
+  EXPECT_TT_ERROR(call("nn.winograd_output_transform", {products}, te::Attrs(b)), kInvalidArgument,
                   "do not make a 9x8 output with tiles of 4");
-  auto d = make_node<WinogradAttrsNode>(*a);
+  auto d = make_node<te::WinogradAttrsNode>(*a);
   d->tile = 3;
-  EXPECT_TT_ERROR(call("nn.winograd_output_transform", {products}, Attrs(d)), kInvalidArgument,
+  EXPECT_TT_ERROR(call("nn.winograd_output_transform", {products}, te::Attrs(d)), kInvalidArgument,
                   "Winograd output tiles of 3 are not supported (2 or 4)");
-  auto c = make_node<WinogradAttrsNode>(*a);
+  auto c = make_node<te::WinogradAttrsNode>(*a);
   c->tile = 3;
   EXPECT_TT_ERROR(load_string(save_string(ObjectPtr(c))), kInvalidArgument,
                   "Winograd output tiles of 3 are not supported (2 or 4)");
@@ -399,9 +400,9 @@ TEST(GraphFusion, ElementwiseBranchesThatMeetAgainJoinTheirProducer) {
                                               "nn.dense"}));
   // Not when a branch leaves the elementwise world (a softmax), when the
   // value is an output of the graph too, or when the branches never meet.
-  auto last_axis = make_node<AxisAttrsNode>();
+  auto last_axis = make_node<te::AxisAttrsNode>();
   last_axis->axis = -1;
-  Value s = call("nn.softmax", {d}, Attrs(last_axis));
+  Value s = call("nn.softmax", {d}, te::Attrs(last_axis));
   g = Graph::make({x}, {call("add", {call("relu", {d}), s})}, {"out"});
   groups.clear();
   for (const auto& grp : fuse_groups(g)) groups.push_back(grp.description());

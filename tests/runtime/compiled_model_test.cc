@@ -15,10 +15,10 @@
 #include "common/node_samples.h"
 #include "common/test_util.h"
 #include "tensortune/graph/compile.h"
-#include "tensortune/graph/op.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/hash.h"
+#include "tensortune/te/operator.h"
 
 namespace tensortune::runtime {
 namespace {
@@ -130,9 +130,9 @@ class ModelFolder : public ::testing::Test {
                        {v, graph::constant(te::NDArray::random(kF32, {8, in}, seed), "w")})});
     };
     graph::Value y = dense(dense(x, 16, 1), 8, 2);
-    auto reshape = make_node<graph::ReshapeAttrsNode>();
+    auto reshape = make_node<te::ReshapeAttrsNode>();
     reshape->shape = {8, 4};
-    graph::Value view = graph::call("reshape", {y}, graph::Attrs(reshape));
+    graph::Value view = graph::call("reshape", {y}, te::Attrs(reshape));
     graph_ = graph::Graph::make({x}, {y, view}, {"y", "y_view"});
     compile("model.tt");
   }

@@ -15,6 +15,7 @@
 #include "tensortune/graph/partition.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/files.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/npy.h"
 
@@ -49,12 +50,6 @@ graph::Graph load_model(const std::string& path, const std::vector<std::string>&
 }
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 std::string mib(int64_t bytes) {
   char text[32];
@@ -134,8 +129,9 @@ int run_tasks(const TasksArgs& args) {
     std::string ops =
         t.description.size() > 40 ? t.description.substr(0, 37) + "..." : t.description;
     std::printf("%-3zu %6lld %10.2f  %-22s %-40s %s\n", i, static_cast<long long>(t.occurrences),
-                t.flops / 1e6, shape_text(list[i]["output_shape"]).c_str(), ops.c_str(),
-                t.workload_key.c_str());
+                t.flops / 1e6,
+                shape_text(list[i]["output_shape"].get<std::vector<int64_t>>()).c_str(),
+                ops.c_str(), t.workload_key.c_str());
   }
   std::printf("%zu tasks, %lld kernel calls, %.3f GFLOP per run; extracted in %.2f s\n",
               partition.tasks.size(), static_cast<long long>(kernels), total_flops / 1e9, seconds);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tensortune/graph/op.h"
 #include "tensortune/te/ndarray.h"
+#include "tensortune/te/operator.h"
 
 namespace tensortune::graph {
 
@@ -63,7 +63,7 @@ struct ConstantNode : ValueNode {
 struct CallNode : ValueNode {
   std::string op;  ///< a registered operator (op.h)
   std::vector<Value> args;
-  Attrs attrs;       ///< the operator's attributes node, or null for none
+  te::Attrs attrs;   ///< the operator's attributes node, or null for none
   std::string name;  ///< the model's name for it (an ONNX node name), for messages
   TT_NODE(CallNode, "graph.Call")
   static void declare(FieldList<CallNode>& f);
@@ -96,7 +96,7 @@ Value constant(te::NDArray array, std::string name = "");
 /// A call of `op` (registered) on `args`; its type is inferred, and an
 /// argument or attribute the operator does not accept is a kInvalidArgument
 /// error naming the operator, the call's name and what is wrong.
-Value call(const std::string& op, std::vector<Value> args, Attrs attrs = Attrs(),
+Value call(const std::string& op, std::vector<Value> args, te::Attrs attrs = te::Attrs(),
            std::string name = "");
 
 /// The calls of `graph`, producers before consumers, each once.

@@ -1,10 +1,13 @@
 /// \file
-/// Graph operators: each registered once with its arity, the type of its
-/// attributes, how it fuses with its neighbours, its type inference (which
-/// also validates arguments and attributes) and its computation as tensor
-/// expressions. Attributes are reflected nodes like everything else, one
-/// type per family of operators, so that they save, compare and hash with
-/// the graph and no field can be forgotten by any of those.
+/// The operators a model's graph is made of, each defined once, here: its
+/// arity, the type of its attributes, how it fuses with its neighbours, the
+/// checks of its arguments and attributes, and its computation as tensor
+/// expressions, from which its result's shape and dtype come (infer_type):
+/// there is no second shape function to keep in agreement. Attributes are
+/// reflected nodes like everything else, one type per family of operators,
+/// so that they save, compare and hash with a graph and no field can be
+/// forgotten by any of those; their type keys keep the "graph." prefix of
+/// the saved graphs that hold them.
 #pragma once
 
 #include <array>
@@ -14,7 +17,7 @@
 
 #include "tensortune/te/tensor.h"
 
-namespace tensortune::graph {
+namespace tensortune::te {
 
 /// Base of the attribute nodes.
 struct AttrsNode : Object {};
@@ -170,11 +173,12 @@ struct OpInfo {
   int min_args = 1, max_args = 1;
   std::string attrs_type;  ///< the attributes node's type key; "" for none
   OpPattern pattern = OpPattern::kInjective;
-  /// The result type; a kInvalidArgument error saying what is wrong with
-  /// the arguments or attributes otherwise.
-  std::function<TensorType(const std::vector<TensorType>& args, const AttrsNode* attrs)> infer;
-  /// The computation over `args` (which have the inferred argument types).
-  std::function<te::Tensor(const std::vector<te::Tensor>& args, const AttrsNode* attrs)> lower;
+  /// The checks the computation does not make itself (attribute values, a
+  /// layout): a kInvalidArgument error saying what is wrong; may be empty.
+  std::function<void(const std::vector<TensorType>& args, const AttrsNode* attrs)> check;
+  /// The computation over `args`; checks the operands' ranks, shapes and
+  /// dtypes as every te operator does.
+  std::function<Tensor(const std::vector<Tensor>& args, const AttrsNode* attrs)> compute;
 };
 
 /// Registers an operator (at static initialisation); a duplicate is an internal error.
@@ -184,4 +188,11 @@ const OpInfo& find_op(std::string_view name);
 /// Every registered operator name, sorted.
 std::vector<std::string> op_names();
 
-}  // namespace tensortune::graph
+/// The result type of `op` on arguments of `args` types: the arity and the
+/// attributes' type checked, then op.check, then the shape and dtype of
+/// op.compute over placeholders. A user error saying what is wrong
+/// otherwise.
+TensorType infer_type(const OpInfo& op, const std::vector<TensorType>& args,
+                      const AttrsNode* attrs);
+
+}  // namespace tensortune::te

@@ -1,18 +1,19 @@
-// The graph operators: attributes, type inference and lowering to tensor
-// expressions, registered at static initialisation.
+// The operators of a graph: attributes, checks and computations, registered
+// at static initialisation.
+#include "tensortune/te/operator.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
 
-#include "tensortune/graph/op.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/ops.h"
 
-namespace tensortune::graph {
+namespace tensortune::te {
 namespace {
 
 using ir::Expr;
-using te::Tensor;
 using Types = std::vector<TensorType>;
 using Tensors = std::vector<Tensor>;
 
@@ -23,18 +24,10 @@ const T& attrs_as(const AttrsNode* a) {
   return *t;
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-/// `axis` in [-rank, rank) as a position; kInvalidArgument otherwise.
+/// `axis` in [-rank, rank) as a position; kInvalidArgument otherwise (the
+/// call's error names the operator).
 int64_t normalise_axis(int64_t axis, size_t rank) {
-  int64_t r = static_cast<int64_t>(rank);
-  TT_CHECK(axis >= -r && axis < r, kInvalidArgument, "axis ", axis, " is out of range for rank ",
-           rank, " (valid: ", -r, " to ", r - 1, ")");
-  return axis < 0 ? axis + r : axis;
+  return normalize_axis(axis, static_cast<int64_t>(rank), "");
 }
 
 void check_rank(const TensorType& t, size_t rank, const char* what) {
@@ -96,28 +89,20 @@ void unary(const std::string& name, const std::string& doc, std::function<Tensor
   register_op({name, doc, 1, 1, "", OpPattern::kElemwise,
                [float_only](const Types& a, const AttrsNode*) {
                  if (float_only) check_float(a[0], "the operand");
-                 return a[0];
                },
                [f](const Tensors& a, const AttrsNode*) { return f(a[0]); }});
 }
 
 void binary(const std::string& name, const std::string& doc,
             std::function<Tensor(const Tensor&, const Tensor&)> f) {
-  register_op({name, doc, 2, 2, "", OpPattern::kBroadcast,
-               [](const Types& a, const AttrsNode*) {
-                 check_same_dtype(a);
-                 return TensorType{te::broadcast_shape(a[0].shape, a[1].shape), a[0].dtype};
-               },
+  register_op({name, doc, 2, 2, "", OpPattern::kBroadcast, nullptr,
                [f](const Tensors& a, const AttrsNode*) { return f(a[0], a[1]); }});
 }
 
 void scalar_unary(const std::string& name, const std::string& doc,
                   std::function<Tensor(const Tensor&, const ScalarAttrsNode&)> f) {
   register_op({name, doc, 1, 1, ScalarAttrsNode::kTypeKey, OpPattern::kElemwise,
-               [](const Types& a, const AttrsNode*) {
-                 check_float(a[0], "the operand");
-                 return a[0];
-               },
+               [](const Types& a, const AttrsNode*) { check_float(a[0], "the operand"); },
                [f](const Tensors& a, const AttrsNode* attrs) {
                  return f(a[0], attrs_as<ScalarAttrsNode>(attrs));
                }});
@@ -136,8 +121,8 @@ bool register_all() {
                  check_rank(a[1], 4, "the kernel");
                  check_same_dtype(a);
                  bool nchw = c.data_layout == "NCHW";
-                 int64_t n = a[0].shape[0], ch = a[0].shape[nchw ? 1 : 3],
-                         h = a[0].shape[nchw ? 2 : 1], w = a[0].shape[nchw ? 3 : 2];
+                 int64_t ch = a[0].shape[nchw ? 1 : 3], h = a[0].shape[nchw ? 2 : 1],
+                         w = a[0].shape[nchw ? 3 : 2];
                  int64_t k = a[1].shape[nchw ? 0 : 3], cg = a[1].shape[nchw ? 1 : 2],
                          r = a[1].shape[nchw ? 2 : 0], s = a[1].shape[nchw ? 3 : 1];
                  TT_CHECK(c.groups >= 1 && ch % c.groups == 0 && k % c.groups == 0 &&
@@ -145,13 +130,11 @@ bool register_all() {
                           kInvalidArgument, "groups ", c.groups, " do not fit ", ch,
                           " input channels, a kernel of ", cg, " channels per group and ", k,
                           " output channels");
-                 int64_t oh = pool_extent(h, c.dilation[0] * (r - 1) + 1, c.strides[0],
-                                          c.padding[0], c.padding[2], false);
-                 int64_t ow = pool_extent(w, c.dilation[1] * (s - 1) + 1, c.strides[1],
-                                          c.padding[1], c.padding[3], false);
-                 return TensorType{
-                     nchw ? std::vector<int64_t>{n, k, oh, ow} : std::vector<int64_t>{n, oh, ow, k},
-                     a[0].dtype};
+                 // The window must fit the padded data (the output extents are compute's).
+                 pool_extent(h, c.dilation[0] * (r - 1) + 1, c.strides[0], c.padding[0],
+                             c.padding[2], false);
+                 pool_extent(w, c.dilation[1] * (s - 1) + 1, c.strides[1], c.padding[1],
+                             c.padding[3], false);
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& c = attrs_as<Conv2dAttrsNode>(attrs);
@@ -172,7 +155,7 @@ bool register_all() {
                  check_rank(a[0], 4, "the data");
                  check_float(a[0], "the data");
                  // Attrs made in code skip load's validation: te names a bad tile.
-                 int64_t alpha = te::winograd_matrices(wa.tile).alpha;
+                 te::winograd_matrices(wa.tile);
                  int64_t oh = a[0].shape[1] + wa.padding[0] + wa.padding[2] - 2;
                  int64_t ow = a[0].shape[2] + wa.padding[1] + wa.padding[3] - 2;
                  TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "data ", shape_text(a[0].shape),
@@ -180,9 +163,6 @@ bool register_all() {
                  TT_CHECK(wa.output_size == (std::vector<int64_t>{oh, ow}), kInvalidArgument,
                           "output size ", shape_text(wa.output_size), " differs from the ", oh, "x",
                           ow, " the data and padding give");
-                 return TensorType{{alpha, alpha, a[0].shape[0], (oh + wa.tile - 1) / wa.tile,
-                                    (ow + wa.tile - 1) / wa.tile, a[0].shape[3]},
-                                   a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
@@ -204,7 +184,6 @@ bool register_all() {
                               s[4] == (ow + wa.tile - 1) / wa.tile,
                           kInvalidArgument, "products ", shape_text(s), " do not make a ", oh, "x",
                           ow, " output with tiles of ", wa.tile);
-                 return TensorType{{s[2], oh, ow, s[5]}, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& wa = attrs_as<WinogradAttrsNode>(attrs);
@@ -226,7 +205,6 @@ bool register_all() {
                  int64_t ow = (a[0].shape[3] - 1) * c.strides[1] - c.padding[1] - c.padding[3] +
                               a[1].shape[3] + c.output_padding[1];
                  TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "the output would be empty");
-                 return TensorType{{a[0].shape[0], a[1].shape[1], oh, ow}, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
@@ -244,7 +222,6 @@ bool register_all() {
                  TT_CHECK(a[0].shape[1] == a[1].shape[1], kInvalidArgument, "data ",
                           shape_text(a[0].shape), " and weight ", shape_text(a[1].shape),
                           " differ in K");
-                 return TensorType{{a[0].shape[0], a[1].shape[0]}, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode*) { return te::dense(a[0], a[1]); }});
   register_op({"nn.matmul", "numpy's matmul of [..., M, K] and [..., K, N] (batch dims broadcast)",
@@ -259,7 +236,7 @@ bool register_all() {
                           "K differs: ", shape_text(a[0].shape), " and ", shape_text(a[1].shape));
                  std::vector<int64_t> ba(a[0].shape.begin(), a[0].shape.end() - 2),
                      bb(a[1].shape.begin(), a[1].shape.end() - 2);
-                 std::vector<int64_t> batch = te::broadcast_shape(ba, bb);
+                 te::broadcast_shape(ba, bb);
                  // Broadcast either way along the batch, but only whole: one side's
                  // batch all ones or both the same.
                  auto product = [](const std::vector<int64_t>& s) {
@@ -268,9 +245,6 @@ bool register_all() {
                  TT_CHECK(product(ba) == 1 || product(bb) == 1 || ba == bb, kInvalidArgument,
                           "batch dimensions ", shape_text(ba), " and ", shape_text(bb),
                           " broadcast only partly; not supported");
-                 batch.push_back(a[0].shape[ra - 2]);
-                 batch.push_back(a[1].shape[rb - 1]);
-                 return TensorType{batch, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode*) {
                  auto shape_a = a[0].shape(), shape_b = a[1].shape();
@@ -337,11 +311,7 @@ bool register_all() {
                "prelu");
          });
   register_op({"cast", "conversion to another element type", 1, 1, CastAttrsNode::kTypeKey,
-               OpPattern::kElemwise,
-               [](const Types& a, const AttrsNode* attrs) {
-                 return TensorType{a[0].shape, attrs_as<CastAttrsNode>(attrs).dtype};
-               },
-               [](const Tensors& a, const AttrsNode* attrs) {
+               OpPattern::kElemwise, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
                  return te::cast(a[0], attrs_as<CastAttrsNode>(attrs).dtype);
                }});
   register_op(
@@ -352,7 +322,6 @@ bool register_all() {
          int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
          TT_CHECK(a[1].shape.size() == 1 && a[1].shape[0] == a[0].shape[axis], kInvalidArgument,
                   "the bias must be [", a[0].shape[axis], "], got ", shape_text(a[1].shape));
-         return a[0];
        },
        [](const Tensors& a, const AttrsNode* attrs) {
          int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].ndim());
@@ -371,7 +340,6 @@ bool register_all() {
                             kInvalidArgument, "scale, bias, mean and variance must be [",
                             a[0].shape[axis], "], got ", shape_text(a[i].shape));
                  }
-                 return a[0];
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& n = attrs_as<NormAttrsNode>(attrs);
@@ -393,7 +361,6 @@ bool register_all() {
                             kInvalidArgument, "scale and bias must be [", a[0].shape.back(),
                             "], got ", shape_text(a[i].shape));
                  }
-                 return a[0];
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  return te::layer_norm(a[0], a[1], a[2], attrs_as<NormAttrsNode>(attrs).epsilon);
@@ -409,7 +376,6 @@ bool register_all() {
            TT_CHECK(a[i].shape.size() == 1 && a[i].shape[0] == a[0].shape[1], kInvalidArgument,
                     "scale and bias must be [", a[0].shape[1], "], got ", shape_text(a[i].shape));
          }
-         return a[0];
        },
        [](const Tensors& a, const AttrsNode* attrs) {
          const Tensor& x = a[0];
@@ -437,15 +403,11 @@ bool register_all() {
                    check_layout(p.layout);
                    check_rank(a[0], 4, "the data");
                    bool nchw = p.layout == "NCHW";
-                   int64_t h = a[0].shape[nchw ? 2 : 1], w = a[0].shape[nchw ? 3 : 2];
-                   int64_t oh = pool_extent(h, p.kernel[0], p.strides[0], p.padding[0],
-                                            p.padding[2], p.ceil_mode);
-                   int64_t ow = pool_extent(w, p.kernel[1], p.strides[1], p.padding[1],
-                                            p.padding[3], p.ceil_mode);
-                   std::vector<int64_t> s = a[0].shape;
-                   s[nchw ? 2 : 1] = oh;
-                   s[nchw ? 3 : 2] = ow;
-                   return TensorType{s, a[0].dtype};
+                   // The window must fit the padded data (the output extents are compute's).
+                   pool_extent(a[0].shape[nchw ? 2 : 1], p.kernel[0], p.strides[0], p.padding[0],
+                               p.padding[2], p.ceil_mode);
+                   pool_extent(a[0].shape[nchw ? 3 : 2], p.kernel[1], p.strides[1], p.padding[1],
+                               p.padding[3], p.ceil_mode);
                  },
                  [is_max](const Tensors& a, const AttrsNode* attrs) {
                    const auto& p = attrs_as<Pool2dAttrsNode>(attrs);
@@ -463,10 +425,6 @@ bool register_all() {
                  const auto& l = attrs_as<LayoutAttrsNode>(attrs);
                  check_layout(l.layout);
                  check_rank(a[0], 4, "the data");
-                 std::vector<int64_t> s = a[0].shape;
-                 s[l.layout == "NCHW" ? 2 : 1] = 1;
-                 s[l.layout == "NCHW" ? 3 : 2] = 1;
-                 return TensorType{s, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  bool nchw = attrs_as<LayoutAttrsNode>(attrs).layout == "NCHW";
@@ -480,7 +438,6 @@ bool register_all() {
                  [](const Types& a, const AttrsNode* attrs) {
                    check_float(a[0], "the data");
                    normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
-                   return a[0];
                  },
                  [log](const Tensors& a, const AttrsNode* attrs) {
                    int axis = static_cast<int>(
@@ -493,19 +450,9 @@ bool register_all() {
     register_op({op, op.substr(7) + " over `axes` (all when empty)", 1, 1,
                  ReduceAttrsNode::kTypeKey, OpPattern::kReduction,
                  [](const Types& a, const AttrsNode* attrs) {
-                   const auto& r = attrs_as<ReduceAttrsNode>(attrs);
-                   std::vector<bool> reduced(a[0].shape.size(), r.axes.empty());
-                   for (int64_t axis : r.axes)
-                     reduced[normalise_axis(axis, a[0].shape.size())] = true;
-                   std::vector<int64_t> s;
-                   for (size_t d = 0; d < a[0].shape.size(); ++d) {
-                     if (!reduced[d]) {
-                       s.push_back(a[0].shape[d]);
-                     } else if (r.keepdims) {
-                       s.push_back(1);
-                     }
+                   for (int64_t axis : attrs_as<ReduceAttrsNode>(attrs).axes) {
+                     normalise_axis(axis, a[0].shape.size());
                    }
-                   return TensorType{s, a[0].dtype};
                  },
                  [op](const Tensors& a, const AttrsNode* attrs) {
                    const auto& r = attrs_as<ReduceAttrsNode>(attrs);
@@ -534,7 +481,6 @@ bool register_all() {
                  }
                  TT_CHECK(in == out, kInvalidArgument, "cannot reshape ", shape_text(a[0].shape),
                           " (", in, " elements) to ", shape_text(r.shape), " (", out, ")");
-                 return TensorType{r.shape, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  return te::reshape(a[0], attrs_as<ReshapeAttrsNode>(attrs).shape);
@@ -546,15 +492,12 @@ bool register_all() {
                  TT_CHECK(t.perm.size() == a[0].shape.size(), kInvalidArgument, "perm has ",
                           t.perm.size(), " entries for rank ", a[0].shape.size());
                  std::vector<bool> seen(t.perm.size(), false);
-                 std::vector<int64_t> s;
                  for (int64_t p : t.perm) {
                    TT_CHECK(p >= 0 && p < static_cast<int64_t>(t.perm.size()) && !seen[p],
                             kInvalidArgument, "perm is not a permutation of 0..",
                             t.perm.size() - 1);
                    seen[p] = true;
-                   s.push_back(a[0].shape[p]);
                  }
-                 return TensorType{s, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  auto perm = attrs_as<TransposeAttrsNode>(attrs).perm;
@@ -566,18 +509,14 @@ bool register_all() {
        [](const Types& a, const AttrsNode* attrs) {
          check_same_dtype(a);
          int64_t axis = normalise_axis(attrs_as<AxisAttrsNode>(attrs).axis, a[0].shape.size());
-         std::vector<int64_t> s = a[0].shape;
-         s[axis] = 0;
          for (const auto& t : a) {
-           TT_CHECK(t.shape.size() == s.size(), kInvalidArgument, "ranks differ");
-           for (size_t d = 0; d < s.size(); ++d) {
+           TT_CHECK(t.shape.size() == a[0].shape.size(), kInvalidArgument, "ranks differ");
+           for (size_t d = 0; d < t.shape.size(); ++d) {
              TT_CHECK(static_cast<int64_t>(d) == axis || t.shape[d] == a[0].shape[d],
                       kInvalidArgument, "extents off the axis differ: ", shape_text(a[0].shape),
                       " and ", shape_text(t.shape));
            }
-           s[axis] += t.shape[axis];
          }
-         return TensorType{s, a[0].dtype};
        },
        [](const Tensors& a, const AttrsNode* attrs) {
          int axis =
@@ -591,7 +530,6 @@ bool register_all() {
                  TT_CHECK(s.begin.size() == a[0].shape.size() && s.end.size() == s.begin.size() &&
                               s.strides.size() == s.begin.size(),
                           kInvalidArgument, "begin, end and strides need one entry per dimension");
-                 std::vector<int64_t> shape;
                  for (size_t d = 0; d < s.begin.size(); ++d) {
                    int64_t n = a[0].shape[d], st = s.strides[d];
                    TT_CHECK(st != 0, kInvalidArgument, "a stride of 0");
@@ -603,9 +541,7 @@ bool register_all() {
                    int64_t e = st > 0 ? clamp(s.end[d], 0, n) : clamp(s.end[d], -1, n - 1);
                    int64_t len = st > 0 ? (e - b + st - 1) / st : (b - e - st - 1) / -st;
                    TT_CHECK(len >= 1, kInvalidArgument, "the slice of dimension ", d, " is empty");
-                   shape.push_back(len);
                  }
-                 return TensorType{shape, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& s = attrs_as<SliceAttrsNode>(attrs);
@@ -616,39 +552,34 @@ bool register_all() {
                  const auto& p = attrs_as<PadAttrsNode>(attrs);
                  TT_CHECK(p.before.size() == a[0].shape.size() && p.after.size() == p.before.size(),
                           kInvalidArgument, "before and after need one entry per dimension");
-                 std::vector<int64_t> s = a[0].shape;
-                 for (size_t d = 0; d < s.size(); ++d) {
+                 for (size_t d = 0; d < p.before.size(); ++d) {
                    TT_CHECK(p.before[d] >= 0 && p.after[d] >= 0, kInvalidArgument,
                             "negative padding is not supported");
-                   s[d] += p.before[d] + p.after[d];
                  }
-                 return TensorType{s, a[0].dtype};
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& p = attrs_as<PadAttrsNode>(attrs);
                  return te::pad(a[0], p.before, p.after, p.value, "pad");
                }});
-  register_op(
-      {"resize2d", "resize of the two last axes (nearest or linear)", 1, 1,
-       ResizeAttrsNode::kTypeKey, OpPattern::kInjective,
-       [](const Types& a, const AttrsNode* attrs) {
-         const auto& r = attrs_as<ResizeAttrsNode>(attrs);
-         check_rank(a[0], 4, "the data");
-         check_float(a[0], "the data");
-         TT_CHECK(r.method == "nearest" || r.method == "linear", kInvalidArgument, "method '",
-                  r.method, "' (nearest or linear)");
-         TT_CHECK(r.coordinate_mode == "half_pixel" || r.coordinate_mode == "asymmetric" ||
-                      r.coordinate_mode == "align_corners",
-                  kInvalidArgument, "coordinate mode '", r.coordinate_mode,
-                  "' (half_pixel, asymmetric or align_corners)");
-         TT_CHECK(r.size.size() == 2 && r.size[0] >= 1 && r.size[1] >= 1, kInvalidArgument,
-                  "size needs two extents >= 1");
-         return TensorType{{a[0].shape[0], a[0].shape[1], r.size[0], r.size[1]}, a[0].dtype};
-       },
-       [](const Tensors& a, const AttrsNode* attrs) {
-         const auto& r = attrs_as<ResizeAttrsNode>(attrs);
-         return te::resize2d_nchw(a[0], r.size[0], r.size[1], r.method, r.coordinate_mode);
-       }});
+  register_op({"resize2d", "resize of the two last axes (nearest or linear)", 1, 1,
+               ResizeAttrsNode::kTypeKey, OpPattern::kInjective,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& r = attrs_as<ResizeAttrsNode>(attrs);
+                 check_rank(a[0], 4, "the data");
+                 check_float(a[0], "the data");
+                 TT_CHECK(r.method == "nearest" || r.method == "linear", kInvalidArgument,
+                          "method '", r.method, "' (nearest or linear)");
+                 TT_CHECK(r.coordinate_mode == "half_pixel" || r.coordinate_mode == "asymmetric" ||
+                              r.coordinate_mode == "align_corners",
+                          kInvalidArgument, "coordinate mode '", r.coordinate_mode,
+                          "' (half_pixel, asymmetric or align_corners)");
+                 TT_CHECK(r.size.size() == 2 && r.size[0] >= 1 && r.size[1] >= 1, kInvalidArgument,
+                          "size needs two extents >= 1");
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& r = attrs_as<ResizeAttrsNode>(attrs);
+                 return te::resize2d_nchw(a[0], r.size[0], r.size[1], r.method, r.coordinate_mode);
+               }});
   return true;
 }
 
@@ -786,8 +717,7 @@ std::map<std::string, OpInfo>& op_table() {
 }  // namespace
 
 void register_op(OpInfo info) {
-  TT_ICHECK(!info.name.empty() && info.infer && info.lower,
-            "an operator needs a name, infer and lower");
+  TT_ICHECK(!info.name.empty() && info.compute, "an operator needs a name and a computation");
   std::string name = info.name;
   TT_ICHECK(op_table().emplace(name, std::move(info)).second, "operator '", name,
             "' is registered twice");
@@ -808,4 +738,28 @@ std::vector<std::string> op_names() {
   return names;
 }
 
-}  // namespace tensortune::graph
+TensorType infer_type(const OpInfo& op, const std::vector<TensorType>& args,
+                      const AttrsNode* attrs) {
+  TT_CHECK(
+      static_cast<int>(args.size()) >= op.min_args && static_cast<int>(args.size()) <= op.max_args,
+      kInvalidArgument, "takes ",
+      op.min_args == op.max_args
+          ? std::to_string(op.min_args)
+          : std::to_string(op.min_args) + " to " + std::to_string(op.max_args),
+      " arguments, got ", args.size());
+  if (op.attrs_type.empty()) {
+    TT_CHECK(!attrs, kInvalidArgument, "takes no attributes, got a ", attrs->type_key());
+  } else {
+    TT_CHECK(attrs && attrs->type_key() == op.attrs_type, kInvalidArgument, "needs a ",
+             op.attrs_type, ", got ", attrs ? std::string(attrs->type_key()) : "none");
+  }
+  if (op.check) op.check(args, attrs);
+  std::vector<Tensor> placeholders;
+  for (size_t i = 0; i < args.size(); ++i) {
+    placeholders.push_back(placeholder(args[i].shape, args[i].dtype, "p" + std::to_string(i)));
+  }
+  Tensor out = op.compute(placeholders, attrs);
+  return {out.shape(), out.dtype()};
+}
+
+}  // namespace tensortune::te
