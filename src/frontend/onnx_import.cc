@@ -607,12 +607,19 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(make(name, {a, b}, te::Attrs(), n));
     };
   }
-  for (const char* op :
-       {"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Neg", "Floor"}) {
-    static const std::map<std::string, std::string> ours = {
-        {"Relu", "relu"},    {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"},
-        {"Sqrt", "sqrt"},    {"Exp", "exp"},         {"Log", "log"},   {"Abs", "abs"},
-        {"Neg", "negative"}, {"Floor", "floor"}};
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Neg",
+                         "Floor", "Reciprocal"}) {
+    static const std::map<std::string, std::string> ours = {{"Relu", "relu"},
+                                                            {"Sigmoid", "sigmoid"},
+                                                            {"Tanh", "tanh"},
+                                                            {"Erf", "erf"},
+                                                            {"Sqrt", "sqrt"},
+                                                            {"Exp", "exp"},
+                                                            {"Log", "log"},
+                                                            {"Abs", "abs"},
+                                                            {"Neg", "negative"},
+                                                            {"Floor", "floor"},
+                                                            {"Reciprocal", "reciprocal"}};
     std::string name = ours.at(op);
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
       return one(make(name, {need(in, 0, "X")}, te::Attrs(), n));

@@ -268,6 +268,10 @@ bool register_all() {
   unary("abs", "|x|", te::abs, false);
   unary("negative", "-x", te::negative, false);
   unary("floor", "round down", te::floor);
+  unary("reciprocal", "1 / x", [](const Tensor& x) {
+    return te::elemwise(
+        x, [](const Expr& e) { return float_const(e.dtype(), 1.0) / e; }, "reciprocal");
+  });
   unary("hard_swish", "x * clip(x / 6 + 1/2, 0, 1)", [](const Tensor& x) {
     return te::elemwise(
         x,

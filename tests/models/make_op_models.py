@@ -170,7 +170,8 @@ def _(g):
 
 
 for _op, _low, _high in [("Relu", -1, 1), ("Sigmoid", -4, 4), ("Tanh", -3, 3), ("Erf", -2, 2),
-                         ("Sqrt", 0.01, 4), ("Exp", -2, 2), ("Log", 0.01, 4)]:
+                         ("Sqrt", 0.01, 4), ("Exp", -2, 2), ("Log", 0.01, 4),
+                         ("Reciprocal", 0.1, 4)]:
     def _make(op=_op, low=_low, high=_high):
         @case(op.lower())
         def _(g):
