@@ -768,9 +768,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(make("reshape", {s}, reshape_attrs(x->shape), n));
     };
   }
-  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"}) {
-    static const std::map<std::string, std::string> ours = {
-        {"ReduceMean", "reduce_mean"}, {"ReduceSum", "reduce_sum"}, {"ReduceMax", "reduce_max"}};
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
+    static const std::map<std::string, std::string> ours = {{"ReduceMean", "reduce_mean"},
+                                                            {"ReduceSum", "reduce_sum"},
+                                                            {"ReduceMax", "reduce_max"},
+                                                            {"ReduceMin", "reduce_min"}};
     std::string name = ours.at(op), onnx_op = op;
     h[op] = [this, need, one, name, onnx_op](const onnx::NodeProto& n,
                                              const std::vector<Value>& in) {

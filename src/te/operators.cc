@@ -449,7 +449,7 @@ bool register_all() {
                    return log ? te::log_softmax(a[0], axis) : te::softmax(a[0], axis);
                  }});
   }
-  for (const char* name : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+  for (const char* name : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
     std::string op = name;
     register_op({op, op.substr(7) + " over `axes` (all when empty)", 1, 1,
                  ReduceAttrsNode::kTypeKey, OpPattern::kReduction,
@@ -467,6 +467,7 @@ bool register_all() {
                    std::sort(axes.begin(), axes.end());
                    if (op == "reduce_sum") return te::reduce_sum(a[0], axes, r.keepdims);
                    if (op == "reduce_mean") return te::reduce_mean(a[0], axes, r.keepdims);
+                   if (op == "reduce_min") return te::reduce_min(a[0], axes, r.keepdims);
                    return te::reduce_max(a[0], axes, r.keepdims);
                  }});
   }

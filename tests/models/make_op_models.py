@@ -380,6 +380,11 @@ def _(g):
     g.output(g.node("ReduceSum", [g.input("x", [2, 3, 4]), g.const("ax", np.int64([0]))], keepdims=1))
 
 
+@case("reduce_min_attr_axes", opset=13)
+def _(g):
+    g.output(g.node("ReduceMin", [g.input("x", [2, 3, 4])], axes=[0, 2], keepdims=1))
+
+
 @case("reduce_sum_all", opset=11)
 def _(g):
     g.output(g.node("ReduceSum", [g.input("x", [2, 3, 4])], keepdims=0))
