@@ -23,15 +23,9 @@ inline ModuleOptions test_options(const std::string& sub = "") {
   return tensortune::testing::private_cache_options(sub);
 }
 
-/// Module options with a cache shared by every run of the test programs, for
-/// kernels whose compilation is not under test: under ctest, each test runs
-/// in its own process, and all but the first find the library built. (Keys
-/// are hashes of the source and flags, so a stale entry is never used.)
-inline ModuleOptions shared_cache_options() {
-  ModuleOptions options;
-  options.cache_dir = ::testing::TempDir() + "tt-codegen-test-shared-cache";
-  return options;
-}
+/// Module options with the cache shared by the test processes of a run, for
+/// kernels whose compilation is not under test.
+inline ModuleOptions shared_cache_options() { return tensortune::testing::shared_cache_options(); }
 
 /// The local CPU with two cores, so that parallel loops use OpenMP threads.
 inline ir::Target test_target() { return ir::Target::parse("native -num-cores=2"); }

@@ -103,7 +103,7 @@ TEST(CompiledRandomSchedules, EveryOperatorMatchesTheReference) {
     std::vector<State> states = {State::make()};
     for (int i = 0; i < kStates; ++i) states.push_back(random_state(dag, rng));
     std::vector<codegen::StateCheck> checks = codegen::verify_states(
-        c.tensors, states, target, ir::PassContext::make(), 3, testing::private_cache_options());
+        c.tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
     for (size_t i = 0; i < checks.size(); ++i) {
       const codegen::StateCheck& check = checks[i];
       ASSERT_TRUE(check.ok()) << c.name << ", state " << i << ": "

@@ -27,7 +27,7 @@ void expect_matches_reference(const std::string& workload, const std::string& ar
       te::workload_tensors(te::make_named_workload_from_text(workload, args));
   std::vector<codegen::StateCheck> checks =
       codegen::verify_states(tensors, {state}, ir::Target::parse("c -num-cores=2"),
-                             ir::PassContext::make(), 11, testing::private_cache_options());
+                             ir::PassContext::make(), 11, testing::shared_cache_options());
   EXPECT_TRUE(checks[0].ok()) << workload << "(" << args << "): "
                               << (checks[0].build.ok() ? checks[0].check->mismatch
                                                        : checks[0].build.error);

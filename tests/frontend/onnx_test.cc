@@ -48,10 +48,13 @@ void run_or_fail(const std::vector<std::string>& argv) {
   }
 }
 
-/// The generated models, their inputs and ONNX Runtime's outputs, made once
-/// per test program in a temporary folder.
+/// The generated models, their inputs and ONNX Runtime's outputs
+/// (tests/models/make_test_data.sh): under ctest made once for every test
+/// process of the run (TT_TEST_DATA_DIR, tests/CMakeLists.txt), else once
+/// per test program in a temporary folder. What a test writes goes to its
+/// own `scratch` folder.
 struct Generated {
-  std::string dir, error;
+  std::string dir, scratch, error;
   json ops, bad;
 
   Generated() {
@@ -60,23 +63,15 @@ struct Generated {
       error = "cannot make a temporary folder";
       return;
     }
-    dir = tmpl;
+    scratch = tmpl;
     const std::string src = TT_SOURCE_DIR;
-    if (!fs::exists(src + "/tools/ort/node_modules/onnxruntime-node")) {
-      error = "ONNX Runtime is not installed in tools/ort (scripts/setup.sh installs it)";
-      return;
-    }
     try {
-      run_or_fail(
-          {"/usr/bin/python3", src + "/tests/models/make_op_models.py", "--out", dir + "/ops"});
-      run_or_fail(
-          {"/usr/bin/python3", src + "/tests/models/make_models.py", "--out", dir + "/models"});
-      run_or_fail({"node", src + "/tools/ort/ort_run.js", "--manifest", dir + "/ops/manifest.json",
-                   "--output-dir", dir + "/ops_ort"});
-      for (const char* m : kModels) {
-        run_or_fail({"node", src + "/tools/ort/ort_run.js", dir + "/models/" + m + ".onnx",
-                     "--input", std::string("input=") + dir + "/models/" + m + ".input_0.npy",
-                     "--output-dir", dir + "/models_ort/" + m, "--threads", "1"});
+      if (const char* shared = std::getenv("TT_TEST_DATA_DIR");
+          shared && fs::exists(std::string(shared) + "/onnx/ready")) {
+        dir = std::string(shared) + "/onnx";
+      } else {
+        dir = scratch + "/data";
+        run_or_fail({src + "/tests/models/make_test_data.sh", dir});
       }
       ops = json::parse(*read_file_if_exists(dir + "/ops/manifest.json"));
       bad = json::parse(*read_file_if_exists(dir + "/ops/bad_manifest.json"));
@@ -86,7 +81,7 @@ struct Generated {
   }
   ~Generated() {
     std::error_code ec;
-    if (!dir.empty()) fs::remove_all(dir, ec);
+    if (!scratch.empty()) fs::remove_all(scratch, ec);
   }
   std::string model(const std::string& name) const { return dir + "/models/" + name + ".onnx"; }
 };
@@ -131,7 +126,7 @@ std::vector<te::NDArray> compile_and_run(const graph::Graph& model,
                                          graph::CompileReport* report = nullptr) {
   graph::CompileOptions options;
   options.target = ir::Target::parse("c -mcpu=native -num-cores=2");
-  options.module_options = testing::private_cache_options("onnx");
+  options.module_options = testing::shared_cache_options();
   graph::CompileReport r = graph::compile_model(model, options, out_dir);
   if (report) *report = r;
   runtime::CompiledModel m = runtime::CompiledModel::load(out_dir);
@@ -179,7 +174,8 @@ TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
     std::vector<te::NDArray> inputs;
     for (const auto& in : c["inputs"])
       inputs.push_back(npy(g.dir + "/ops/" + in["file"].get<std::string>()));
-    std::vector<te::NDArray> outputs = compile_and_run(model, inputs, g.dir + "/ops_tt/" + name);
+    std::vector<te::NDArray> outputs =
+        compile_and_run(model, inputs, g.scratch + "/ops_tt/" + name);
     ASSERT_EQ(outputs.size(), model->output_names.size());
     std::vector<std::string> files = npy_names(model->output_names);
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -253,7 +249,7 @@ TEST(OnnxImport, ModelsMatchOnnxRuntime) {
                              input, te::Tolerance{}));
     graph::CompileReport report;
     std::vector<te::NDArray> out =
-        compile_and_run(model, {input}, g.dir + "/models_tt/" + name, &report);
+        compile_and_run(model, {input}, g.scratch + "/models_tt/" + name, &report);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_TRUE(matches(
         out[0], npy(g.dir + "/models_ort/" + name + "/" + npy_names(model->output_names)[0])));
@@ -355,7 +351,7 @@ TEST(OnnxImport, TuneMeasuresExactlyTheWorkloadsCompileLooksUp) {
   REQUIRE_GENERATED();
   const std::string target = "c -num-cores=2";
   SpawnOptions o;
-  o.env = {{"XDG_CACHE_HOME", generated().dir + "/cache"}};
+  o.env = {{"XDG_CACHE_HOME", generated().scratch + "/cache"}};
   auto cli = [&](std::vector<std::string> args) {
     args.insert(args.begin(), TT_CLI_PATH);
     RunResult r = run_captured(args, o, std::chrono::seconds(600));
@@ -364,7 +360,7 @@ TEST(OnnxImport, TuneMeasuresExactlyTheWorkloadsCompileLooksUp) {
   };
   for (const char* name : kModels) {
     SCOPED_TRACE(name);
-    const std::string model = generated().model(name), log = generated().dir + "/keys_" + name;
+    const std::string model = generated().model(name), log = generated().scratch + "/keys_" + name;
     json listed = cli({"tasks", model, "--target", target, "--json"});
     std::set<std::string> keys;
     for (const auto& t : listed["tasks"]) keys.insert(t["workload_key"].get<std::string>());
@@ -406,8 +402,8 @@ TEST(OnnxImport, ExtractionAndCompilationLeaveTheGraphAsItWas) {
     EXPECT_EQ(save_string(model), bytes);
     graph::CompileOptions options;
     options.target = ir::Target::parse("c -num-cores=2");
-    options.module_options = testing::private_cache_options("onnx");
-    graph::compile_model(model, options, generated().dir + "/untouched_" + name);
+    options.module_options = testing::shared_cache_options();
+    graph::compile_model(model, options, generated().scratch + "/untouched_" + name);
     EXPECT_EQ(structural_hash(model), hash);
     EXPECT_EQ(save_string(model), bytes);
     // And a whole model round-trips through its saved form.
@@ -455,7 +451,7 @@ TEST(OnnxImport, APassThatFailsHalfwayLeavesExtractionTheUntouchedInput) {
   const Generated& g = generated();
   graph::CompileReport report;
   std::vector<te::NDArray> out = compile_and_run(model, {npy(g.dir + "/models/cnn.input_0.npy")},
-                                                 g.dir + "/fallback_cnn", &report);
+                                                 g.scratch + "/fallback_cnn", &report);
   EXPECT_NE(report.fallback_reason.find("convert_layout_nhwc"), std::string::npos);
   EXPECT_TRUE(matches(out[0], npy(g.dir + "/models_ort/cnn/" + npy_names(model->output_names)[0])));
 }
@@ -514,7 +510,7 @@ TEST(OnnxImport, BadModelsGiveTheDocumentedErrors) {
   for (size_t i = 0; i < garbage.size(); ++i)
     garbage[i] = static_cast<char>((i * 2654435761u) >> 13);
   EXPECT_TT_ERROR(frontend::import_onnx_bytes(garbage), kParse, "");
-  EXPECT_TT_ERROR(frontend::import_onnx(g.dir + "/nothing.onnx"), kNotFound, "nothing.onnx");
+  EXPECT_TT_ERROR(frontend::import_onnx(g.scratch + "/nothing.onnx"), kNotFound, "nothing.onnx");
   EXPECT_TT_ERROR(frontend::read_tensor_proto(g.model("cnn")), kParse, "cnn.onnx");
 }
 

@@ -440,7 +440,7 @@ class CompiledGraph : public ::testing::Test {
   CompileReport compile(const Graph& g, const std::string& name) {
     CompileOptions o;
     o.target = ir::Target::parse("c -num-cores=2");
-    o.module_options = testing::private_cache_options("graph");
+    o.module_options = testing::shared_cache_options();
     return compile_model(g, o, dir_ + "/" + name);
   }
   std::string dir_;
@@ -540,7 +540,7 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   }
   o.any_pass_context = true;
   o.in_model_candidates = 3;
-  o.module_options = testing::private_cache_options("graph");
+  o.module_options = testing::shared_cache_options();
   CompileReport report = compile_model(g, o, dir_ + "/candidates");
   ASSERT_EQ(report.tasks.size(), 1u);
   EXPECT_TRUE(report.tasks[0].tuned);
@@ -572,7 +572,7 @@ TEST_F(CompiledGraph, ARecordThatDoesNotReplayGivesWayToTheNextBest) {
   Graph g = Graph::make({x}, {call("relu", {call("nn.dense", {x, weight({32, 32}, 5)})})}, {"y"});
   CompileOptions o;
   o.target = ir::Target::parse("c -num-cores=2");
-  o.module_options = testing::private_cache_options("graph");
+  o.module_options = testing::shared_cache_options();
   o.any_pass_context = true;
   Partition partition = partition_model(g, o.target);
   ASSERT_EQ(partition.tasks.size(), 1u);

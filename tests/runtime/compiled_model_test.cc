@@ -140,7 +140,7 @@ class ModelFolder : public ::testing::Test {
   void compile(const std::string& name, std::vector<std::string> protect = {}) {
     graph::CompileOptions o;
     o.target = ir::Target::parse("c -num-cores=2");
-    o.module_options = testing::private_cache_options("runtime");
+    o.module_options = testing::shared_cache_options();
     o.protect = std::move(protect);
     graph::compile_model(graph_, o, path(name));
   }

@@ -552,7 +552,7 @@ TEST(Annotate, AnInnerLoopMovedOutermostIsSplitBetweenTheThreadsAndComputesTheSa
   // blend and plain loads in one vector select (the C generator's test).
   std::vector<codegen::StateCheck> checks = codegen::verify_states(
       tensors, states, ir::Target::parse("c -num-cores=2"), ir::PassContext::make(), 3,
-      tensortune::testing::private_cache_options());
+      tensortune::testing::shared_cache_options());
   for (size_t i = 0; i < checks.size(); ++i) {
     EXPECT_TRUE(checks[i].ok()) << "state " << i << ": "
                                 << (checks[i].build.ok() ? checks[i].check->mismatch

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Makes the ONNX test data once for every test process of a run: the
+# single-operator models and the whole models (tests/models/*.py, random
+# weights, nothing downloaded), and ONNX Runtime's outputs for each.
+#
+# usage: tests/models/make_test_data.sh OUT
+# OUT is replaced; OUT/ready is written last, so a reader that finds it
+# finds everything.
+set -euo pipefail
+out=$1
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+rm -rf "$out"
+mkdir -p "$out"
+if [ ! -d "$src/tools/ort/node_modules/onnxruntime-node" ]; then
+  echo "ONNX Runtime is not installed in tools/ort (scripts/setup.sh installs it)" >&2
+  exit 1
+fi
+/usr/bin/python3 "$src/tests/models/make_op_models.py" --out "$out/ops" > /dev/null
+/usr/bin/python3 "$src/tests/models/make_models.py" --out "$out/models" > /dev/null
+node "$src/tools/ort/ort_run.js" --manifest "$out/ops/manifest.json" --output-dir "$out/ops_ort" > /dev/null
+for m in mlp cnn resnet18 transformer transformer_ln_decomposed; do
+  node "$src/tools/ort/ort_run.js" "$out/models/$m.onnx" --input "input=$out/models/$m.input_0.npy" \
+    --output-dir "$out/models_ort/$m" --threads 1 > /dev/null
+done
+touch "$out/ready"
