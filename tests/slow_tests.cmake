@@ -14,5 +14,5 @@ set_tests_properties(
     PROPERTIES LABELS "frontend;slow")
 set_tests_properties(CompiledRandomSchedules.EveryOperatorMatchesTheReference
                      PROPERTIES LABELS "correctness;slow")
-set_tests_properties(SearchCli.TheSearchBeatsRandomSchedulesForTheSameTrials
+set_tests_properties(SearchCli.BothPoliciesTuneTrainAModelAndApplyTheBest
                      PROPERTIES LABELS "cli;slow")

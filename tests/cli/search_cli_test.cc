@@ -64,17 +64,21 @@ TEST_F(SearchCli, SketchesOfATask) {
   EXPECT_EQ(json::parse(j.out).size(), 6u);  // three structures, each also packed
 }
 
-TEST_F(SearchCli, TheSearchBeatsRandomSchedulesForTheSameTrials) {
-  // A real workload, really measured: the gap is several times the noise.
-  // Without --confirm, which would measure the default schedule in the
-  // random run too: this compares what the two policies find.
+// Both policies from the command line, their logs, a cost model trained on
+// them, and the best schedule built. Which policy finds faster programs is
+// not asserted here (timings never go in tests): the search's edge over
+// random schedules is tested under a deterministic runner (evolution_test.cc,
+// FindsFasterProgramsThanRandomSearchForTheSameTrials), and bench/ measures
+// it for real.
+TEST_F(SearchCli, BothPoliciesTuneTrainAModelAndApplyTheBest) {
   std::string t = task("matmul", "128,128,128");
   json search = tune(
       {"--task", t, "--trials", "48", "--log", dir_ + "/search.log", "--check", "--confirm", "0"});
   json random = tune({"--task", t, "--trials", "48", "--log", dir_ + "/random.log", "--policy",
                       "random", "--confirm", "0"});
-  double s = search["tasks"][0]["best_gflops"], r = random["tasks"][0]["best_gflops"];
-  EXPECT_GT(s, 1.5 * r) << "search " << s << " GFLOP/s, random " << r;
+  for (const json* run : {&search, &random}) {
+    EXPECT_GT((*run)["tasks"][0]["best_gflops"].get<double>(), 0) << run->dump();
+  }
   EXPECT_EQ(search["trials"], 48);
   for (const char* key : {"search_s", "training_s", "build_s", "run_s", "kernel_s", "other_s"}) {
     EXPECT_TRUE(search["time"].contains(key)) << key;
