@@ -6,15 +6,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "tensortune/measure/measurer.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/search/evolutionary.h"
+#include "tensortune/search/tuner.h"
 #include "tensortune/support/subprocess.h"
 
 namespace tensortune {
@@ -117,6 +121,59 @@ std::vector<pid_t> workers_left(pid_t parent) {
     ::usleep(10000);
   }
   return left;
+}
+
+// One default per option: the command line binds the library's option
+// structs, and --help shows their values.
+TEST_F(TuneCli, HelpShowsTheLibrarysDefaults) {
+  RunResult help = cli({"tune", "--help"});
+  ASSERT_TRUE(help.status.success()) << help.err;
+  auto shown = [&](const std::string& flag) {
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      // "  --trials INT:INT in [0 - 1099511627776]=64"
+      std::istringstream words(line);
+      std::string first;
+      words >> first;
+      if (first != flag) continue;
+      size_t eq = line.rfind('=');
+      return eq == std::string::npos ? std::nan("") : std::stod(line.substr(eq + 1));
+    }
+    ADD_FAILURE() << flag << " is not in the help:\n" << help.out;
+    return std::nan("");
+  };
+  const search::TuneOptions tune;
+  const search::EvolutionaryOptions evolution;
+  const measure::LocalRunnerOptions runner;
+  const measure::LocalBuilderOptions builder;
+  const measure::WorkerPoolOptions pool;
+  auto seconds = [](std::chrono::milliseconds d) {
+    return std::chrono::duration<double>(d).count();
+  };
+  const std::pair<const char*, double> expected[] = {
+      {"--trials", static_cast<double>(tune.trials)},
+      {"--batch-size", tune.batch_size},
+      {"--warm-up-batch", tune.warm_up_batch},
+      {"--seed", static_cast<double>(tune.seed)},
+      {"--early-stopping", static_cast<double>(tune.early_stopping)},
+      {"--abandon-factor", tune.abandon_factor},
+      {"--confirm", tune.confirm},
+      {"--population", evolution.population},
+      {"--generations", evolution.generations},
+      {"--mutation-prob", evolution.mutation_prob},
+      {"--eps-greedy", evolution.eps_greedy},
+      {"--number", runner.timing.number},
+      {"--repeat", runner.timing.repeat},
+      {"--min-repeat-ms", runner.timing.min_repeat_ms},
+      {"--cooldown-ms", runner.timing.cooldown_ms},
+      {"--timeout", seconds(runner.timeout)},
+      {"--build-timeout", seconds(builder.timeout)},
+      {"--parallelism", builder.parallelism},
+      {"--candidates-per-build", builder.candidates_per_request},
+      {"--memory-limit-mb", static_cast<double>(pool.memory_limit_bytes >> 20)},
+      {"--worker-max-requests", pool.max_requests_per_worker},
+  };
+  for (const auto& [flag, value] : expected) EXPECT_DOUBLE_EQ(shown(flag), value) << flag;
 }
 
 TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {

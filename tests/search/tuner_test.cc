@@ -147,6 +147,7 @@ TEST_F(Tuner, ResumesALongLogWithTheSameSeed) {
   options.trials = 300;
   options.batch_size = 50;
   options.log_path = log_;
+  options.confirm = 0;  // every trial a state of the policy's
   EXPECT_EQ(tune({matmul()}, random_policy(), builder, runner, options).trials, 300);
   options.trials = 20;
   TuneReport again = tune({matmul()}, random_policy(), builder, runner, options);
@@ -276,6 +277,7 @@ TEST_F(Tuner, ExhaustedPolicyEndsTheRun) {
   TuneOptions options;
   options.trials = 100000;
   options.batch_size = 2;
+  options.confirm = 0;  // the policy's three states, none measured again
   TuneReport report = tune(
       {matmul()}, [](const te::Task&, uint64_t) { return std::make_unique<ThreeStatePolicy>(); },
       builder, runner, options);
@@ -385,6 +387,7 @@ TEST_F(Tuner, FirstRoundsOfManyTasksTakeAQuarterOfTheBudget) {
   TuneOptions options;
   options.trials = 128;
   options.batch_size = 32;
+  options.confirm = 0;  // the whole budget for the scheduler to share
   GradientScheduler gradient;
   TuneHooks hooks;
   hooks.scheduler = &gradient;
@@ -546,6 +549,7 @@ TEST_F(Tuner, ConfirmMeasuresTheBestAgainWithTheDefaultAndJudgesOnAllCosts) {
   options.batch_size = 8;
   options.log_path = log_;
   // Without it, a lucky first measurement wins.
+  options.confirm = 0;
   LuckyRunner plain(structural_hash(fallback));
   TuneReport lucky = tune({task}, random_policy(), builder, plain, options);
   EXPECT_DOUBLE_EQ(*lucky.tasks[0].best_latency(), 1e-3);

@@ -192,16 +192,16 @@ void print_instruments(const json& instruments, const std::string& where) {
 }
 
 void MeasureArgs::add_to(CLI::App* cmd) {
-  cmd->add_option("--number", number, "kernel calls per measurement")
+  cmd->add_option("--number", timing.number, "kernel calls per measurement")
       ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--repeat", repeat, "measurements per candidate (one cost each)")
+  cmd->add_option("--repeat", timing.repeat, "measurements per candidate (one cost each)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--min-repeat-ms", min_repeat_ms,
+  cmd->add_option("--min-repeat-ms", timing.min_repeat_ms,
                   "lengthen a measurement shorter than this with more calls")
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--cooldown-ms", cooldown_ms, "pause between measurements")
+  cmd->add_option("--cooldown-ms", timing.cooldown_ms, "pause between measurements")
       ->check(CLI::Range(0, 1000000));
-  cmd->add_flag("--flush-cache", flush_cache,
+  cmd->add_flag("--flush-cache", timing.flush_cache,
                 "evict the kernel's buffers from the caches before each measurement");
   auto* flush = cmd->add_flag("--flush-weights", flush_weights,
                               "evict the constant inputs (weights) from the caches before every "
@@ -209,11 +209,12 @@ void MeasureArgs::add_to(CLI::App* cmd) {
   cmd->add_flag("--warm-weights", warm_weights,
                 "leave the weights in the caches between calls (the default for single tasks)")
       ->excludes(flush);
-  cmd->add_flag("--fresh-activations", fresh_activations,
+  cmd->add_flag("--fresh-activations", timing.fresh_activations,
                 "write the other inputs (activations) again before every call, a share on each of "
                 "the kernel's threads, as the kernel before it leaves them in a compiled model "
                 "(every input of a task without constant inputs)");
-  cmd->add_flag("--check", check, "compare each candidate's output with the reference evaluator");
+  cmd->add_flag("--check", timing.check,
+                "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
       ->check(CLI::Range(0.001, 86400.0));
@@ -243,14 +244,8 @@ measure::LocalBuilderOptions MeasureArgs::builder_options() const {
 
 measure::LocalRunnerOptions MeasureArgs::runner_options(bool weights_cold) const {
   measure::LocalRunnerOptions o;
-  o.timing.number = number;
-  o.timing.repeat = repeat;
-  o.timing.min_repeat_ms = min_repeat_ms;
-  o.timing.cooldown_ms = cooldown_ms;
-  o.timing.flush_cache = flush_cache;
+  o.timing = timing;
   o.timing.flush_weights = flush_weights || (weights_cold && !warm_weights);
-  o.timing.fresh_activations = fresh_activations;
-  o.timing.check = check;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   o.pin_threads = pin_threads;
   o.pool.memory_limit_bytes = memory_limit_mb << 20;

@@ -72,22 +72,22 @@ struct PassContextArgs {
 };
 
 /// How candidates are built and timed, for `measure` and `tune`.
+/// Every default is the library's: the measure layer's option structs are
+/// held, or their values converted to the command line's units.
 struct MeasureArgs {
-  int number = 1;
-  int repeat = 3;
-  int min_repeat_ms = 0;
-  int cooldown_ms = 0;
-  bool flush_cache = false;
+  measure::RunnerOptions timing;  ///< number, repeat, ..., check (flush_weights below)
   bool flush_weights = false, warm_weights = false;  ///< neither given: the caller's default
-  bool fresh_activations = false;
-  bool check = false;
-  bool pin_threads = false;
-  double timeout_s = 10;        ///< per run request
-  double build_timeout_s = 60;  ///< per candidate
-  int parallelism = 0;          ///< build workers; 0 = every core
-  int candidates_per_build = 8;
-  uint64_t memory_limit_mb = 8192;
-  int worker_max_requests = 200;  ///< 0: never recycle
+  bool pin_threads = measure::LocalRunnerOptions().pin_threads;
+  double timeout_s = seconds(measure::LocalRunnerOptions().timeout);         ///< per run request
+  double build_timeout_s = seconds(measure::LocalBuilderOptions().timeout);  ///< per candidate
+  int parallelism = measure::LocalBuilderOptions().parallelism;              ///< 0: every core
+  int candidates_per_build = measure::LocalBuilderOptions().candidates_per_request;
+  uint64_t memory_limit_mb = measure::WorkerPoolOptions().memory_limit_bytes >> 20;
+  int worker_max_requests = measure::WorkerPoolOptions().max_requests_per_worker;  ///< 0: never
+
+  static double seconds(std::chrono::milliseconds d) {
+    return std::chrono::duration<double>(d).count();
+  }
 
   void add_to(CLI::App* cmd);
   measure::LocalBuilderOptions builder_options() const;

@@ -240,6 +240,9 @@ int cmd_verify(const std::string& task_path, const std::string& state_path, int 
 
 int main(int argc, char** argv) {
   CLI::App app{"tensortune: an auto-tuning compiler for tensor programs"};
+  // --help shows each option's default, which is the library's (the options
+  // are bound to the library's option structs).
+  app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
   bool as_json = false;
 

@@ -29,19 +29,13 @@ struct TuneCommandArgs {
   std::vector<std::string> input_shapes;
   std::vector<std::string> task_paths;
   std::string tasks_file, workload, workload_args, target = "c", host, log_path;
-  int64_t trials = 64;
-  int batch_size = 16;
-  int warm_up_batch = 0;
-  uint64_t seed = 0;
   bool as_json = false;
-  bool any_pass_context = false;
   std::string policy = "evolutionary", cost_model = "xgb", cost_model_file;
   std::string scheduler = "gradient", progress_json;
-  double time_budget_s = 0;
   bool time_budget_given = false, target_given = false;
-  int64_t early_stopping = 0;
-  double abandon_factor = 4;
-  int confirm = 3;
+  /// The library's options themselves, so that each default is written once
+  /// (log_path, weights and pass_context are filled in by run_tune).
+  search::TuneOptions tune;
   search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
@@ -303,9 +297,10 @@ int run_tune(const TuneCommandArgs& args) {
   // resumed (unless --any-pass-context).
   const ir::PassContext context = args.pass_context.make();
   auto [tasks, weights] = tasks_of(args, context, labels);
-  TT_CHECK(!args.time_budget_given || (std::isfinite(args.time_budget_s) && args.time_budget_s > 0),
+  TT_CHECK(!args.time_budget_given ||
+               (std::isfinite(args.tune.time_budget_s) && args.tune.time_budget_s > 0),
            kInvalidArgument, "--time-budget must be a number of seconds > 0, got ",
-           args.time_budget_s);
+           args.tune.time_budget_s);
   std::unique_ptr<search::TaskScheduler> scheduler = search::make_task_scheduler(args.scheduler);
   search::PolicyFactory policy;
   std::shared_ptr<search::SharedCostModel> model;
@@ -317,8 +312,9 @@ int run_tune(const TuneCommandArgs& args) {
     TT_CHECK(args.policy == "evolutionary", kInvalidArgument, "unknown policy '", args.policy,
              "'; the policies are: evolutionary, random");
     model = std::make_shared<search::SharedCostModel>(
-        args.cost_model_file.empty() ? search::make_cost_model(args.cost_model, args.seed)
-                                     : search::load_cost_model(args.cost_model_file, args.seed));
+        args.cost_model_file.empty()
+            ? search::make_cost_model(args.cost_model, args.tune.seed)
+            : search::load_cost_model(args.cost_model_file, args.tune.seed));
     policy = search::evolutionary_policy(model, args.evolution);
   }
   measure::install_interrupt_cleanup();
@@ -328,29 +324,21 @@ int run_tune(const TuneCommandArgs& args) {
   const measure::LocalRunnerOptions runner_options =
       args.measure.runner_options(!args.model.empty());
   measure::LocalRunner runner(runner_options);
-  search::TuneOptions options;
-  options.trials = args.trials;
-  options.batch_size = args.batch_size;
-  options.warm_up_batch = args.warm_up_batch;
+  search::TuneOptions options = args.tune;
   options.log_path = args.log_path;
-  options.seed = args.seed;
-  options.time_budget_s = args.time_budget_s;
-  options.early_stopping = args.early_stopping;
-  options.abandon_factor = args.abandon_factor;
-  options.confirm = args.confirm;
   options.weights = weights;
   options.pass_context = context;
-  options.any_pass_context = args.any_pass_context;
 
   std::fprintf(
       stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search%s, log %s\n", tasks.size(),
       tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
-      static_cast<long long>(args.trials),
-      args.time_budget_given ? (" within " + format_double(args.time_budget_s) + " s").c_str() : "",
+      static_cast<long long>(args.tune.trials),
+      args.time_budget_given ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
+                             : "",
       args.policy == "random" ? "random"
                               : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
       timing_note(runner_options.timing).c_str(), args.log_path.c_str());
-  ProgressTable table(args.trials, args.time_budget_s, labels);
+  ProgressTable table(args.tune.trials, args.tune.time_budget_s, labels);
   // The progress file is rewritten from the start: never over what the run reads.
   std::vector<std::string> inputs = args.task_paths;
   for (const std::string& p : {args.log_path, args.tasks_file, args.model, args.cost_model_file}) {
@@ -366,8 +354,8 @@ int run_tune(const TuneCommandArgs& args) {
     events.write(
         {{"event", "start"},
          {"tasks", list},
-         {"trials", args.trials},
-         {"time_budget_s", args.time_budget_given ? json(args.time_budget_s) : json(nullptr)},
+         {"trials", args.tune.trials},
+         {"time_budget_s", args.time_budget_given ? json(args.tune.time_budget_s) : json(nullptr)},
          {"policy", args.policy},
          {"scheduler", scheduler->name()}});
   }
@@ -376,7 +364,7 @@ int run_tune(const TuneCommandArgs& args) {
   hooks.scheduler = scheduler.get();
   hooks.progress = [&](const search::TaskSummary& s, const search::TuneReport& so_far) {
     table.update(s, so_far);
-    auto left = estimated_left(so_far, args.trials, args.time_budget_s);
+    auto left = estimated_left(so_far, args.tune.trials, args.tune.time_budget_s);
     json e = {{"event", "batch"},
               {"elapsed_s", so_far.elapsed_s},
               {"trials", so_far.trials},
@@ -489,16 +477,16 @@ Command add_tune_command(CLI::App& app) {
          "target string, e.g. \"c -mcpu=native -num-cores=2\" (default c; native with a model)")
       ->each([args](const std::string&) { args->target_given = true; });
   cmd->add_option("--host", args->host, "host target string");
-  cmd->add_option("--trials", args->trials, "new measurements in this run, over all tasks")
+  cmd->add_option("--trials", args->tune.trials, "new measurements in this run, over all tasks")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd->add_option("--batch-size", args->batch_size, "candidates measured together")
+  cmd->add_option("--batch-size", args->tune.batch_size, "candidates measured together")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--warm-up-batch", args->warm_up_batch,
+  cmd->add_option("--warm-up-batch", args->tune.warm_up_batch,
                   "candidates in each task's first round when several tasks are tuned "
                   "(default: max(8, trials / (4 x tasks)))")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log", args->log_path, "record log: appended to, and resumed from")->required();
-  cmd->add_option("--seed", args->seed, "random seed");
+  cmd->add_option("--seed", args->tune.seed, "random seed");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
   cmd->add_option("--policy", args->policy, "search policy: evolutionary (default) or random");
   cmd->add_option("--cost-model", args->cost_model,
@@ -525,23 +513,23 @@ Command add_tune_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--scheduler", args->scheduler,
                   "which task goes next: gradient (default) or round-robin");
-  cmd->add_option("--time-budget", args->time_budget_s, "stop after this many seconds")
+  cmd->add_option("--time-budget", args->tune.time_budget_s, "stop after this many seconds")
       ->each([args](const std::string&) { args->time_budget_given = true; });
-  cmd->add_option("--abandon-factor", args->abandon_factor,
+  cmd->add_option("--abandon-factor", args->tune.abandon_factor,
                   "time a candidate once when its first measurement is this many times slower "
                   "than its task's best so far (0: time every candidate fully)")
       ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--confirm", args->confirm,
+  cmd->add_option("--confirm", args->tune.confirm,
                   "at the end, measure each task's best N schedules (its default among them) "
                   "again and judge them on all their costs; at most a tenth of the trials "
                   "(0: none)")
       ->check(CLI::Range(0, 1000));
-  cmd->add_option("--early-stopping", args->early_stopping,
+  cmd->add_option("--early-stopping", args->tune.early_stopping,
                   "stop tuning a task after this many trials without improvement (0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--progress-json", args->progress_json,
                   "also write progress as JSON events, one per line, to this file");
-  cmd->add_flag("--any-pass-context", args->any_pass_context,
+  cmd->add_flag("--any-pass-context", args->tune.any_pass_context,
                 "resume from records of the log built under any pass context, not only this one");
   args->measure.add_to(cmd);
   args->pass_context.add_to(cmd);

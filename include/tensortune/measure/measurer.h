@@ -72,9 +72,11 @@ struct LocalBuilderOptions {
   int parallelism = 0;  ///< build workers; 0 uses every core
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per candidate
   /// Candidates compiled together in one C module by one compiler run.
-  int candidates_per_request = 8;  ///< measure_bench: 30 candidates/s at 8, 21 at 1
-  std::string cache_dir;           ///< module cache; "" for codegen::default_cache_dir()
-  WorkerPoolOptions pool;          ///< num_workers is set from parallelism
+  /// Candidates compiled together by one compiler run, which amortises its
+  /// start-up (bench/measure_bench.cc measures the trade).
+  int candidates_per_request = 8;
+  std::string cache_dir;   ///< module cache; "" for codegen::default_cache_dir()
+  WorkerPoolOptions pool;  ///< num_workers is set from parallelism
 };
 
 /// Builds in a pool of local workers. A group of candidates whose request

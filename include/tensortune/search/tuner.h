@@ -58,7 +58,7 @@ struct TuneOptions {
   /// pools a schedule's records): where the machine's speed drifts, the
   /// fastest single measurement is often a lucky one. The re-measurements
   /// are trials of this run and take at most a tenth of them. 0: none.
-  int confirm = 0;
+  int confirm = 3;
 };
 
 /// Where the run's wall-clock time went.
