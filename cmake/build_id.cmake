@@ -6,7 +6,7 @@
 #
 #   cmake -DOUT=... -DROOT=... -DVERSION=... -P cmake/build_id.cmake
 file(GLOB_RECURSE sources RELATIVE ${ROOT}
-     ${ROOT}/src/*.cc ${ROOT}/src/*.h ${ROOT}/include/*.h ${ROOT}/tools/worker/*.cc)
+     ${ROOT}/src/*.cc ${ROOT}/src/*.h ${ROOT}/src/*.c ${ROOT}/include/*.h ${ROOT}/tools/worker/*.cc)
 list(SORT sources)
 set(digest_input "")
 foreach(path IN LISTS sources)

@@ -20,6 +20,12 @@
 #include "tensortune/support/strings.h"
 
 namespace tensortune::codegen {
+
+// The C helpers of generated code (src/codegen/c_helpers/*.c), embedded by
+// cmake/embed_c_helpers.cmake.
+extern const char* const c_helper_exp_f32;
+extern const char* const c_helper_tanh_f32;
+extern const char* const c_helper_erf_f32;
 namespace {
 
 using ir::BinaryOp;
@@ -343,106 +349,22 @@ class Prelude {
             ") ? a[l] : b[l];\n  return r;\n}");
     return name;
   }
-  /// Name of a float exp, erf or tanh in plain arithmetic (within a few ulp,
-  /// see below), which GCC vectorizes inside the lane loops of vector code;
-  /// math.h's expf, erff and tanhf are calls it cannot.
+  /// Name of a float exp, erf or tanh in plain arithmetic (within a few ulp),
+  /// which GCC vectorizes inside the lane loops of vector code; math.h's
+  /// expf, erff and tanhf are calls it cannot. The definitions are C files
+  /// (src/codegen/c_helpers/), embedded at build time.
   std::string vectorizable_f32(Intrinsic op) {
     if (op == Intrinsic::kExp) {
-      // e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln(2) / 2; e^r by a
-      // degree-6 polynomial fitted on that interval (relative error 1.2e-7).
-      // 2^n is applied as two powers of two, so that n from -150 to 150 needs
-      // no special case: results round to 0 below e^-104 and overflow to inf
-      // above e^88.7, as expf's do. n is rounded by adding and subtracting
-      // 1.5 * 2^23, which the compiler keeps (no -ffast-math). n is halved by
-      // an arithmetic shift (GCC's and Clang's >> of a negative int): k / 2
-      // rounds toward zero, which costs two vector instructions more, and the
-      // softmax over [4,128,128] 4% of its time on a Zen 3.
-      // |x| is clamped to 104 as an unsigned minimum of its bits: one vector
-      // instruction, where float selects make GCC evaluate the rest once more
-      // per clamped constant and blend (a third more instructions, measured).
-      // A NaN's bits clamp to 104 too, so n stays in range; the last line
-      // restores the NaN.
-      add(helpers_, "tt_exp_f32",
-          "static inline float tt_exp_f32(float x) {\n"
-          "  float c = __builtin_fabsf(x);\n"
-          "  uint32_t cb;\n"
-          "  __builtin_memcpy(&cb, &c, sizeof cb);\n"
-          "  cb = cb < 0x42D00000u ? cb : 0x42D00000u; /* 104.0f */\n"
-          "  __builtin_memcpy(&c, &cb, sizeof c);\n"
-          "  c = __builtin_copysignf(c, x);\n"
-          "  float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;\n"
-          "  float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;\n"
-          "  float p = 1.39336509e-3f;\n"
-          "  p = p * r + 8.36318173e-3f;\n"
-          "  p = p * r + 4.16664667e-2f;\n"
-          "  p = p * r + 1.66665763e-1f;\n"
-          "  p = p * r + 0.5f;\n"
-          "  p = 1.0f + r + r * r * p;\n"
-          "  int32_t k = (int32_t)n, half = k >> 1;\n"
-          "  uint32_t b1 = (uint32_t)(half + 127) << 23, b2 = (uint32_t)(k - half + 127) << 23;\n"
-          "  float s1, s2;\n"
-          "  __builtin_memcpy(&s1, &b1, sizeof s1);\n"
-          "  __builtin_memcpy(&s2, &b2, sizeof s2);\n"
-          "  return x != x ? x : p * s1 * s2;\n"
-          "}");
+      add(helpers_, "tt_exp_f32", c_helper_exp_f32);
       return "tt_exp_f32";
     }
     if (op == Intrinsic::kTanh) {
-      // |x| <= 0.625: x (1 + x^2 P(x^2)), P of degree 4 fitted for relative
-      // error (1e-7 in float; the product keeps -0's sign); beyond, 1 - 2 / (e^2|x| + 1) with the
-      // sign of x, which no longer cancels (relative error 1.6e-7). tanh(9) is 1 in float.
-      // The sign goes back by copysign, not a select, and a NaN needs no
-      // select of its own (it reaches big through exp): the two selects cost
-      // GCC's vectorized loop a fifth more time (252 against 206 us on 65536
-      // lanes, measured with this exp).
-      std::string exp = vectorizable_f32(Intrinsic::kExp);
-      add(helpers_, "tt_tanh_f32",
-          "static inline float tt_tanh_f32(float x) {\n"
-          "  float a = __builtin_fabsf(x);\n"
-          "  float u = x * x;\n"
-          "  float p = -5.71889153e-3f;\n"
-          "  p = p * u + 2.06530639e-2f;\n"
-          "  p = p * u - 5.37446403e-2f;\n"
-          "  p = p * u + 1.33315125e-1f;\n"
-          "  p = p * u - 3.33332852e-1f;\n"
-          "  float small = x * (1.0f + u * p);\n"
-          "  float c = a > 9.0f ? 9.0f : a;\n"
-          "  float big = 1.0f - 2.0f / (" +
-              exp +
-              "(2.0f * c) + 1.0f);\n"
-              "  return a <= 0.625f ? small : __builtin_copysignf(big, x);\n"
-              "}");
+      vectorizable_f32(Intrinsic::kExp);  // tanh's definition calls it
+      add(helpers_, "tt_tanh_f32", c_helper_tanh_f32);
       return "tt_tanh_f32";
     }
     TT_ICHECK(op == Intrinsic::kErf, "no vectorizable form of ", intrinsic_name(op));
-    // erf(x) = x P(x^2) / Q(x^2), a rational fit of degrees 6 and 5, odd like
-    // erf itself; beyond |x| = 3.65 the result is +-1 (erf is within 2.5e-7
-    // of it there, and the fit would exceed 1 by two ulp from 3.654 on).
-    // Absolute error 3.4e-7 over all floats (an exhaustive scan); NaN passes.
-    // The selects are on the result, so GCC evaluates the fit once and blends
-    // two constants in: clamping |x| instead and putting the sign back took 8
-    // more vector instructions per 8 lanes, and the transformer's GELU dense
-    // (128x256x1024) 4% longer on one Zen 3 thread.
-    add(helpers_, "tt_erf_f32",
-        "static inline float tt_erf_f32(float x) {\n"
-        "  float u = x * x;\n"
-        "  float p = -1.18449446e-8f;\n"
-        "  p = p * u + 4.41920974e-6f;\n"
-        "  p = p * u + 3.69861169e-4f;\n"
-        "  p = p * u + 3.83007131e-3f;\n"
-        "  p = p * u + 5.41227460e-2f;\n"
-        "  p = p * u + 1.85452595e-1f;\n"
-        "  p = p * u + 1.12837923f;\n"
-        "  float q = 6.05928253e-5f;\n"
-        "  q = q * u + 1.29045639e-3f;\n"
-        "  q = q * u + 1.53893577e-2f;\n"
-        "  q = q * u + 1.13860272e-1f;\n"
-        "  q = q * u + 4.97686446e-1f;\n"
-        "  q = q * u + 1.0f;\n"
-        "  float r = x * p / q;\n"
-        "  r = x > 3.65f ? 1.0f : r;\n"
-        "  return x < -3.65f ? -1.0f : r;\n"
-        "}");
+    add(helpers_, "tt_erf_f32", c_helper_erf_f32);
     return "tt_erf_f32";
   }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
