@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -153,5 +155,16 @@ FileLock::FileLock(int fd, Mode mode, const std::string& path) : fd_(fd) {
 }
 
 FileLock::~FileLock() { ::flock(fd_, LOCK_UN); }
+
+bool path_is_within(const std::string& inner, const std::string& outer) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  if (ec) return false;
+  fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  if (ec) return false;
+  auto [i, o] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  return o == b.end();
+}
 
 }  // namespace tensortune

@@ -64,12 +64,9 @@ std::string read_file(const std::string& path) {
 }
 
 void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
-  std::error_code ec;
-  auto out = std::filesystem::weakly_canonical(std::filesystem::absolute(output), ec);
   for (const std::string& input : inputs) {
-    if (input.empty()) continue;
-    auto in = std::filesystem::weakly_canonical(std::filesystem::absolute(input), ec);
-    TT_CHECK(ec || in != out, kInvalidArgument, "the output '", output, "' is the input '", input,
+    TT_CHECK(input.empty() || !path_is_within(input, output), kInvalidArgument, "the output '",
+             output, "' is the input '", input,
              "': write to another file, then move it over the input if you mean to");
   }
 }

@@ -241,16 +241,6 @@ std::vector<std::string> output_files(const std::vector<runtime::TensorInfo>& ou
   return files;
 }
 
-/// True if `inner` is `outer` or lies inside it (paths resolved).
-bool is_within(const std::string& inner, const std::string& outer) {
-  std::error_code ec;
-  auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(inner), ec);
-  auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(outer), ec);
-  if (ec) return false;
-  auto [i, o] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-  return o == b.end();
-}
-
 te::NDArray read_input(const std::string& path) {
   std::string bytes = read_file(path);
   if (bytes.rfind("\x93NUMPY", 0) == 0) return te::parse_npy(bytes, path);
@@ -264,7 +254,7 @@ int run_run(const RunArgs& args) {
   if (!args.output_dir.empty()) {
     // The outputs go beside the model, never into it (a folder compile
     // replaces only while it holds what compile wrote), nor over an input.
-    TT_CHECK(!is_within(args.output_dir, args.model_dir), kInvalidArgument, "--output-dir '",
+    TT_CHECK(!path_is_within(args.output_dir, args.model_dir), kInvalidArgument, "--output-dir '",
              args.output_dir, "' is inside the compiled model '", args.model_dir,
              "'; choose a folder of its own");
     out_files = output_files(m.outputs(), args.output_dir);
@@ -292,7 +282,7 @@ int run_run(const RunArgs& args) {
     TT_CHECK(files.emplace(name, file).second, kInvalidArgument, "--input gives '", name,
              "' twice; give each input once");
     for (const std::string& out : out_files) {
-      TT_CHECK(!is_within(file, out), kInvalidArgument, "--input '", spec,
+      TT_CHECK(!path_is_within(file, out), kInvalidArgument, "--input '", spec,
                "' would be overwritten by the output file '", out,
                "'; choose another --output-dir");
     }
@@ -313,7 +303,7 @@ int run_run(const RunArgs& args) {
   }
   // The outputs are allocated once: a fresh allocation per run would put its
   // page faults in the first runs' times (glibc maps large blocks anew until
-  // its thresholds adapt: 1.8 ms against 1.1 for a 2 MiB output).
+  // its thresholds adapt).
   std::vector<te::NDArray> outputs = m.make_outputs();
   m.run_into(inputs, outputs);  // warm-up: pages, caches, thread pool
   std::vector<double> latencies, step_seconds, total_step_seconds;

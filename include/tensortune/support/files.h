@@ -22,6 +22,11 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 /// The whole file, or nullopt when it cannot be opened.
 std::optional<std::string> read_file_if_exists(const std::string& path);
 
+/// Whether `inner` is `outer` or lies inside it, both resolved (absolute,
+/// symbolic links followed as far as they exist); false when either cannot
+/// be resolved. How every command checks that an output is not an input.
+bool path_is_within(const std::string& inner, const std::string& outer);
+
 /// Creates `dir` and its missing parents with mode 0700, then checks that
 /// `dir` is a directory owned by this user that neither group nor others
 /// may write: otherwise a kIO error naming `what`, the path, its owner and
