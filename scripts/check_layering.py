@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the layering rule of DESIGN.md: a layer never includes from a layer above it.
+"""Checks the layering rule of docs/architecture.md: a layer never includes from a layer above it.
 
 Scans src/<layer>/ and include/tensortune/<layer>/ and reports, one per line:
   - an include of a public header of a higher layer ("tensortune/<higher>/..."),
@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-# Bottom to top (DESIGN.md, "Layers").
+# Bottom to top (docs/architecture.md, "Layers").
 LAYERS = ["support", "object", "ir", "te", "schedule", "lower", "codegen", "runtime", "measure",
           "search", "graph", "frontend"]
 RANK = {name: i for i, name in enumerate(LAYERS)}

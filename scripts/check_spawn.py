@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Forbids the process-creation calls that DESIGN.md invariant 7 rules out.
+"""Forbids the process-creation calls that docs/architecture.md invariant 7 rules out.
 
 Workers, compilers and every other child process are started with
 posix_spawn (support/subprocess.h). fork and vfork copy the tuner's threads'
@@ -65,7 +65,7 @@ def problems_in(path, text):
     for match in CALL.finditer(code):
         line = code.count("\n", 0, match.start()) + 1
         found.append(f"{path}:{line}: calls {match.group(1)}(); start processes with posix_spawn "
-                     f"(support/subprocess.h), DESIGN.md invariant 7")
+                     f"(support/subprocess.h), docs/architecture.md invariant 7")
     return found
 
 

@@ -542,7 +542,8 @@ class FunctionEmitter {
     for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
       if (it->first.same_as(b)) return it->second;
     }
-    // Structure, not identity (DESIGN.md invariant 3): an equal buffer node is the same buffer.
+    // Structure, not identity (docs/architecture.md invariant 3): an equal buffer node is the same
+    // buffer.
     for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
       if (structural_equal(it->first, b)) return it->second;
     }
@@ -1267,8 +1268,8 @@ std::vector<std::string> compile_flags(const ir::Target& target) {
   // The loops GCC vectorizes itself (epilogues, exp and erf lane loops) get
   // the target's vector width, not the one GCC's tuning prefers for the CPU
   // it takes this one for: 256 bits on AVX-512 machines even where 512-bit
-  // vectors are faster (peers.md), and 128 on a 2-vCPU AMD EPYC Zen 3 VM,
-  // which -march=native takes for a znver1.
+  // vectors are faster, and 128 on virtual machines whose CPU -march=native
+  // takes for an older one.
   int64_t bits = std::clamp<int64_t>(ir::hardware_params(target)->vector_bytes * 8, 128, 512);
   flags.push_back("-mprefer-vector-width=" + std::to_string(bits));
 #else

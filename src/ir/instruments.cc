@@ -1,5 +1,5 @@
 // The built-in instruments. Each keeps only plain data, and results() returns
-// it as JSON, so a worker can send it back to the tuner (DESIGN.md invariant 6).
+// it as JSON, so a worker can send it back to the tuner (docs/architecture.md invariant 6).
 #include <algorithm>
 #include <chrono>
 #include <initializer_list>

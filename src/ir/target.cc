@@ -736,7 +736,7 @@ Target Target::with_host(const Target& new_host) const {
   if (!new_host) return *this;
   if (node.host) {
     // Structural, not pointer, comparison: a host that crossed a process
-    // boundary is another object with the same value (DESIGN.md, lesson 4).
+    // boundary is another object with the same value (docs/architecture.md, "Why the rules").
     if (structural_equal(node.host, new_host)) return *this;
     fail(ErrorKind::kInvalidArgument, "target '", str(), "' already has host '", host().str(),
          "', which differs from the new host '", new_host.str(), "'");

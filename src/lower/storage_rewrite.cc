@@ -25,7 +25,7 @@ namespace {
 using BufferKey = const ir::BufferNode*;
 
 /// Buffer -> replacement; a buffer node structurally equal to a key counts
-/// as that key (structure, not identity: DESIGN.md invariant 3).
+/// as that key (structure, not identity: docs/architecture.md invariant 3).
 class BufferMap {
  public:
   void add(const Buffer& from, const Buffer& to) { entries_.emplace_back(from, to); }

@@ -156,7 +156,7 @@ TEST(Target, EqualityIncludesHost) {
 TEST(Target, WithHostAcceptsEqualHostObject) {
   Target t = Target::parse("cuda -arch=sm_80 -host=\"c -mattr=avx2 -num-cores=8\"");
   // The same host value, as another object: what a target looks like after
-  // its host crossed a process boundary (DESIGN.md lesson 4).
+  // its host crossed a process boundary (docs/architecture.md, "Why the rules").
   Target same_host = load_json_as<Target>(save_json(t.host()));
   ASSERT_FALSE(same_host.same_as(t.host()));
   Target combined = t.with_host(same_host);

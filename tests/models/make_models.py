@@ -25,7 +25,7 @@ Models (all float32, batch 1, static shapes):
 
 For each model NAME it writes NAME.onnx, NAME.input_0.pb (a random input,
 ONNX TensorProto, same layout as the ONNX backend test data sets) and the
-same input as NAME.input_0.npy. Copied from ../shared/models and extended.
+same input as NAME.input_0.npy.
 
 --opset N (11..17, default 17) emits the same graphs for an older opset, as
 older exporters do (onnx 1.12's version_converter cannot down-convert

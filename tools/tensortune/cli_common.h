@@ -47,7 +47,7 @@ te::Task load_task(const std::string& path);
 void add_trust_file_compiler_flag(CLI::App* cmd);
 /// A kInvalidArgument error when `task`, read from `where`, sets target
 /// attributes that name a program (-compiler, -cflags): a file is data, and
-/// only the person running the tool chooses what runs (DESIGN.md invariant 10).
+/// only the person running the tool chooses what runs (docs/architecture.md invariant 10).
 void check_file_target(const te::Task& task, const std::string& where);
 /// A state file (one saved State); the naive schedule for "".
 schedule::State load_state(const std::string& path);

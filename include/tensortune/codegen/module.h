@@ -15,7 +15,7 @@
 /// after upgrading it.
 ///
 /// Compiler runs are child processes started with posix_spawn (support/
-/// subprocess.h, DESIGN.md invariant 7), their stderr captured. A compiler
+/// subprocess.h, docs/architecture.md invariant 7), their stderr captured. A compiler
 /// that fails, cannot be started or runs past the timeout is a kRuntime
 /// error quoting its diagnostics and the generated source lines they name.
 #pragma once

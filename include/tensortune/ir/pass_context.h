@@ -4,7 +4,7 @@
 ///
 /// A PassContext is an immutable node, so it is a plain value: it is saved
 /// with the build request, loaded in the worker and put in force there, which
-/// is what makes DESIGN.md invariant 6 ("the context travels") hold.
+/// is what makes docs/architecture.md invariant 6 ("the context travels") hold.
 /// Instruments are never objects inside the context, only specs (a registered
 /// name plus JSON parameters); a PassContextGuard creates the instrument
 /// objects from the specs in whichever process it runs, and their results()

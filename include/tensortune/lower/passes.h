@@ -5,7 +5,7 @@
 /// Every pass takes a PrimFunc and returns a new one (or the same one when
 /// nothing changed); the input is never altered. Passes that have options read
 /// them from ir::PassContext::current(), so that a worker lowers exactly as the
-/// tuner would (DESIGN.md invariant 6).
+/// tuner would (docs/architecture.md invariant 6).
 #pragma once
 
 #include "tensortune/lower/stmt.h"

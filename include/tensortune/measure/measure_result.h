@@ -2,7 +2,7 @@
 /// What one measurement is about (a task and a schedule state) and what came
 /// of it: costs, or one error code saying why there are none. MeasureResult
 /// is a reflected value: its field list is how it is saved in records and
-/// worker replies (DESIGN.md invariant 1).
+/// worker replies (docs/architecture.md invariant 1).
 #pragma once
 
 #include <array>

@@ -104,7 +104,7 @@ std::string task_key(const te::Task& task);
 
 /// Which pass contexts a lookup accepts. By default only the one a run is
 /// under: a log is resumed or applied only under the context it was tuned
-/// with (DESIGN.md invariant 6); any context only when asked for explicitly.
+/// with (docs/architecture.md invariant 6); any context only when asked for explicitly.
 struct ContextMatch {
   std::optional<Hash64> hash;  ///< nullopt accepts any context
 

@@ -1,7 +1,7 @@
 /// \file
 /// Sizes computed with checked arithmetic: a product or sum of extents that
 /// int64 cannot hold is a user error naming what was being sized, never a
-/// wrapped value (DESIGN.md invariant 10).
+/// wrapped value (docs/architecture.md invariant 10).
 #pragma once
 
 #include <cstdint>

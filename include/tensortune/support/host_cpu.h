@@ -11,7 +11,7 @@
 namespace tensortune {
 
 struct HostCpu {
-  std::string name;                   ///< "AMD EPYC 9R45", or the machine's architecture
+  std::string name;                   ///< /proc/cpuinfo's model name, or the architecture
   std::vector<std::string> features;  ///< instruction sets, as -mattr spells them ("avx2")
   int64_t cores = 1;                  ///< the CPUs this process may run on
   int64_t cache_line = 0;             ///< bytes; 0 where unknown
