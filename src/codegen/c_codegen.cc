@@ -16,6 +16,7 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/simplify.h"
 #include "tensortune/lower/passes.h"
+#include "tensortune/lower/pipeline.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/strings.h"
 
@@ -1236,8 +1237,6 @@ bool is_x86_feature(const std::string& feature) {
 
 std::string c_function_name(const std::string& name) { return sanitize(name, "_kernel"); }
 
-std::vector<std::string> c_pass_names() { return {"vectorize_reductions", "split_wide_vectors"}; }
-
 std::vector<std::string> compile_flags(const ir::Target& target) {
   const ir::TargetNode& t = check_c_target(target);
   // -Wno-psabi: GCC notes that wide vector types change the calling
@@ -1310,15 +1309,8 @@ class CKernelSources final : public KernelSources {
     // Emitted into a copy of the prelude, kept only when the kernel succeeds,
     // so a kernel that cannot be expressed leaves no trace.
     Prelude prelude = prelude_;
-    // Reductions are folded into register-wide vectors, then vectors wider
-    // than the registers are cut to their width (lower/passes.h says why);
-    // the emitter's lane loops remain for when that pass is disabled.
-    PrimFunc reduced = ir::run_pass(
-        "vectorize_reductions", f,
-        [&](const PrimFunc& g) { return lower::vectorize_reductions(g, vector_bytes_); }, 2);
-    PrimFunc legal = ir::run_pass(
-        "split_wide_vectors", reduced,
-        [&](const PrimFunc& g) { return lower::split_wide_vectors(g, vector_bytes_); }, 1);
+    // The emitter's lane loops remain for when those passes are disabled.
+    PrimFunc legal = lower::run_target_pipeline(f, vector_bytes_);
     FunctionEmitter emitter(prelude, legal, num_cores_, align_, vector_bytes_);
     std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");
     // A bug of tensortune's own, to test that it is never blamed on the candidate.

@@ -53,4 +53,38 @@ std::vector<std::string> pipeline_pass_names() {
   return names;
 }
 
+namespace {
+
+struct TargetStep {
+  const char* name;
+  PrimFunc (*pass)(const PrimFunc&, int64_t vector_bytes);
+  int64_t min_opt_level;
+};
+
+// Reductions are folded into register-wide vectors first; the vectors that
+// are still wider than the registers are then cut to their width (passes.h
+// says why). A code generator keeps its lane loops for when either is off.
+constexpr TargetStep kTargetPipeline[] = {
+    {"vectorize_reductions", vectorize_reductions, 2},
+    {"split_wide_vectors", split_wide_vectors, 1},
+};
+
+}  // namespace
+
+PrimFunc run_target_pipeline(const PrimFunc& f, int64_t vector_bytes) {
+  PrimFunc out = f;
+  for (const auto& step : kTargetPipeline) {
+    out = ir::run_pass(
+        step.name, out, [&](const PrimFunc& g) { return step.pass(g, vector_bytes); },
+        step.min_opt_level);
+  }
+  return out;
+}
+
+std::vector<std::string> target_pipeline_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& step : kTargetPipeline) names.emplace_back(step.name);
+  return names;
+}
+
 }  // namespace tensortune::lower

@@ -52,6 +52,29 @@ TEST(Pipeline, InstrumentsSeeEveryPass) {
   EXPECT_EQ(guard.instrument_results()["pass_names"], expected);
 }
 
+// The passes that fit a kernel to the target's vectors are the pipeline's
+// too: listed, run in order through ir::run_pass, seen by instruments,
+// skipped when disabled, and they keep what the kernel computes.
+TEST(Pipeline, TargetPassesAreListedSeenAndDisabledLikeTheOthers) {
+  EXPECT_EQ(target_pipeline_pass_names(),
+            (std::vector<std::string>{"vectorize_reductions", "split_wide_vectors"}));
+  PrimFunc lowered = run_pipeline(sample());
+  {
+    ir::PassContextGuard guard(ir::PassContext::make(
+        ir::PassContextOptions().with_instrument(ir::InstrumentSpec::make("pass_names"))));
+    PrimFunc out = run_target_pipeline(lowered, 16);
+    nlohmann::json expected = target_pipeline_pass_names();
+    EXPECT_EQ(guard.instrument_results()["pass_names"], expected);
+    expect_same_results(lowered, out);
+  }
+  ir::PassContextGuard guard(
+      ir::PassContext::make(ir::PassContextOptions()
+                                .with_disabled("split_wide_vectors")
+                                .with_instrument(ir::InstrumentSpec::make("pass_names"))));
+  run_target_pipeline(lowered, 16);
+  EXPECT_EQ(guard.instrument_results()["pass_names"], nlohmann::json({"vectorize_reductions"}));
+}
+
 TEST(Pipeline, KeepsResultsAndDoesNotChangeItsInput) {
   PrimFunc f = sample();
   Ref<PrimFuncNode> copy = deep_copy(f);

@@ -27,7 +27,7 @@ using schedule::IterAnnotation;
 /// The passes a C build runs: the lowering pipeline, then the back end's.
 std::vector<std::string> all_pass_names() {
   std::vector<std::string> names = lower::pipeline_pass_names();
-  for (auto& name : codegen::c_pass_names()) names.push_back(name);
+  for (auto& name : lower::target_pipeline_pass_names()) names.push_back(name);
   return names;
 }
 

@@ -104,7 +104,8 @@ ir::PassContext PassContextArgs::make() const {
   }
   // A misspelt pass would otherwise disable nothing, silently.
   std::vector<std::string> known = tt::lower::pipeline_pass_names();
-  for (const auto& names : {tt::codegen::c_pass_names(), tt::graph::optimize_pass_names()}) {
+  for (const auto& names :
+       {tt::lower::target_pipeline_pass_names(), tt::graph::optimize_pass_names()}) {
     known.insert(known.end(), names.begin(), names.end());
   }
   for (const auto& pass : disabled) {

@@ -11,7 +11,7 @@
 /// dtype); it returns 0. What the generated code relies on:
 ///  - vector expressions (Ramp, Broadcast, vector loads and arithmetic) use
 ///    GCC vector types sized lanes x element bytes, at most the target's
-///    vector width (c_pass_names: wider statements are cut to it first);
+///    vector width (lower::run_target_pipeline cuts wider statements to it first);
 ///    vector memory accesses are unaligned; masks (bool vectors) are int32
 ///    lanes of 0 / -1;
 ///  - float16 and bfloat16 are computed in float and converted where they
@@ -51,12 +51,6 @@ namespace tensortune::codegen {
 /// output element changed after the kernel ran), so fault tests take the
 /// path a real bad candidate takes.
 std::string generate_c(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target);
-
-/// The passes the C back end runs on each kernel after lower::run_pipeline,
-/// in order, each through ir::run_pass: "vectorize_reductions" (opt_level 2
-/// and up) and "split_wide_vectors", both with the target's vector width
-/// (lower/passes.h).
-std::vector<std::string> c_pass_names();
 
 /// The C symbol generate_c gives a kernel called `name`: `name` itself when it
 /// is a valid identifier that no C keyword or library name takes, otherwise

@@ -22,4 +22,14 @@ PrimFunc run_pipeline(const PrimFunc& f);
 /// The names of the pipeline's passes, in the order they run (a name may repeat).
 std::vector<std::string> pipeline_pass_names();
 
+/// The passes that fit a kernel to the target's vectors, run by a code
+/// generator after run_pipeline, each through ir::run_pass:
+/// vectorize_reductions (opt_level 2 and up: reductions folded into
+/// register-wide vectors), then split_wide_vectors (1 and up: vectors wider
+/// than the registers cut to their width), both for `vector_bytes`.
+PrimFunc run_target_pipeline(const PrimFunc& f, int64_t vector_bytes);
+
+/// The names of run_target_pipeline's passes, in the order they run.
+std::vector<std::string> target_pipeline_pass_names();
+
 }  // namespace tensortune::lower
