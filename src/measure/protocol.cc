@@ -160,8 +160,7 @@ T decode(std::string_view payload, std::string_view what) {
   if (auto error = std::dynamic_pointer_cast<const RequestError>(node)) {
     // A bug on the worker's side is tensortune's, not the request's.
     if (error->kind == error_kind_name(ErrorKind::kInternal)) {
-      throw InternalError("the worker hit an internal error serving a " + std::string(what) +
-                          "'s request: " + error->message);
+      throw InternalError("a worker's " + std::string(what) + " reports a bug: " + error->message);
     }
     fail(ErrorKind::kRuntime, "the worker refused the request (", error->kind,
          "): ", error->message);

@@ -103,10 +103,13 @@ ir::PassContext PassContextArgs::make() const {
     options.with_config(key, config_value(key, text));
   }
   // A misspelt pass would otherwise disable nothing, silently.
-  std::vector<std::string> known = tt::lower::pipeline_pass_names();
+  std::vector<std::string> known;
   for (const auto& names :
-       {tt::lower::target_pipeline_pass_names(), tt::graph::optimize_pass_names()}) {
-    known.insert(known.end(), names.begin(), names.end());
+       {tt::lower::pipeline_pass_names(), tt::lower::target_pipeline_pass_names(),
+        tt::graph::optimize_pass_names()}) {
+    for (const auto& name : names) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) known.push_back(name);
+    }
   }
   for (const auto& pass : disabled) {
     TT_CHECK(std::find(known.begin(), known.end(), pass) != known.end(), kInvalidArgument,
