@@ -265,18 +265,26 @@ json CompileReport::to_json() const {
   return out;
 }
 
-CompileReport compile_model(const Partition& partition, const CompileOptions& options,
-                            const std::string& out_dir) {
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+/// The options a compile is refused for, checked before any work: no target,
+/// an output folder that is not ours to replace, no schedules to time.
+void check_compile_options(const CompileOptions& options, const std::string& out_dir) {
   TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
-  TT_CHECK(partition.target.str() == options.target.str(), kInvalidArgument,
-           "the model was partitioned for '", partition.target.str(), "', not for the target '",
-           options.target.str(), "' it is compiled for");
-  // Refused before the work, not after it.
   runtime::check_model_destination(out_dir, options.protect);
   TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
            "the schedules per task to time in the model must be 1 or more, not ",
            options.in_model_candidates);
+}
+
+/// compile_model() once its options are checked; `start` is when the
+/// compile began (partitioning included).
+CompileReport compile_partition(const Partition& partition, const CompileOptions& options,
+                                const std::string& out_dir,
+                                std::chrono::steady_clock::time_point start) {
+  TT_CHECK(partition.target.str() == options.target.str(), kInvalidArgument,
+           "the model was partitioned for '", partition.target.str(), "', not for the target '",
+           options.target.str(), "' it is compiled for");
   CompileReport report;
   report.fallback_reason = partition.fallback_reason;
   const Graph& g = partition.graph;
@@ -587,11 +595,20 @@ CompileReport compile_model(const Partition& partition, const CompileOptions& op
   return report;
 }
 
+}  // namespace
+
+CompileReport compile_model(const Partition& partition, const CompileOptions& options,
+                            const std::string& out_dir) {
+  auto start = std::chrono::steady_clock::now();
+  check_compile_options(options, out_dir);
+  return compile_partition(partition, options, out_dir, start);
+}
+
 CompileReport compile_model(const Graph& model, const CompileOptions& options,
                             const std::string& out_dir) {
-  TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
-  runtime::check_model_destination(out_dir, options.protect);
-  return compile_model(partition_model(model, options.target), options, out_dir);
+  auto start = std::chrono::steady_clock::now();
+  check_compile_options(options, out_dir);
+  return compile_partition(partition_model(model, options.target), options, out_dir, start);
 }
 
 }  // namespace tensortune::graph

@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-#include "tensortune/support/error.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 
@@ -16,11 +15,7 @@ namespace {
 
 /// A file of /proc or /sys, or "" where it cannot be read.
 std::string read_text_file(const std::string& path) {
-  try {
-    return read_file_if_exists(path).value_or("");
-  } catch (const UserError&) {
-    return "";
-  }
+  return read_file_if_exists(path).value_or("");
 }
 
 // "48K", "2048K", "32M" -> bytes; 0 if unreadable.
