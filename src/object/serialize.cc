@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "object/json_text.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/strings.h"
 
@@ -96,81 +97,8 @@ ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr
   return node;
 }
 
-// nlohmann's parser is iterative, but copying, comparing, hashing and
-// printing a value recurse once per level, so hostile input nested a million
-// levels deep would overflow the stack long after parsing. A linear pre-scan
-// rejects it up front; malformed text is left to the parser to report.
-void check_nesting(std::string_view text, std::string_view what) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonNesting) {
-        fail(ErrorKind::kParse, "invalid ", what, " at byte offset ", i, ": nested deeper than ",
-             kMaxJsonNesting, " levels");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------
 // save_string: JSON text written straight from the fields, no DOM.
-
-/// The length of the well-formed UTF-8 sequence that starts at `p` (a byte of
-/// 0x80 or more), or 0 if there is none. The table of RFC 3629, which both
-/// nlohmann's lexer and its dump() enforce: no overlong forms, no surrogates,
-/// nothing above U+10FFFF.
-size_t utf8_sequence_length(const char* p, const char* end) {
-  auto at = [&](size_t k, unsigned lo, unsigned hi) {
-    if (end - p <= static_cast<ptrdiff_t>(k)) return false;
-    auto c = static_cast<unsigned char>(p[k]);
-    return c >= lo && c <= hi;
-  };
-  auto c = static_cast<unsigned char>(p[0]);
-  if (c >= 0xc2 && c <= 0xdf) return at(1, 0x80, 0xbf) ? 2 : 0;
-  if (c == 0xe0) return at(1, 0xa0, 0xbf) && at(2, 0x80, 0xbf) ? 3 : 0;
-  if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-    return at(1, 0x80, 0xbf) && at(2, 0x80, 0xbf) ? 3 : 0;
-  }
-  if (c == 0xed) return at(1, 0x80, 0x9f) && at(2, 0x80, 0xbf) ? 3 : 0;
-  if (c == 0xf0) return at(1, 0x90, 0xbf) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
-  if (c >= 0xf1 && c <= 0xf3) {
-    return at(1, 0x80, 0xbf) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
-  }
-  if (c == 0xf4) return at(1, 0x80, 0x8f) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
-  return 0;
-}
-
-/// The bytes a JSON string holds as they are: printable ASCII but '"' and '\\'.
-/// A table, so the scanners test each byte once instead of four times.
-constexpr std::array<bool, 256> kPlainStringByte = [] {
-  std::array<bool, 256> plain{};
-  for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
-  return plain;
-}();
-
-/// a == b, inlined: std::string_view's == calls memcmp, which costs more than
-/// comparing the few bytes of a key or type name.
-inline bool same_text(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
 
 /// Node addresses to their indices in the saved "nodes" (or kOpen while the
 /// node's children are being saved): open addressing with linear probing,
@@ -365,17 +293,16 @@ class TextIndexLoader final : public LoadContext {
   int node_depth = 1;
 };
 
-/// The fast path of load_string: a strict JSON reader that walks the known
-/// structure of a saved graph and hands each field's value to FieldInfo::read,
+/// The fast path of load_string: walks the known structure of a saved graph
+/// with the JSON reader and hands each field's value to FieldInfo::read,
 /// building no DOM. It accepts a subset of what parse_json_text + load_json
 /// accept and gives the same graph for it. On anything else (malformed text, a
-/// failed check, or a form it leaves to the DOM path, such as escapes in keys,
-/// duplicate keys, or numbers that over- or underflow) it gives up, and
-/// load_string takes the DOM path, which reports the error exactly as before.
+/// failed check, or a form it leaves to the DOM path, such as escapes in keys)
+/// it gives up, and load_string takes the DOM path, which says what is wrong.
 /// So errors cost a second parse, and only error reporting has one implementation.
-class TextLoader final : public JsonReader {
+class TextLoader final : public detail::JsonText {
  public:
-  explicit TextLoader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {
+  explicit TextLoader(std::string_view text) : JsonText(text) {
     // About 70 bytes per node in practice; a guess only saves reallocation.
     ctx_.loaded.reserve(text.size() / 64);
     ctx_.depth.reserve(text.size() / 64);
@@ -384,13 +311,13 @@ class TextLoader final : public JsonReader {
   /// The saved graph in `root`, or false to take the DOM path.
   bool load(ObjectPtr& root) {
     if (!consume('{')) return false;
-    depth_ = 1;
+    set_depth(1);
     bool seen_format = false, seen_version = false, seen_root = false, seen_nodes = false;
     bool root_null = false;
     JsonInt root_index;
     while (true) {
       std::string_view key;
-      if (!read_key(key)) return false;
+      if (!read_key(key, /*plain_only=*/true)) return false;
       if (key == "format" && !seen_format) {
         seen_format = true;
         std::string_view format;
@@ -416,8 +343,7 @@ class TextLoader final : public JsonReader {
       if (consume('}')) break;
       return false;
     }
-    skip_ws();
-    if (p_ != end_ || !seen_format || !seen_version || !seen_root || !seen_nodes) return false;
+    if (!at_end() || !seen_format || !seen_version || !seen_root || !seen_nodes) return false;
     if (root_null) {
       root = nullptr;
       return true;
@@ -427,441 +353,48 @@ class TextLoader final : public JsonReader {
     return true;
   }
 
-  Kind peek() override {
-    skip_ws();
-    if (p_ == end_) return Kind::kInvalid;
-    switch (*p_) {
-      case 'n': return Kind::kNull;
-      case 't':
-      case 'f': return Kind::kBool;
-      case '"': return Kind::kString;
-      case '[': return Kind::kArray;
-      case '{': return Kind::kObject;
-      case '-': return Kind::kNumber;
-      default: return *p_ >= '0' && *p_ <= '9' ? Kind::kNumber : Kind::kInvalid;
-    }
-  }
-
-  bool read_null() override {
-    skip_ws();
-    return literal("null");
-  }
-
-  bool read_bool(bool& v) override {
-    skip_ws();
-    if (literal("true")) {
-      v = true;
-      return true;
-    }
-    v = false;
-    return literal("false");
-  }
-
-  bool read_int(JsonInt& v) override {
-    Number n;
-    return scan_number(n) && n.integer && to_int(n, v);
-  }
-
-  bool read_number(double& v) override {
-    Number n;
-    if (!scan_number(n)) return false;
-    return to_double(n, v);
-  }
-
-  bool read_string(std::string_view& v) override {
-    skip_ws();
-    return scan_string(v);
-  }
-
-  bool begin_array() override {
-    skip_ws();
-    if (p_ == end_ || *p_ != '[' || depth_ >= kMaxJsonNesting) return false;
-    ++p_;
-    ++depth_;
-    first_element_[depth_] = true;
-    return true;
-  }
-
-  bool next_element() override {
-    skip_ws();
-    if (p_ == end_) return fail_read();
-    if (*p_ == ']') {
-      ++p_;
-      --depth_;
-      return false;
-    }
-    if (first_element_[depth_]) {
-      first_element_[depth_] = false;
-      return true;
-    }
-    if (*p_ != ',') return fail_read();
-    ++p_;
-    return true;
-  }
-
-  bool read_json(nlohmann::json& v) override {
-    switch (peek()) {
-      case Kind::kNull: v = nullptr; return read_null();
-      case Kind::kBool: {
-        bool b;
-        if (!read_bool(b)) return false;
-        v = b;
-        return true;
-      }
-      case Kind::kString: {
-        std::string_view s;
-        if (!read_string(s)) return false;
-        v = std::string(s);
-        return true;
-      }
-      case Kind::kNumber: {
-        // As nlohmann stores them: unsigned, signed (negative) or float.
-        Number n;
-        if (!scan_number(n)) return false;
-        JsonInt i;
-        if (n.integer && to_int(n, i)) {
-          if (i.is_unsigned) {
-            v = i.u;
-          } else {
-            v = i.s;
-          }
-          return true;
-        }
-        double d;
-        if (!to_double(n, d)) return false;
-        v = d;
-        return true;
-      }
-      case Kind::kArray:
-      case Kind::kObject: {
-        // Checked (and its depth bounded) by skip_value, then built by nlohmann
-        // from that span: the same subtree a parse of the whole text builds.
-        const char* start = p_;
-        if (!skip_value()) return false;
-        try {
-          v = json::parse(start, p_);
-        } catch (const json::exception&) {
-          return false;
-        }
-        return true;
-      }
-      case Kind::kInvalid: return false;
-    }
-    return false;
-  }
-
-  bool read_text(std::string_view& text) override {
-    skip_ws();
-    const char* start = p_;
-    if (!skip_value()) return false;
-    text = std::string_view(start, static_cast<size_t>(p_ - start));
-    return true;
-  }
-
  private:
-  struct Number {
-    const char* begin;
-    const char* end;
-    bool integer;  ///< no fraction, no exponent
-  };
-
   struct Entry {
     std::string_view key;
     const char* begin;  ///< the value's text
     const char* end;
   };
 
-  bool fail_read() {
-    failed_ = true;
-    return false;
-  }
-
-  void skip_ws() {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  }
-
-  bool consume(char c) {
-    skip_ws();
-    if (p_ == end_ || *p_ != c) return false;
-    ++p_;
-    return true;
-  }
-
-  bool literal(std::string_view word) {
-    if (static_cast<size_t>(end_ - p_) < word.size() ||
-        std::memcmp(p_, word.data(), word.size()) != 0) {
-      return false;
-    }
-    p_ += word.size();
-    return true;
-  }
-
-  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-  /// A number token by JSON's grammar (what follows it is the caller's concern).
-  bool scan_number(Number& n) {
-    skip_ws();
-    const char* q = p_;
-    if (q != end_ && *q == '-') ++q;
-    if (q == end_ || !is_digit(*q)) return false;
-    if (*q == '0') {
-      ++q;
-    } else {
-      while (q != end_ && is_digit(*q)) ++q;
-    }
-    n.integer = true;
-    if (q != end_ && *q == '.') {
-      ++q;
-      n.integer = false;
-      if (q == end_ || !is_digit(*q)) return false;
-      while (q != end_ && is_digit(*q)) ++q;
-    }
-    if (q != end_ && (*q == 'e' || *q == 'E')) {
-      ++q;
-      n.integer = false;
-      if (q != end_ && (*q == '+' || *q == '-')) ++q;
-      if (q == end_ || !is_digit(*q)) return false;
-      while (q != end_ && is_digit(*q)) ++q;
-    }
-    n.begin = p_;
-    n.end = q;
-    p_ = q;
-    return true;
-  }
-
-  /// An integer token that fits 64 bits, as nlohmann stores it; false for
-  /// larger ones (which nlohmann turns into floats).
-  static bool to_int(const Number& n, JsonInt& v) {
-    if (!n.integer) return false;
-    bool negative = *n.begin == '-';
-    uint64_t m = 0;
-    for (const char* q = n.begin + negative; q != n.end; ++q) {
-      auto d = static_cast<uint64_t>(*q - '0');
-      if (m > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
-      m = m * 10 + d;
-    }
-    if (!negative) {
-      v = {true, m, 0};
-      return true;
-    }
-    if (m > uint64_t{1} << 63) return false;
-    v = {false, 0, static_cast<int64_t>(0 - m)};  // modular, so -2^63 works too
-    return true;
-  }
-
-  /// A number as get<double>() gives it: integers converted, floats correctly
-  /// rounded (as strtod does); false on overflow and underflow, which the DOM
-  /// path handles in its own way.
-  static bool to_double(const Number& n, double& v) {
-    JsonInt i;
-    if (n.integer && to_int(n, i)) {
-      v = i.is_unsigned ? static_cast<double>(i.u) : static_cast<double>(i.s);
-      return true;
-    }
-    auto [end, ec] = std::from_chars(n.begin, n.end, v);
-    return ec == std::errc() && end == n.end && std::isfinite(v);
-  }
-
-  bool hex4(uint32_t& v) {
-    if (end_ - p_ < 4) return false;
-    v = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = *p_++;
-      uint32_t d;
-      if (is_digit(c)) {
-        d = static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        d = static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        d = static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        return false;
-      }
-      v = v * 16 + d;
-    }
-    return true;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-  }
-
-  /// A string token, unescaped: a view of the text when it has no escapes
-  /// (escaped_ false), else of scratch_. Rejects what nlohmann's lexer
-  /// rejects: raw control characters, bad escapes, lone surrogates, bad UTF-8.
-  bool scan_string(std::string_view& v) {
-    escaped_ = false;
-    if (p_ == end_ || *p_ != '"') return false;
-    const char* start = p_ + 1;
-    // A local cursor: stores to p_ in the loop would not be kept in a register.
-    const char* q = start;
-    while (true) {
-      while (q != end_ && kPlainStringByte[static_cast<unsigned char>(*q)]) ++q;
-      if (q == end_) return false;
-      auto c = static_cast<unsigned char>(*q);
-      if (c == '"') {
-        v = std::string_view(start, static_cast<size_t>(q - start));
-        p_ = q + 1;
-        return true;
-      }
-      if (c == '\\') break;
-      if (c < 0x80) return false;  // a control character
-      size_t n = utf8_sequence_length(q, end_);
-      if (!n) return false;
-      q += n;
-    }
-    p_ = q;
-    escaped_ = true;
-    scratch_.assign(start, p_);
-    while (true) {
-      if (p_ == end_) return false;
-      auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        ++p_;
-        v = scratch_;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c >= 0x80) {
-        size_t n = utf8_sequence_length(p_, end_);
-        if (!n) return false;
-        scratch_.append(p_, n);
-        p_ += n;
-        continue;
-      }
-      ++p_;
-      if (c != '\\') {
-        scratch_ += static_cast<char>(c);
-        continue;
-      }
-      if (p_ == end_) return false;
-      switch (*p_++) {
-        case '"': scratch_ += '"'; break;
-        case '\\': scratch_ += '\\'; break;
-        case '/': scratch_ += '/'; break;
-        case 'b': scratch_ += '\b'; break;
-        case 'f': scratch_ += '\f'; break;
-        case 'n': scratch_ += '\n'; break;
-        case 'r': scratch_ += '\r'; break;
-        case 't': scratch_ += '\t'; break;
-        case 'u': {
-          uint32_t cp;
-          if (!hex4(cp)) return false;
-          if (cp >= 0xd800 && cp <= 0xdbff) {
-            // A high surrogate must be followed by an escaped low one.
-            uint32_t low;
-            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
-            p_ += 2;
-            if (!hex4(low) || low < 0xdc00 || low > 0xdfff) return false;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-          } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-            return false;
-          }
-          append_utf8(scratch_, cp);
-          break;
-        }
-        default: return false;
-      }
-    }
-  }
-
-  /// An object key and its ':'. Keys with escapes are left to the DOM path.
-  bool read_key(std::string_view& key) {
-    skip_ws();
-    return scan_string(key) && !escaped_ && consume(':');
-  }
-
-  /// Checks one value of any kind and moves past it.
-  bool skip_value() {
-    skip_ws();
-    if (p_ == end_) return false;
-    switch (*p_) {
-      case '"': {
-        std::string_view s;
-        return scan_string(s);
-      }
-      case 'n': return literal("null");
-      case 't': return literal("true");
-      case 'f': return literal("false");
-      case '[':
-      case '{': {
-        const char close = *p_ == '[' ? ']' : '}';
-        if (depth_ >= kMaxJsonNesting) return false;
-        ++depth_;
-        ++p_;
-        if (consume(close)) {
-          --depth_;
-          return true;
-        }
-        while (true) {
-          if (close == '}') {
-            std::string_view key;
-            skip_ws();
-            if (!scan_string(key) || !consume(':')) return false;
-          }
-          if (!skip_value()) return false;
-          if (consume(',')) continue;
-          if (consume(close)) break;
-          return false;
-        }
-        --depth_;
-        return true;
-      }
-      default: {
-        Number n;
-        return scan_number(n);
-      }
-    }
-  }
-
   bool load_nodes() {
     if (!begin_array()) return false;
     while (next_element()) {
       if (!load_node()) return false;
     }
-    return !failed_;
+    return !failed();
   }
 
   /// One node: its keys first (the type key may come last, as it does in the
   /// saved form, whose keys are sorted), then each field's value from its text.
   bool load_node() {
     if (!consume('{')) return false;
-    ++depth_;  // 3: never near kMaxJsonNesting
+    set_depth(depth() + 1);  // 3: never near kMaxJsonNesting
     entries_.clear();
     std::string_view type;
     bool has_type = false;
     while (true) {
       std::string_view key;
-      if (!read_key(key)) return false;
-      skip_ws();
-      if (same_text(key, "type")) {
-        if (has_type || !scan_string(type) || escaped_) return false;
+      if (!read_key(key, /*plain_only=*/true)) return false;
+      if (detail::same_text(key, "type")) {
+        if (has_type || !read_string(type) || escaped()) return false;
         has_type = true;
       } else {
-        const char* begin = p_;
+        // The key is a view of the text (no escapes), so it outlives the walk.
+        if (peek() == Kind::kInvalid) return false;
+        const char* begin = position();
         if (!skip_value()) return false;
-        entries_.push_back({key, begin, p_});
+        entries_.push_back({key, begin, position()});
       }
       if (consume(',')) continue;
       if (consume('}')) break;
       return false;
     }
-    --depth_;
-    const char* after = p_;
+    set_depth(depth() - 1);
+    const char* after = position();
     if (!has_type) return false;
     const NodeTypeInfo* info = find_type(type);
     // Each declared field exactly once (a field added later may be missing),
@@ -874,7 +407,7 @@ class TextLoader final : public JsonReader {
       const Entry& e = entries_[j];
       // Saved text lists the keys in saved_layout's order: try that field first.
       int k = info->saved_layout[j].field;
-      if (!same_text(info->fields[k].name, e.key)) {
+      if (!detail::same_text(info->fields[k].name, e.key)) {
         const FieldInfo* f = info->field(e.key);
         if (!f) return false;
         k = static_cast<int>(f - info->fields.data());
@@ -882,13 +415,13 @@ class TextLoader final : public JsonReader {
       const FieldInfo* f = &info->fields[k];
       if (seen_[k]) return false;
       seen_[k] = true;
-      p_ = e.begin;
-      if (!f->read(*node, *this, ctx_) || failed_ || p_ != e.end) return false;
+      seek(e.begin);
+      if (!f->read(*node, *this, ctx_) || failed() || position() != e.end) return false;
     }
     for (size_t k = 0; k < info->fields.size(); ++k) {
       if (!seen_[k] && !(info->fields[k].flags & kAddedLater)) return false;
     }
-    p_ = after;
+    seek(after);
     if (info->validate) info->validate(*node);  // throws on a bad node: the DOM path reports it
     if (ctx_.node_depth > kMaxGraphDepth) return false;
     ctx_.loaded.push_back(std::move(node));
@@ -899,22 +432,15 @@ class TextLoader final : public JsonReader {
   /// The registered type `key`, through a small cache: a graph has few types.
   const NodeTypeInfo* find_type(std::string_view key) {
     for (const auto& [cached_key, info] : type_cache_) {
-      if (same_text(cached_key, key)) return info;
+      if (detail::same_text(cached_key, key)) return info;
     }
     const NodeTypeInfo* info = NodeRegistry::global().find(key);
     if (info) type_cache_[next_cache_slot_++ % type_cache_.size()] = {info->key, info};
     return info;
   }
 
-  const char* p_;
-  const char* end_;
   std::array<std::pair<std::string_view, const NodeTypeInfo*>, 8> type_cache_{};
   size_t next_cache_slot_ = 0;
-  int depth_ = 0;
-  bool failed_ = false;
-  bool escaped_ = false;                            ///< whether the last scan_string met an escape
-  std::string scratch_;                             ///< the last escaped string, unescaped
-  std::bitset<kMaxJsonNesting + 1> first_element_;  ///< per open array: no element read yet
   std::vector<Entry> entries_;
   std::vector<bool> seen_;
   TextIndexLoader ctx_;
@@ -931,7 +457,7 @@ void append_json_string(std::string& out, std::string_view s) {
   const char* run = p;  // the start of bytes not yet copied
   while (p != end) {
     auto c = static_cast<unsigned char>(*p);
-    if (kPlainStringByte[c]) {
+    if (detail::kPlainStringByte[c]) {
       ++p;
       continue;
     }
@@ -1123,22 +649,17 @@ std::string save_string(const ObjectPtr& root, int indent) {
 }
 
 json parse_json_text(std::string_view text, std::string_view what) {
-  check_nesting(text, what);
-  // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the rest.
-  auto message = [](const json::exception& e) {
-    std::string m = e.what();
-    auto pos = m.find("] ");
-    return pos == std::string::npos ? m : m.substr(pos + 2);
-  };
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    fail(ErrorKind::kParse, "invalid ", what, " at byte offset ", e.byte, ": ", message(e));
-  } catch (const json::exception& e) {
-    // The parser throws other kinds too, e.g. out_of_range for a number like 1e999.
-    fail(ErrorKind::kParse, "invalid ", what, ": ", message(e));
+  detail::JsonText reader(text);
+  json value;
+  if (!reader.read_json(value) || !reader.at_end()) {
+    fail(ErrorKind::kParse, "invalid ", what, " ", reader.error());
   }
+  return value;
 }
+
+namespace detail {
+json parse_json_value(std::string_view text) { return parse_json_text(text); }
+}  // namespace detail
 
 namespace detail {
 std::optional<ObjectPtr> load_text_directly(std::string_view text) {

@@ -65,41 +65,41 @@ std::string format_double(double value) {
   return std::string(buf, ptr);
 }
 
+size_t utf8_sequence_length(const char* p, const char* end) {
+  auto at = [&](ptrdiff_t k, unsigned lo, unsigned hi) {
+    if (end - p <= k) return false;
+    auto c = static_cast<unsigned char>(p[k]);
+    return c >= lo && c <= hi;
+  };
+  auto c = static_cast<unsigned char>(p[0]);
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return at(1, 0x80, 0xbf) ? 2 : 0;
+  if (c == 0xe0) return at(1, 0xa0, 0xbf) && at(2, 0x80, 0xbf) ? 3 : 0;
+  if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
+    return at(1, 0x80, 0xbf) && at(2, 0x80, 0xbf) ? 3 : 0;
+  }
+  if (c == 0xed) return at(1, 0x80, 0x9f) && at(2, 0x80, 0xbf) ? 3 : 0;
+  if (c == 0xf0) return at(1, 0x90, 0xbf) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
+  if (c >= 0xf1 && c <= 0xf3) {
+    return at(1, 0x80, 0xbf) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
+  }
+  if (c == 0xf4) return at(1, 0x80, 0x8f) && at(2, 0x80, 0xbf) && at(3, 0x80, 0xbf) ? 4 : 0;
+  return 0;
+}
+
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  // RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
-  auto in = [&](ptrdiff_t k, unsigned lo, unsigned hi) {
-    return end - p > k && p[k] >= lo && p[k] <= hi;
-  };
+  const char* p = text.data();
+  const char* end = p + text.size();
   while (p != end) {
-    unsigned c = *p;
-    size_t n = 0;
-    if (c < 0x80) {
-      n = 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      n = in(1, 0x80, 0xbf) ? 2 : 0;
-    } else if (c == 0xe0) {
-      n = in(1, 0xa0, 0xbf) && in(2, 0x80, 0xbf) ? 3 : 0;
-    } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-      n = in(1, 0x80, 0xbf) && in(2, 0x80, 0xbf) ? 3 : 0;
-    } else if (c == 0xed) {
-      n = in(1, 0x80, 0x9f) && in(2, 0x80, 0xbf) ? 3 : 0;
-    } else if (c == 0xf0) {
-      n = in(1, 0x90, 0xbf) && in(2, 0x80, 0xbf) && in(3, 0x80, 0xbf) ? 4 : 0;
-    } else if (c >= 0xf1 && c <= 0xf3) {
-      n = in(1, 0x80, 0xbf) && in(2, 0x80, 0xbf) && in(3, 0x80, 0xbf) ? 4 : 0;
-    } else if (c == 0xf4) {
-      n = in(1, 0x80, 0x8f) && in(2, 0x80, 0xbf) && in(3, 0x80, 0xbf) ? 4 : 0;
-    }
+    size_t n = utf8_sequence_length(p, end);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
       ++p;
       continue;
     }
-    out.append(reinterpret_cast<const char*>(p), n);
+    out.append(p, n);
     p += n;
   }
   return out;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/strings.h"
 
@@ -213,8 +214,8 @@ json text_arg(const WorkloadDef& def, size_t i, const std::string& text) {
     case ArgType::kString:
       if (!text.empty() && text.front() == '"') {
         try {
-          return json::parse(text);
-        } catch (const json::exception&) {
+          return parse_json_text(text, "quoted string");
+        } catch (const UserError&) {
           bad_argument(def, i, "is not a valid quoted string: " + text);
         }
       }

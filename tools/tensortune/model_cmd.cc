@@ -109,7 +109,7 @@ int run_tasks(const TasksArgs& args) {
                     {"input_shapes", in_shapes},
                     {"constant_inputs", tensors.constant_inputs},
                     {"output_shape", tensors.outputs.back().shape()},
-                    {"task", json::parse(save_string(t.task))}});
+                    {"task", save_json(t.task)}});
   }
   if (args.as_json) {
     json out = {{"model", args.source.model},

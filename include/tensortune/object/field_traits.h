@@ -156,6 +156,9 @@ void append_json_int(std::string& out, I v) {
   out.append(buf, end);
 }
 
+/// parse_json_text (serialize.h) of text already checked by a JsonReader.
+json parse_json_value(std::string_view text);
+
 [[noreturn]] inline void type_mismatch(std::string_view expected, const json& got) {
   fail(ErrorKind::kTypeMismatch, "expected ", expected, ", got ", std::string(got.type_name()), " ",
        json_excerpt(got));
@@ -416,7 +419,7 @@ struct FieldTraits<T> {
       last.reset();
       // The text was checked by read_text; a bad value throws, and the loader
       // then takes the DOM path.
-      load(v, detail::json::parse(text), c);
+      load(v, detail::parse_json_value(text), c);
       last_text.assign(text);
       last = v;
       return true;

@@ -51,14 +51,16 @@ ObjectPtr load_string(std::string_view text);
 /// comparing and printing JSON values recurse once per level.
 inline constexpr int kMaxJsonNesting = 512;
 
-/// Parses JSON text; a syntax error, or nesting deeper than kMaxJsonNesting, is
-/// a kParse error naming the byte offset.
+/// Parses strict JSON text (RFC 8259; no comments, byte-order mark or trailing
+/// commas); a syntax error, invalid UTF-8, a key repeated in one object or
+/// nesting deeper than kMaxJsonNesting is a kParse error naming the byte offset.
+/// The one JSON reader of the project: load_string reads with it too.
 nlohmann::json parse_json_text(std::string_view text, std::string_view what = "JSON");
 
 namespace detail {
 /// load_string's text reader alone: the graph, or std::nullopt where
 /// load_string hands the text to the DOM path (bad input, or a form the reader
-/// leaves to it, such as escaped keys or duplicate keys). For tests.
+/// leaves to it, such as escaped keys). For tests.
 std::optional<ObjectPtr> load_text_directly(std::string_view text);
 }  // namespace detail
 

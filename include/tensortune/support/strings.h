@@ -41,4 +41,9 @@ std::string base64_decode(std::string_view text);
 /// in the middle of a character).
 std::string valid_utf8(std::string_view text);
 
+/// The length of the well-formed UTF-8 sequence that starts at `p` (before
+/// `end`), or 0 if there is none. RFC 3629's table: no overlong forms, no
+/// surrogates, nothing above U+10FFFF.
+size_t utf8_sequence_length(const char* p, const char* end);
+
 }  // namespace tensortune
