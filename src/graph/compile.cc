@@ -110,109 +110,50 @@ std::string ordinal(size_t n) {
   return std::to_string(rank) + suffix + " best";
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/// Times the model with each task's candidate schedules in place, task by
-/// task, largest share of the model's time first, and keeps for each the
-/// one under which its calls and the calls right after them take least:
-/// alone, a kernel is timed with its inputs warm in its own caches; in the
-/// model, they were just written by the kernel before it, split between
-/// the cores as that kernel splits its loops, and its output is what the
-/// next kernel reads. Returns a summary.
-json choose_in_model(std::vector<Kernel>& kernels,
-                     const std::function<runtime::ModelPlan(bool, VariantCalls*)>& make_plan,
-                     const std::string& library, const std::string& weights) {
-  constexpr int kRuns = 7;            // timed runs per evaluation (their median per call)
-  constexpr int kRounds = 3;          // interleaved rounds over a task's candidates
-  constexpr double kMargin = 0.03;    // what a candidate must save to replace the best
-  constexpr double kMinShare = 0.01;  // tasks below this share cannot show a gain above noise
-  auto start = std::chrono::steady_clock::now();
-  // One model with every variant's packed weights; a variant is put in
-  // place by pointing its kernel's steps at it.
-  VariantCalls calls;
-  runtime::ModelPlan plan = make_plan(true, &calls);
-  runtime::CompiledModel m = runtime::CompiledModel::from_files({plan, library, weights});
-
-  const size_t steps = m.plan()->steps.size();
-  std::vector<int> kernel_of_step(steps, -1);  // copies (after the kernel steps) stay -1
-  for (size_t s = 0; s < calls.size(); ++s) kernel_of_step[s] = static_cast<int>(calls[s].kernel);
-  auto put_in_place = [&](size_t j, size_t v) {
-    kernels[j].chosen = v;
-    for (size_t s = 0; s < calls.size(); ++s) {
-      if (calls[s].kernel == j) m.set_step(s, calls[s].calls[v].first, calls[s].calls[v].second);
+/// Has a worker time each task's variants inside the model (the folder
+/// `model_dir`, written with every variant in its library and the best in
+/// place) and keeps, for each task, the variant it chose; see
+/// measure/model_timing.h. Returns a summary. When the worker fails (a
+/// kernel crashed or hung, no worker could start), every task keeps its
+/// log's best and the summary and `warnings` say why.
+json choose_in_model(std::vector<Kernel>& kernels, const VariantCalls& calls,
+                     const std::string& model_dir, const CompileOptions& options,
+                     std::vector<std::string>& warnings) {
+  measure::ModelTimingRequest request;
+  request.model_dir = std::filesystem::absolute(model_dir).string();
+  request.timing =
+      Ref<measure::RunnerOptions>(make_node<measure::RunnerOptions>(options.in_model_timing));
+  for (size_t s = 0; s < calls.size(); ++s) {
+    if (kernels[calls[s].kernel].variants.size() < 2) continue;
+    auto step = make_node<measure::CandidateStepNode>();
+    step->step = static_cast<int64_t>(s);
+    step->task = static_cast<int64_t>(calls[s].kernel);
+    for (const auto& [function, args] : calls[s].calls) {
+      step->functions.push_back(function);
+      step->args.push_back(args);
     }
-  };
-  std::vector<te::NDArray> inputs;
-  for (size_t i = 0; i < m.inputs().size(); ++i) {
-    inputs.push_back(te::NDArray::random(m.inputs()[i].dtype, m.inputs()[i].shape, 1 + i));
+    request.steps.emplace_back(std::move(step));
   }
-  std::vector<te::NDArray> outputs = m.make_outputs();
-  int evaluations = 0;
-  // The median time of each step under the variants in place now.
-  auto evaluate = [&]() {
-    m.run_into(inputs, outputs);  // caches in their steady state for these kernels
-    std::vector<std::vector<double>> samples(steps);
-    std::vector<double> seconds;
-    for (int r = 0; r < kRuns; ++r) {
-      m.run_timed(inputs, outputs, seconds);
-      for (size_t s = 0; s < seconds.size(); ++s) samples[s].push_back(seconds[s]);
-    }
-    ++evaluations;
-    std::vector<double> medians;
-    for (auto& v : samples) medians.push_back(median_of(v));
-    return medians;
-  };
-
-  std::vector<double> base = evaluate();
-  std::vector<double> time_of(kernels.size(), 0.0);
-  double total = 0;
-  for (size_t s = 0; s < base.size(); ++s) {
-    total += base[s];
-    if (kernel_of_step[s] >= 0) time_of[static_cast<size_t>(kernel_of_step[s])] += base[s];
+  measure::ModelTimingOutcome outcome =
+      measure::time_in_model_worker(request, options.in_model_worker);
+  if (outcome.error_code != measure::ErrorCode::kNoError) {
+    std::string code(measure::error_code_name(outcome.error_code));
+    warnings.push_back("timing the candidates in the model failed (" + code +
+                       "): " + outcome.error_message + "; every task keeps its log's best");
+    return {{"error_code", code}, {"error", outcome.error_message}};
   }
-  std::vector<size_t> order;
-  for (size_t j = 0; j < kernels.size(); ++j) {
-    if (kernels[j].variants.size() > 1 && time_of[j] >= kMinShare * total) order.push_back(j);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return time_of[a] > time_of[b]; });
-
+  const measure::ModelTimingReply& reply = outcome.reply;
   json tasks = json::array();
   int changed = 0;
-  for (size_t j : order) {
-    Kernel& k = kernels[j];
-    // Its calls and the calls after them, which read what they wrote.
-    std::set<size_t> judged;
-    for (size_t s = 0; s < kernel_of_step.size(); ++s) {
-      if (kernel_of_step[s] != static_cast<int>(j)) continue;
-      judged.insert(s);
-      if (s + 1 < kernel_of_step.size()) judged.insert(s + 1);
-    }
-    std::vector<std::vector<double>> scores(k.variants.size());
-    for (int round = 0; round < kRounds; ++round) {
-      for (size_t v = 0; v < k.variants.size(); ++v) {
-        put_in_place(j, v);
-        std::vector<double> medians = evaluate();
-        double sum = 0;
-        for (size_t s : judged) sum += medians[s];
-        scores[v].push_back(sum);
-      }
-    }
-    std::vector<double> score;
-    for (const auto& sc : scores) score.push_back(median_of(sc));
-    // A candidate replaces the log's best only when faster in every round
-    // (each round times them back to back) and by kMargin in the median:
-    // the machine's speed drifts between rounds, and noise must not pick.
-    size_t best = 0;
-    for (size_t v = 1; v < score.size(); ++v) {
-      bool every_round = true;
-      for (int r = 0; r < kRounds; ++r) every_round &= scores[v][r] < scores[0][r];
-      if (every_round && score[v] < score[0] * (1 - kMargin) && score[v] < score[best]) best = v;
-    }
-    put_in_place(j, best);
+  for (const auto& choice : reply.tasks) {
+    TT_ICHECK(choice->task >= 0 && static_cast<size_t>(choice->task) < kernels.size() &&
+                  static_cast<size_t>(choice->chosen) < kernels[choice->task].variants.size() &&
+                  choice->judged_seconds.size() == kernels[choice->task].variants.size(),
+              "the model timing worker answered for a task or candidate it was not asked about");
+    Kernel& k = kernels[static_cast<size_t>(choice->task)];
+    const auto best = static_cast<size_t>(choice->chosen);
+    const std::vector<double>& score = choice->judged_seconds;
+    k.chosen = best;
     if (best != 0) {
       ++changed;
       k.entry.function = k.variant().function;
@@ -231,12 +172,11 @@ json choose_in_model(std::vector<Kernel>& kernels,
                      {"chosen", best},
                      {"judged_ms", ms}});
   }
-  return {
-      {"tasks_compared", order.size()},
-      {"tasks_changed", changed},
-      {"evaluations", evaluations},
-      {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
-      {"tasks", tasks}};
+  return {{"tasks_compared", reply.tasks.size()},
+          {"tasks_changed", changed},
+          {"evaluations", reply.evaluations},
+          {"seconds", reply.seconds},
+          {"tasks", tasks}};
 }
 
 }  // namespace
@@ -275,6 +215,11 @@ void check_compile_options(const CompileOptions& options, const std::string& out
   TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
            "the schedules per task to time in the model must be 1 or more, not ",
            options.in_model_candidates);
+  if (const auto& validate = options.in_model_timing.type_info().validate) {
+    validate(options.in_model_timing);
+  }
+  TT_CHECK(options.in_model_worker.per_evaluation.count() > 0, kInvalidArgument,
+           "the timeout per evaluation of the model must be positive");
 }
 
 /// compile_model() once its options are checked; `start` is when the
@@ -581,7 +526,13 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
   bool candidates = std::any_of(kernels.begin(), kernels.end(),
                                 [](const Kernel& k) { return k.variants.size() > 1; });
   if (candidates) {
-    report.in_model = choose_in_model(kernels, make_plan, *library, weights);
+    // The model with every variant (and its packed weights), the best in
+    // place, written where the result goes: the worker loads it from there,
+    // checked as any compiled model is, and the final model replaces it.
+    VariantCalls calls;
+    runtime::ModelPlan all_variants = make_plan(true, &calls);
+    runtime::write_model_folder(out_dir, {all_variants, *library, weights}, options.protect);
+    report.in_model = choose_in_model(kernels, calls, out_dir, options, report.warnings);
     report.in_model["candidates_per_task"] = options.in_model_candidates;
     plan = make_plan(false, nullptr);
   }

@@ -1,5 +1,6 @@
 #include "tensortune/measure/protocol.h"
 
+#include "tensortune/measure/model_timing.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/te/workload.h"
 
@@ -180,6 +181,8 @@ template BuildReply decode<BuildReply>(std::string_view, std::string_view);
 template RunRequest decode<RunRequest>(std::string_view, std::string_view);
 template PrepareRequest decode<PrepareRequest>(std::string_view, std::string_view);
 template RunOutcome decode<RunOutcome>(std::string_view, std::string_view);
+template ModelTimingRequest decode<ModelTimingRequest>(std::string_view, std::string_view);
+template ModelTimingReply decode<ModelTimingReply>(std::string_view, std::string_view);
 
 Hash64 workload_hash(const te::Task& task) { return Hash64(te::workload_dag_hash(task->workload)); }
 

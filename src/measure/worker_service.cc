@@ -19,6 +19,7 @@
 #include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/build.h"
 #include "tensortune/codegen/kernel_check.h"
+#include "tensortune/measure/model_timing.h"
 #include "tensortune/measure/protocol.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
@@ -555,13 +556,22 @@ std::string serve(const ObjectPtr& request) {
   if (auto r = std::dynamic_pointer_cast<const PrepareRequest>(request)) {
     return encode(serve_prepare(*r));
   }
+  if (auto r = std::dynamic_pointer_cast<const ModelTimingRequest>(request)) {
+    try {
+      return encode(time_candidates_in_model(*r));
+    } catch (const std::bad_alloc&) {
+      fail(ErrorKind::kRuntime, "out of memory (the worker's memory limit) loading or running ",
+           r->model_dir);
+    }
+  }
   if (auto r = std::dynamic_pointer_cast<const CheckRequest>(request))
     return encode(serve_check(*r));
   if (auto r = std::dynamic_pointer_cast<const HelloRequest>(request))
     return encode(serve_hello(*r));
   fail(ErrorKind::kInvalidArgument, "a ", request ? request->type_key() : "null graph",
        " is not a request (requests: measure.HelloRequest, measure.CheckRequest, "
-       "measure.BuildRequest, measure.RunRequest, measure.PrepareRequest)");
+       "measure.BuildRequest, measure.RunRequest, measure.PrepareRequest, "
+       "measure.ModelTimingRequest)");
 }
 
 /// The parent-death signal's handler: kills the whole process group, the

@@ -10,6 +10,7 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/target.h"
 #include "tensortune/lower/stmt.h"
+#include "tensortune/measure/model_timing.h"
 #include "tensortune/measure/protocol.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
@@ -241,6 +242,39 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->run_seconds = 0.25;
       n->max_error = std::nan("");
       return obj(Ref<RunOutcome>(n));
+    };
+    auto candidate_step = [] {
+      auto n = make_node<CandidateStepNode>();
+      n->step = 3;
+      n->task = 1;
+      n->functions = {"k1_v0", "k1_v1"};
+      n->args = {{0, 4, 5}, {0, 6, 5}};
+      return Ref<CandidateStepNode>(n);
+    };
+    s["measure.CandidateStep"] = [candidate_step] { return obj(candidate_step()); };
+    s["measure.ModelTimingRequest"] = [candidate_step, options] {
+      auto n = make_node<ModelTimingRequest>();
+      n->model_dir = "out/model";
+      n->steps = {candidate_step()};
+      n->timing = options();
+      n->rounds = 2;
+      n->threads = 1;
+      return obj(Ref<ModelTimingRequest>(n));
+    };
+    auto task_choice = [] {
+      auto n = make_node<TaskChoiceNode>();
+      n->task = 1;
+      n->chosen = 1;
+      n->judged_seconds = {2e-3, 1.5e-3};
+      return Ref<TaskChoiceNode>(n);
+    };
+    s["measure.TaskChoice"] = [task_choice] { return obj(task_choice()); };
+    s["measure.ModelTimingReply"] = [task_choice] {
+      auto n = make_node<ModelTimingReply>();
+      n->tasks = {task_choice()};
+      n->evaluations = 7;
+      n->seconds = 0.5;
+      return obj(Ref<ModelTimingReply>(n));
     };
     s["measure.RequestError"] = [] {
       auto n = make_node<RequestError>();

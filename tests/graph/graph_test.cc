@@ -20,6 +20,7 @@
 #include "tensortune/graph/passes.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
+#include "tensortune/runtime/model_folder.h"
 #include "tensortune/schedule/random_schedule.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/support/files.h"
@@ -520,7 +521,9 @@ TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReference
   EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
 }
 
-TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesTheSame) {
+/// Three dense+relu layers of one task, and compile options whose log holds
+/// three schedules of it (the first recorded fastest), each timed in the model.
+std::pair<Graph, CompileOptions> three_candidates_model() {
   auto x = input("x", {8, 32}, kF32);
   Value v = x;
   for (int i = 0; i < 3; ++i) v = call("relu", {call("nn.dense", {v, weight({32, 32}, 20 + i)})});
@@ -528,9 +531,8 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   CompileOptions o;
   o.target = ir::Target::parse("c -num-cores=2");
   Partition partition = partition_model(g, o.target);
-  ASSERT_EQ(partition.tasks.size(), 1u);
-  const te::Task& task = partition.tasks[0].task;
-  // Three schedules of the task in the log, the first recorded fastest.
+  EXPECT_EQ(partition.tasks.size(), 1u);
+  const te::Task& task = partition.tasks.at(0).task;
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
   for (int i = 0; i < 3; ++i) {
     std::mt19937_64 rng(50 + i);
@@ -541,6 +543,12 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   o.any_pass_context = true;
   o.in_model_candidates = 3;
   o.module_options = testing::shared_cache_options();
+  o.in_model_worker.pool.worker_path = TT_WORKER_PATH;
+  return {g, o};
+}
+
+TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesTheSame) {
+  auto [g, o] = three_candidates_model();
   CompileReport report = compile_model(g, o, dir_ + "/candidates");
   ASSERT_EQ(report.tasks.size(), 1u);
   EXPECT_TRUE(report.tasks[0].tuned);
@@ -562,6 +570,31 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   o.in_model_candidates = 0;
   EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/none"), kInvalidArgument,
                   "the schedules per task to time in the model must be 1 or more, not 0");
+}
+
+// The timing runs in a worker: a kernel that crashes or hangs there ends
+// the worker, not the compiler, and comes back as a typed error; every task
+// keeps its log's best.
+TEST_F(CompiledGraph, AKernelThatCrashesOrHangsInTheModelTimingIsATypedError) {
+  for (const std::string fault : {"segv", "hang"}) {
+    SCOPED_TRACE(fault);
+    auto [g, o] = three_candidates_model();
+    o.in_model_worker.per_evaluation = std::chrono::milliseconds(300);
+    ir::PassContextGuard guard(
+        ir::PassContext::make(ir::PassContextOptions().with_config("testing.inject_fault", fault)));
+    CompileReport report = compile_model(g, o, dir_ + "/" + fault);
+    const std::string code = fault == "segv" ? "RUNTIME_ERROR" : "RUN_TIMEOUT";
+    EXPECT_EQ(report.in_model["error_code"], code);
+    ASSERT_EQ(report.warnings.size(), 1u);
+    EXPECT_NE(report.warnings[0].find("timing the candidates in the model failed (" + code + ")"),
+              std::string::npos)
+        << report.warnings[0];
+    ASSERT_EQ(report.tasks.size(), 1u);
+    EXPECT_EQ(report.tasks[0].function, "k0");  // the log's best
+    // (Not loaded: loading runs the weight packers, which carry the fault too.)
+    runtime::ModelPlan plan = runtime::read_model_folder(dir_ + "/" + fault).plan;
+    for (const auto& step : plan->steps) EXPECT_EQ(step->function, "k0");
+  }
 }
 
 // A record whose schedule no longer replays (here: a stage this task does

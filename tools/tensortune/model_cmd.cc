@@ -4,6 +4,7 @@
 // tune_cmd.cc, on top of load_model() here.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -145,6 +146,9 @@ struct CompileArgs {
   std::string log_path, output;
   bool fail_on_default = false, any_pass_context = false, as_json = false;
   int in_model_candidates = 1;
+  measure::RunnerOptions in_model_timing = graph::CompileOptions().in_model_timing;
+  double in_model_timeout_s =
+      std::chrono::duration<double>(graph::CompileOptions().in_model_worker.per_evaluation).count();
   PassContextArgs pass_context;
 };
 
@@ -155,6 +159,9 @@ int run_compile(const CompileArgs& args) {
   options.fail_on_default = args.fail_on_default;
   options.any_pass_context = args.any_pass_context;
   options.in_model_candidates = args.in_model_candidates;
+  options.in_model_timing = args.in_model_timing;
+  options.in_model_worker.per_evaluation =
+      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(args.in_model_timeout_s * 1000)));
   if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
   options.protect = {args.source.model, args.log_path};
   ir::PassContextGuard guard(args.pass_context.make());
@@ -192,7 +199,7 @@ int run_compile(const CompileArgs& args) {
           ? 100.0 * static_cast<double>(saved) / static_cast<double>(report.intermediate_bytes)
           : 0.0,
       mib(report.weight_bytes).c_str(), report.seconds, args.output.c_str());
-  if (!report.in_model.is_null()) {
+  if (!report.in_model.is_null() && !report.in_model.contains("error")) {
     std::printf(
         "in the model: %d of %d tasks timed there took another of their %d best schedules "
         "(%d evaluations of the model in %.1f s)\n",
@@ -421,6 +428,17 @@ Command add_compile_command(CLI::App& app) {
                   "time each task's K best schedules of the log inside the model on this "
                   "machine and keep the fastest there (1: the log's best, untimed)")
       ->check(CLI::Range(1, 16));
+  cmd->add_option("--in-model-repeat", args->in_model_timing.repeat,
+                  "with --in-model-candidates: timed runs of the model per evaluation (the "
+                  "median per kernel call counts)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--in-model-timeout", args->in_model_timeout_s,
+                  "with --in-model-candidates: seconds the timing worker may take per "
+                  "evaluation of the model; past it the worker is killed and every task keeps "
+                  "its log's best")
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_flag("--in-model-flush-cache", args->in_model_timing.flush_cache,
+                "with --in-model-candidates: evict the caches before every timed run");
   cmd->add_flag("--json", args->as_json, "print the apply report as JSON");
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_compile(*args); }};

@@ -10,7 +10,7 @@
 /// memory, the weights, and a manifest of their hashes). With
 /// in_model_candidates > 1 the library holds each task's best few
 /// schedules and each task keeps the one fastest inside the model, timed
-/// on this machine. runtime::CompiledModel loads and runs the folder.
+/// on this machine by a worker. runtime::CompiledModel loads and runs the folder.
 #pragma once
 
 #include <string>
@@ -18,6 +18,7 @@
 
 #include "tensortune/codegen/module.h"
 #include "tensortune/graph/partition.h"
+#include "tensortune/measure/model_timing.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/runtime/compiled_model.h"
 
@@ -33,9 +34,18 @@ struct CompileOptions {
   bool fail_on_default = false;
   codegen::ModuleOptions module_options;
   /// Schedules per task taken from the log, best first: with more than one,
-  /// the model is timed on this machine with each in place and each task
-  /// keeps the one fastest in the model (see choose_in_model in compile.cc).
+  /// a worker times the model on this machine with each in place and each
+  /// task keeps the one fastest in the model (measure/model_timing.h).
   int in_model_candidates = 1;
+  /// How that worker times the model: repeat is timed runs per evaluation
+  /// (see measure::ModelTimingRequest::timing for the rest).
+  measure::RunnerOptions in_model_timing = [] {
+    measure::RunnerOptions o;
+    o.repeat = 7;
+    return o;
+  }();
+  /// Its timeout (per evaluation of the model) and worker pool.
+  measure::ModelTimingOptions in_model_worker;
   /// Files the output folder may neither be nor contain (the model, the log).
   std::vector<std::string> protect;
 };

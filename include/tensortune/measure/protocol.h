@@ -16,6 +16,9 @@
 ///   RunRequest     -> RunOutcome    a built kernel timed (and checked)
 ///   PrepareRequest -> RunOutcome    inputs drawn and reference outputs made
 ///                                   for a task, outside any candidate's timeout
+///   ModelTimingRequest -> ModelTimingReply
+///                                   a compiled model's candidate kernels timed
+///                                   in place (model_timing.h)
 /// A request the worker cannot read or serve as a whole is answered with a
 /// RequestError. HelloRequest and WorkerInfo never change shape, so that
 /// workers of any version can be told apart.
@@ -33,7 +36,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 7;
+inline constexpr int64_t kProtocolVersion = 8;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
