@@ -4,6 +4,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "codegen/fault_injection.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::codegen {
@@ -58,7 +59,7 @@ std::unique_ptr<KernelSources> kernel_sources(const ir::Target& target) {
     fail(ErrorKind::kNotFound, "no code generator for target kind '", target->kind,
          "' (this build generates code for: ", join(backend_kinds(), ", "), ")");
   }
-  return make(target);
+  return detail::with_fault_injection(make(target));
 }
 
 Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target,

@@ -469,64 +469,11 @@ class FunctionEmitter {
     };
     std::string call = arguments(casts, body_name);
     return outlined_.str() + "static int32_t " + arguments(params, body_name) + " {\n" +
-           body_.str() + "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n" +
-           entry_body(call) + "}\n";
+           body_.str() + "  return 0;\n}\n\nint32_t " + symbol + "(void** args) {\n" + "  return " +
+           call + ";\n}\n";
   }
-
-  /// Sets the fault the exported function plants (testing.inject_fault).
-  void set_fault(std::string fault) { fault_ = std::move(fault); }
 
  private:
-  /// The exported function's body: the call, preceded or followed by the
-  /// injected fault. Faults are planted with volatile accesses so that the
-  /// C compiler cannot prove them undefined and turn them into something
-  /// else (a null store into a trap instruction, a spin loop into nothing).
-  std::string entry_body(const std::string& call) const {
-    std::string plain = "  return " + call + ";\n";
-    if (fault_.empty()) return plain;
-    std::string note = "  /* injected fault (testing.inject_fault=" + fault_ + ") */\n";
-    if (fault_ == "segv") {
-      return note + "  volatile uintptr_t address = 0;\n  *(volatile int*)address = 1;\n" + plain;
-    }
-    if (fault_ == "abort") return note + "  abort();\n" + plain;
-    if (fault_ == "fpe") {
-      // Both operands volatile: GCC rewrites 1 / x as a compare, which does not trap.
-      return note +
-             "  volatile int32_t zero = 0, one = 1;\n  volatile int32_t quotient = one / zero;\n" +
-             "  (void)quotient;\n" + plain;
-    }
-    if (fault_ == "hang") return note + "  for (volatile int spin = 1; spin;) {\n  }\n" + plain;
-    if (fault_ == "oom") {
-      return note +
-             "  for (;;) {\n"
-             "    volatile char* block = (volatile char*)malloc((size_t)64 << 20);\n"
-             "    if (block == NULL) {\n"
-             "      fputs(\"tensortune kernel: out of memory (malloc of 64 MiB failed)\\n\", "
-             "stderr);\n"
-             "      abort();\n"
-             "    }\n"
-             "    for (size_t i = 0; i < ((size_t)64 << 20); i += 4096) block[i] = 1;\n"
-             "  }\n" +
-             plain;
-    }
-    if (fault_ == "compile_error") return "#error \"injected fault: compile_error\"\n" + plain;
-    if (fault_ == "wrong_answer") {
-      // Changes the first element of the last output: v + 1 + |v| differs
-      // from v for every finite v.
-      // Integers get their lowest bit flipped (no overflow, no conversion out of range).
-      const auto& f = *func_;
-      size_t out = f.params.size() - 1;
-      std::string type = c_storage_type(f.params[out]->dtype);
-      std::string element = "((" + type + "*)args[" + std::to_string(out) + "])[0]";
-      bool real = type == "float" || type == "double";  // half types are stored as integer bits
-      std::string change = real ? element + " = (" + type + ")((double)" + element +
-                                      " + 1.0 + fabs((double)" + element + "))"
-                                : element + " ^= 1";
-      return note + "  int32_t status = " + call + ";\n  " + change + ";\n  return status;\n";
-    }
-    fail(ErrorKind::kInvalidArgument, "unknown fault '", fault_, "' in testing.inject_fault");
-  }
-
   [[noreturn]] void unsupported(const std::string& what) const {
     fail(ErrorKind::kInvalidArgument, "cannot generate C for function '", func_->name, "': ", what);
   }
@@ -1202,7 +1149,6 @@ class FunctionEmitter {
   int64_t num_cores_;
   int64_t align_;
   int64_t vector_bytes_;  ///< the target's vector register width
-  std::string fault_;     ///< testing.inject_fault: planted in the exported function
   std::ostringstream body_;
   std::ostringstream outlined_;                ///< functions holding the bodies of parallel loops
   std::string symbol_;                         ///< the kernel's C name
@@ -1312,10 +1258,6 @@ class CKernelSources final : public KernelSources {
     // The emitter's lane loops remain for when those passes are disabled.
     PrimFunc legal = lower::run_target_pipeline(f, vector_bytes_);
     FunctionEmitter emitter(prelude, legal, num_cores_, align_, vector_bytes_);
-    std::string fault = ir::PassContext::current()->get_config<std::string>("testing.inject_fault");
-    // A bug of tensortune's own, to test that it is never blamed on the candidate.
-    TT_ICHECK(fault != "internal_error", "injected fault: an internal error generating ", f->name);
-    emitter.set_fault(fault);
     std::string text = emitter.emit();
     // What the kernel takes, in the library itself: a plan read back from
     // disk is checked against it before any call (runtime/plan.h).
@@ -1392,12 +1334,6 @@ class CKernelSources final : public KernelSources {
   std::map<std::string, std::string> symbols_;  // C name -> kernel name
 };
 
-// Read by add() above: the faults the code generator plants in every kernel.
-TT_REGISTER_CONFIG_OPTION("testing.inject_fault", ir::ConfigType::kString, "",
-                          "make built candidates fail on purpose, to test fault handling",
-                          {"", "segv", "abort", "fpe", "hang", "oom", "compile_error",
-                           "wrong_answer", "internal_error"});
-
 TT_REGISTER_BACKEND((BackendInfo{
     "c", "C11 (GNU dialect) built by the target's -compiler into a shared library",
     [](const ir::Target& target) -> std::unique_ptr<KernelSources> {
@@ -1407,10 +1343,11 @@ TT_REGISTER_BACKEND((BackendInfo{
 }  // namespace
 
 std::string generate_c(const std::vector<PrimFunc>& funcs, const ir::Target& target) {
-  CKernelSources sources(target);
+  check_c_target(target);
+  std::unique_ptr<KernelSources> sources = kernel_sources(target);
   std::vector<size_t> all;
-  for (const auto& f : funcs) all.push_back(sources.add(f));
-  return sources.source(all);
+  for (const auto& f : funcs) all.push_back(sources->add(f));
+  return sources->source(all);
 }
 
 }  // namespace tensortune::codegen

@@ -52,6 +52,8 @@ std::vector<std::string> backend_kinds();
 bool has_backend(std::string_view kind);
 /// A fresh KernelSources for `target`; a kind without a back end is a
 /// kNotFound error naming it and the kinds this build generates code for.
+/// Kernels added under a PassContext with testing.inject_fault carry that
+/// fault (src/codegen/fault_injection.h wraps every back end).
 std::unique_ptr<KernelSources> kernel_sources(const ir::Target& target);
 
 /// Generates `funcs` for `target` and builds them into one module with a

@@ -45,11 +45,9 @@ namespace tensortune::codegen {
 /// distinct once made C identifiers (c_function_name); code that codegen
 /// cannot express (tensor-level nodes, free variables, a buffer used outside
 /// its allocation, vector lanes that are not a power of two) is a
-/// kInvalidArgument error naming the function. Under a PassContext with
-/// testing.inject_fault set, every exported function carries that fault
-/// (segv, abort, fpe, hang, oom, compile_error, wrong_answer: its first
-/// output element changed after the kernel ran), so fault tests take the
-/// path a real bad candidate takes.
+/// kInvalidArgument error naming the function. Made through kernel_sources()
+/// (backend.h), so under a PassContext with testing.inject_fault set every
+/// exported function carries that fault (codegen/fault_injection.h).
 std::string generate_c(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target);
 
 /// The C symbol generate_c gives a kernel called `name`: `name` itself when it
