@@ -41,7 +41,7 @@ Case& case_of(int which) {
   tt::schedule::ComputeDAG dag(tt::te::workload_tensors(task->workload));
   Case c{task, dag, tt::search::generate_sketches(dag, tt::search::sketch_options(task)), {}, {}};
   std::mt19937_64 rng(1);
-  tt::search::MachineModel machine = tt::search::machine_model(task);
+  const tt::ir::HardwareParamsNode& machine = *task->hardware_params;
   for (int i = 0; i < kStates; ++i) {
     c.states.push_back(
         tt::search::sample_state(c.sketches[i % c.sketches.size()], dag, machine, {}, rng));
@@ -52,7 +52,7 @@ Case& case_of(int which) {
 
 void BM_SampleStates(benchmark::State& state) {
   Case& c = case_of(static_cast<int>(state.range(0)));
-  tt::search::MachineModel machine = tt::search::machine_model(c.task);
+  const tt::ir::HardwareParamsNode& machine = *c.task->hardware_params;
   std::mt19937_64 rng(2);
   for (auto _ : state) {
     for (int i = 0; i < kStates; ++i) {

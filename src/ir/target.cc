@@ -597,6 +597,12 @@ std::vector<std::string> target_kind_names() {
 // ---------------------------------------------------------------------------
 // Nodes.
 
+int64_t vector_registers(const HardwareParamsNode& hw) { return hw.vector_bytes >= 64 ? 32 : 16; }
+
+int64_t vector_lanes(const HardwareParamsNode& hw, DataType dtype) {
+  return std::max<int64_t>(hw.vector_bytes / std::max(dtype.bytes(), 1), 1);
+}
+
 void HardwareParamsNode::declare(FieldList<HardwareParamsNode>& f) {
   using N = HardwareParamsNode;
   f.def("num_cores", &N::num_cores)

@@ -107,12 +107,12 @@ bool has_attached_at(const LoopState& state, int stage, int id) {
   return false;
 }
 
-bool tiles_fit(const LoopState& state, const MachineModel& machine) {
+bool tiles_fit(const LoopState& state, const ir::HardwareParamsNode& machine) {
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
     if (st.is_placeholder() || !st.is_transformed() || !has_reduce_loop(st)) continue;
     RegisterTile tile = register_tile(state, s, machine);
-    if (tile.vectors > machine.vector_registers * 3 / 4 || !tile.whole_vectors) return false;
+    if (tile.vectors > ir::vector_registers(machine) * 3 / 4 || !tile.whole_vectors) return false;
   }
   return true;
 }
@@ -142,14 +142,6 @@ void split_and_vectorize_innermost(LoopState& state, int s, int64_t lanes, int64
 }
 
 }  // namespace
-
-MachineModel machine_model(const te::Task& task) {
-  MachineModel m;
-  m.num_cores = std::max<int64_t>(task->hardware_params->num_cores, 1);
-  m.vector_bytes = std::max<int64_t>(task->hardware_params->vector_bytes, 1);
-  m.vector_registers = m.vector_bytes >= 64 ? 32 : 16;
-  return m;
-}
 
 std::vector<int64_t> random_factors(int64_t extent, int parts, int64_t max_innermost,
                                     std::mt19937_64& rng, int64_t innermost_multiple) {
@@ -186,7 +178,8 @@ std::vector<int64_t> random_ragged_factors(int64_t extent, int parts, int64_t ma
   return out;
 }
 
-RegisterTile register_tile(const LoopState& state, int stage, const MachineModel& machine) {
+RegisterTile register_tile(const LoopState& state, int stage,
+                           const ir::HardwareParamsNode& machine) {
   const Stage& st = state.stage(stage);
   RegisterTile tile;
   size_t first = 0;
@@ -197,7 +190,7 @@ RegisterTile register_tile(const LoopState& state, int stage, const MachineModel
     tile.vectors = 1;
     return tile;
   }
-  const int64_t lanes = machine.lanes(st.tensor.dtype());
+  const int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
   int64_t rows = 1;
   for (size_t k = first; k + 1 < st.leaves.size(); ++k) rows *= st.iters[st.leaves[k]].extent;
   int innermost = st.leaves.back();
@@ -264,8 +257,8 @@ std::set<std::string> stages_reading_only_packed_inputs(const schedule::State& s
 }  // namespace
 
 schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
-                                const MachineModel& machine, const AnnotateOptions& options,
-                                std::mt19937_64& rng) {
+                                const ir::HardwareParamsNode& machine,
+                                const AnnotateOptions& options, std::mt19937_64& rng) {
   // A stage whose inputs are all packed may take ragged tiles: the packed
   // layout pads them, and lowering computes the padding unguarded. So its
   // register tile may have 6 rows over 1024, the size 16 registers want.
@@ -279,13 +272,14 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
           // when the extent has such a factor.
           auto op = st.tensor.compute_op();
           const bool reduction = op && op->body->kind() == ir::ExprKind::kReduce;
-          const int64_t multiple = is_vector_axis(st, id) ? machine.lanes(st.tensor.dtype()) : 1;
+          const int64_t multiple =
+              is_vector_axis(st, id) ? ir::vector_lanes(machine, st.tensor.dtype()) : 1;
           const int parts = static_cast<int>(split.lengths.size());
           if (reduction && split.inner_to_outer && st.iters[id].kind == ir::IterKind::kSpatial &&
               padded.count(st.name()) && chance(rng, options.ragged_tile_prob)) {
-            int64_t most = multiple > 1
-                               ? multiple * options.max_vectors_per_loop
-                               : std::min(options.max_innermost_split, machine.vector_registers);
+            int64_t most =
+                multiple > 1 ? multiple * options.max_vectors_per_loop
+                             : std::min(options.max_innermost_split, ir::vector_registers(machine));
             return random_ragged_factors(st.iters[id].extent, parts, most, rng, multiple);
           }
           return random_factors(st.iters[id].extent, parts,
@@ -390,7 +384,7 @@ void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
   }
 }
 
-void vectorize_innermost(LoopState& state, const MachineModel& machine,
+void vectorize_innermost(LoopState& state, const ir::HardwareParamsNode& machine,
                          const AnnotateOptions& options, std::mt19937_64& rng) {
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
@@ -398,7 +392,8 @@ void vectorize_innermost(LoopState& state, const MachineModel& machine,
       continue;
     }
     if (chance(rng, 0.1)) continue;  // sometimes leave it to the compiler
-    const int64_t limit = machine.lanes(st.tensor.dtype()) * options.max_vectors_per_loop;
+    const int64_t limit =
+        ir::vector_lanes(machine, st.tensor.dtype()) * options.max_vectors_per_loop;
     // The innermost spatial, unannotated loops; a tiled stage's last one only.
     int n = static_cast<int>(st.leaves.size());
     int can = 0;
@@ -413,7 +408,8 @@ void vectorize_innermost(LoopState& state, const MachineModel& machine,
       if (st.is_transformed()) break;
     }
     if (can == 0 && !st.is_transformed()) {
-      split_and_vectorize_innermost(state, s, machine.lanes(st.tensor.dtype()), limit, rng);
+      split_and_vectorize_innermost(state, s, ir::vector_lanes(machine, st.tensor.dtype()), limit,
+                                    rng);
       continue;
     }
     if (can == 0 || product <= 1) continue;
@@ -436,7 +432,7 @@ void vectorize_innermost(LoopState& state, const MachineModel& machine,
 /// input, read once, which measured faster on two threads. So some states
 /// move a random inner spatial loop, long enough
 /// for every core, outermost; parallelize_outer then splits it.
-void parallelize_inner_loop(LoopState& state, const MachineModel& machine,
+void parallelize_inner_loop(LoopState& state, const ir::HardwareParamsNode& machine,
                             const AnnotateOptions& options, std::mt19937_64& rng) {
   if (machine.num_cores <= 1) return;
   for (int s = 0; s < state.num_stages(); ++s) {
@@ -463,7 +459,8 @@ void parallelize_inner_loop(LoopState& state, const MachineModel& machine,
   }
 }
 
-void parallelize_outer(LoopState& state, const MachineModel& machine, std::mt19937_64& rng) {
+void parallelize_outer(LoopState& state, const ir::HardwareParamsNode& machine,
+                       std::mt19937_64& rng) {
   if (machine.num_cores <= 1) return;
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
@@ -516,7 +513,7 @@ void add_auto_unroll(LoopState& state, const AnnotateOptions& options, std::mt19
 }
 
 schedule::State sample_state(const Sketch& sketch, const schedule::ComputeDAG& dag,
-                             const MachineModel& machine, const AnnotateOptions& options,
+                             const ir::HardwareParamsNode& machine, const AnnotateOptions& options,
                              std::mt19937_64& rng) {
   schedule::State filled = fill_tile_sizes(sketch.state, dag, machine, options, rng);
   LoopState state = schedule::replay(dag, filled);

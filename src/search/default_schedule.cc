@@ -120,7 +120,7 @@ schedule::State default_schedule(const te::Task& task) {
   SketchOptions options = sketch_options(task);
   options.pack_non_constant_inputs = false;
   std::vector<Sketch> sketches = generate_sketches(dag, options);
-  MachineModel machine = machine_model(task);
+  const ir::HardwareParamsNode& machine = *task->hardware_params;
   // The first sketch whose tiles accumulate in a local stage (a fused
   // consumer's or a cache write's), else the first, with its constant
   // operands pre-packed when there is such a variant (the one after it):
@@ -155,17 +155,18 @@ schedule::State default_schedule(const te::Task& task) {
   const double l2_bytes = static_cast<double>(task->hardware_params->l2_cache_bytes);
   auto plan = [&](const Stage& st, size_t spatial) {
     Tiling t;
-    const int64_t lanes = machine.lanes(st.tensor.dtype());
+    const int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
     auto root_extent = [&](size_t a) { return st.iters[st.root[a]].extent; };
     for (size_t a = 0; a < spatial; ++a) {
       int64_t extent = root_extent(a), inner = 1;
       if (a + 1 == spatial) {
         int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
-        int64_t vectors = register_tile(rows, extent, lanes, machine.vector_registers).second;
+        int64_t vectors = register_tile(rows, extent, lanes, ir::vector_registers(machine)).second;
         inner = extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
       } else if (a + 2 == spatial) {
         inner =
-            register_tile(extent, root_extent(spatial - 1), lanes, machine.vector_registers).first;
+            register_tile(extent, root_extent(spatial - 1), lanes, ir::vector_registers(machine))
+                .first;
       }
       t.inner.push_back(inner);
     }
@@ -221,7 +222,7 @@ schedule::State default_schedule(const te::Task& task) {
     // long, or made so by splitting off two vectors (an untiled elementwise
     // stage over a long row).
     int last = static_cast<int>(st.leaves.size()) - 1;
-    int64_t lanes = machine.lanes(st.tensor.dtype());
+    int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
     if (const auto& inner = st.iters[st.leaves.back()];
         inner.kind == ir::IterKind::kSpatial && inner.extent > 4 * lanes &&
         inner.extent % (2 * lanes) == 0 && !attached_at(state, s, st.leaves.back())) {

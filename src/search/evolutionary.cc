@@ -65,7 +65,7 @@ EvolutionarySearchPolicy::EvolutionarySearchPolicy(const te::Task& task, uint64_
       task_key_(measure::task_key(task)),
       dag_(te::workload_tensors(task->workload)),
       sketches_(generate_sketches(dag_, sketch_options(task))),
-      machine_(machine_model(task)),
+      machine_(task->hardware_params),
       options_(std::move(options)),
       model_(std::move(model)),
       rng_(seed) {
@@ -145,7 +145,7 @@ void EvolutionarySearchPolicy::prefetch(const std::vector<State>& states) {
 State EvolutionarySearchPolicy::random_state() {
   const Sketch& sketch =
       sketches_[std::uniform_int_distribution<size_t>(0, sketches_.size() - 1)(rng_)];
-  return sample_state(sketch, dag_, machine_, options_.annotate, rng_);
+  return sample_state(sketch, dag_, *machine_, options_.annotate, rng_);
 }
 
 std::optional<State> EvolutionarySearchPolicy::mutate(const State& s) {

@@ -44,7 +44,7 @@ std::vector<State> samples(const te::Task& task, int n, uint64_t seed) {
   std::vector<State> out;
   for (int i = 0; i < n; ++i) {
     out.push_back(sample_state(sketches[static_cast<size_t>(i) % sketches.size()], dag,
-                               machine_model(task), {}, rng));
+                               *task->hardware_params, {}, rng));
   }
   return out;
 }
@@ -172,8 +172,8 @@ TEST(Mutations, CrossoverMixesTileSizesOfParentsOfOneStructure) {
   ComputeDAG d = dag_of(task);
   Sketch sketch = generate_sketches(d)[0];
   AnnotateOptions options;
-  State a = fill_tile_sizes(sketch.state, d, machine_model(task), options, rng);
-  State b = fill_tile_sizes(sketch.state, d, machine_model(task), options, rng);
+  State a = fill_tile_sizes(sketch.state, d, *task->hardware_params, options, rng);
+  State b = fill_tile_sizes(sketch.state, d, *task->hardware_params, options, rng);
   int children = 0;
   for (int i = 0; i < 20; ++i) {
     if (auto c = crossover(dag, a, b, rng)) {
@@ -187,7 +187,7 @@ TEST(Mutations, CrossoverMixesTileSizesOfParentsOfOneStructure) {
   EXPECT_GT(children, 10);
   // Parents of different sketches have no child.
   State other =
-      fill_tile_sizes(generate_sketches(d)[1].state, d, machine_model(task), options, rng);
+      fill_tile_sizes(generate_sketches(d)[1].state, d, *task->hardware_params, options, rng);
   EXPECT_FALSE(crossover(dag, a, other, rng));
 }
 

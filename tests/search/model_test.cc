@@ -110,7 +110,9 @@ struct Synthetic {
 Synthetic synthetic(int n, uint64_t seed) {
   ComputeDAG dag = matmul_dag("64,64,64");
   std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1, 2}, 2});
-  MachineModel machine{2, 64, 32};
+  ir::HardwareParamsNode machine;
+  machine.num_cores = 2;
+  machine.vector_bytes = 64;
   std::mt19937_64 rng(seed);
   Synthetic out;
   for (int i = 0; i < n; ++i) {

@@ -52,7 +52,7 @@ std::vector<std::string> descriptions(const std::vector<Sketch>& sketches) {
 void expect_samples_match_reference(const te::WorkloadTensors& tensors, const ComputeDAG& dag,
                                     const std::vector<Sketch>& sketches, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  MachineModel machine;
+  ir::HardwareParamsNode machine;
   machine.num_cores = 2;
   for (size_t i = 0; i < 2 * sketches.size(); ++i) {
     const Sketch& sketch = sketches[i % sketches.size()];
@@ -308,16 +308,15 @@ TEST(Sketches, FusedConvolutionInlinesTheBiasAndFusesIntoTheRelu) {
       generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1"), plain).size(), 3u);
 }
 
-/// Two cores with vectors of `bytes` and `registers` of them.
-MachineModel two_cores(int64_t bytes, int64_t registers) {
-  MachineModel m;
+/// Two cores with vectors of `bytes`.
+ir::HardwareParamsNode two_cores(int64_t bytes) {
+  ir::HardwareParamsNode m;
   m.num_cores = 2;
   m.vector_bytes = bytes;
-  m.vector_registers = registers;
   return m;
 }
-MachineModel avx2() { return two_cores(32, 16); }
-MachineModel avx512() { return two_cores(64, 32); }
+ir::HardwareParamsNode avx2() { return two_cores(32); }
+ir::HardwareParamsNode avx512() { return two_cores(64); }
 
 TEST(Annotate, RandomFactorsMultiplyToADivisorAndRespectTheInnermostBound) {
   std::mt19937_64 rng(3);
@@ -430,7 +429,7 @@ TEST(Annotate, SamplesUseTheMachine) {
   std::vector<Sketch> sketches = generate_sketches(dag);
   std::mt19937_64 rng(5);
   int parallel = 0, vectorized = 0;
-  MachineModel one_core = avx512();
+  ir::HardwareParamsNode one_core = avx512();
   one_core.num_cores = 1;
   for (int i = 0; i < 60; ++i) {
     const Sketch& sketch = sketches[static_cast<size_t>(i) % sketches.size()];
@@ -575,7 +574,7 @@ TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
   // Fewer under AddressSanitizer, whose allocator makes lowering ~100x slower.
   const int kPerWorkload = kAddressSanitizer ? 20 : 1000;
   const int kChecked = 12;  // per workload, through the interpreter
-  MachineModel machines[] = {avx512(), MachineModel{2, 32, 16}};
+  ir::HardwareParamsNode machines[] = {avx512(), avx2()};
   ir::PassContextGuard guard(ir::PassContext::make());
   for (const auto& [name, args] : sampled_workloads()) {
     SCOPED_TRACE(name + "(" + args + ")");
@@ -587,7 +586,7 @@ TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
     std::mt19937_64 rng(std::hash<std::string>{}(name + args));
     for (int i = 0; i < kPerWorkload; ++i) {
       const Sketch& sketch = sketches[static_cast<size_t>(i) % sketches.size()];
-      const MachineModel& machine = machines[i % 2];
+      const ir::HardwareParamsNode& machine = machines[i % 2];
       schedule::State state = sample_state(sketch, dag, machine, {}, rng);
       LoopState loops = schedule::replay(dag, state);
       lower::PrimFunc f = lower::lower(loops, "kernel");

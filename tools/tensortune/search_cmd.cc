@@ -38,7 +38,7 @@ int run_sketches(const SketchesArgs& args) {
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
   std::vector<search::Sketch> sketches =
       search::generate_sketches(dag, search::sketch_options(task));
-  search::MachineModel machine = search::machine_model(task);
+  const ir::HardwareParamsNode& machine = *task->hardware_params;
   std::mt19937_64 rng(args.seed);
   json out = json::array();
   for (size_t i = 0; i < sketches.size(); ++i) {

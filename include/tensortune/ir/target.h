@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensortune/ir/dtype.h"
 #include "tensortune/object/object.h"
 
 namespace tensortune::ir {
@@ -49,6 +50,14 @@ class HardwareParams : public Ref<HardwareParamsNode> {
   HardwareParams() = default;
   HardwareParams(const Ref<HardwareParamsNode>& ref) : Ref(ref) {}  // NOLINT: same node
 };
+
+/// Vector registers the code may keep live, derived from the vector width:
+/// 32 with 64-byte vectors (AVX-512), 16 otherwise (AVX2, SSE, and a safe
+/// bound for others).
+int64_t vector_registers(const HardwareParamsNode& hw);
+
+/// Lanes of a vector of `dtype` elements (at least 1).
+int64_t vector_lanes(const HardwareParamsNode& hw, DataType dtype);
 
 /// A target node: its kind, its non-default attributes and its host (may be null).
 struct TargetNode : Object {

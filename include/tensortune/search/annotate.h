@@ -47,23 +47,6 @@ int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options);
 /// vectorized: the last spatial axis of a reduction.
 bool is_vector_axis(const schedule::Stage& stage, int id);
 
-/// What annotation knows of the machine.
-struct MachineModel {
-  int64_t num_cores = 1;
-  int64_t vector_bytes = 16;
-  int64_t vector_registers = 16;
-
-  /// Lanes of a vector of `dtype` elements (at least 1).
-  int64_t lanes(ir::DataType dtype) const {
-    return std::max<int64_t>(vector_bytes / std::max(dtype.bytes(), 1), 1);
-  }
-};
-
-/// The machine a task's hardware parameters describe. Vector registers are
-/// derived from the vector width: 32 with 64-byte vectors (AVX-512), 16
-/// otherwise (AVX2, SSE, and a safe bound for others).
-MachineModel machine_model(const te::Task& task);
-
 /// Draws a random factorisation of `extent` into `parts` inner lengths
 /// (outer to inner; the outermost part is implied), each dividing what is
 /// left, the innermost at most `max_innermost`; uniform over all such
@@ -96,8 +79,8 @@ schedule::LoopState replay_with_tile_sizes(
 /// up to tile_retries times, when it needs more vector registers than the
 /// machine has or its innermost loop is not a whole number of vectors.
 schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::ComputeDAG& dag,
-                                const MachineModel& machine, const AnnotateOptions& options,
-                                std::mt19937_64& rng);
+                                const ir::HardwareParamsNode& machine,
+                                const AnnotateOptions& options, std::mt19937_64& rng);
 
 /// The loops of stage `consumer` (positions in its loop order) at which stage
 /// `producer` can be computed without computing any of it twice: every loop
@@ -122,19 +105,19 @@ void change_compute_locations(schedule::LoopState& state, std::mt19937_64& rng);
 /// of innermost spatial loops first for untiled stages), within
 /// max_vectors_per_loop vectors; an untiled stage's innermost loop longer
 /// than that is split first, its inner part a whole number of vectors.
-void vectorize_innermost(schedule::LoopState& state, const MachineModel& machine,
+void vectorize_innermost(schedule::LoopState& state, const ir::HardwareParamsNode& machine,
                          const AnnotateOptions& options, std::mt19937_64& rng);
 
 /// With options.parallel_reorder_prob, moves an inner spatial loop of each
 /// untiled root stage (one long enough for every core) outermost, where
 /// parallelize_outer splits it between the threads.
-void parallelize_inner_loop(schedule::LoopState& state, const MachineModel& machine,
+void parallelize_inner_loop(schedule::LoopState& state, const ir::HardwareParamsNode& machine,
                             const AnnotateOptions& options, std::mt19937_64& rng);
 
 /// Fuses a random number of each root stage's outer spatial loops (at least
 /// enough to give every core work, where there are that many) and
 /// parallelises the fused loop. Nothing on a one-core machine.
-void parallelize_outer(schedule::LoopState& state, const MachineModel& machine,
+void parallelize_outer(schedule::LoopState& state, const ir::HardwareParamsNode& machine,
                        std::mt19937_64& rng);
 
 /// Puts a random auto_unroll_max_step pragma on every stage with a reduction.
@@ -145,7 +128,7 @@ void add_auto_unroll(schedule::LoopState& state, const AnnotateOptions& options,
 /// compute locations, vectorization, parallelisation and unrolling. Every
 /// state it returns replays on `dag`.
 schedule::State sample_state(const Sketch& sketch, const schedule::ComputeDAG& dag,
-                             const MachineModel& machine, const AnnotateOptions& options,
+                             const ir::HardwareParamsNode& machine, const AnnotateOptions& options,
                              std::mt19937_64& rng);
 
 /// How many vector registers the register tile of `stage` takes in `state`
@@ -156,6 +139,6 @@ struct RegisterTile {
   bool whole_vectors = true;
 };
 RegisterTile register_tile(const schedule::LoopState& state, int stage,
-                           const MachineModel& machine);
+                           const ir::HardwareParamsNode& machine);
 
 }  // namespace tensortune::search

@@ -94,7 +94,7 @@ class EvolutionarySearchPolicy final : public SearchPolicy {
   std::string task_key_;
   schedule::ComputeDAG dag_;
   std::vector<Sketch> sketches_;
-  MachineModel machine_;
+  ir::HardwareParams machine_;
   EvolutionaryOptions options_;
   std::shared_ptr<SharedCostModel> model_;
   std::mt19937_64 rng_;
