@@ -81,7 +81,7 @@ class FaultInjectingSources final : public KernelSources {
     }
     size_t i = inner_->add(f);
     faults_.resize(i + 1);
-    faults_[i] = {fault, f};
+    if (!fault.empty()) faults_[i] = {fault, f};  // a clean kernel's IR need not be kept
     return i;
   }
 
@@ -121,7 +121,7 @@ class FaultInjectingSources final : public KernelSources {
 
  private:
   std::unique_ptr<KernelSources> inner_;
-  std::vector<std::pair<std::string, lower::PrimFunc>> faults_;  ///< per kernel
+  std::vector<std::pair<std::string, lower::PrimFunc>> faults_;  ///< per kernel; "" for none
 };
 
 }  // namespace

@@ -547,8 +547,8 @@ class JsonText : public JsonReader {
       if (!read_key(key_view, false)) return false;
       std::string key(key_view);  // the value's strings reuse scratch_
       if (v.contains(key)) {
-        return error_here("the key \"" + valid_utf8(key) + "\" appears twice in one object",
-                          key_at);
+        // The key is valid UTF-8: the string scan checked it.
+        return error_here("the key \"" + key + "\" appears twice in one object", key_at);
       }
       nlohmann::json value;
       if (!read_json(value)) return false;
