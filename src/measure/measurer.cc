@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/build_info.h"
 #include "tensortune/support/strings.h"
@@ -237,9 +238,11 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
 LocalRunner::LocalRunner(LocalRunnerOptions options)
     : options_(std::move(options)), pool_(runner_pool(options_)) {
   const RunnerOptions& t = options_.timing;
-  TT_CHECK(t.number >= 1 && t.repeat >= 1 && t.min_repeat_ms >= 0 && t.cooldown_ms >= 0,
-           kInvalidArgument,
-           "runner options: number and repeat must be >= 1, min_repeat_ms and cooldown_ms >= 0");
+  try {
+    validate(t);
+  } catch (const UserError& e) {
+    fail(e.kind(), "runner options: ", e.what());
+  }
   int64_t least_ms = static_cast<int64_t>(t.repeat) * (t.min_repeat_ms + t.cooldown_ms);
   TT_CHECK(least_ms < options_.timeout.count(), kInvalidArgument,
            "a run takes at least repeat x (min_repeat_ms + cooldown_ms) = ", least_ms,

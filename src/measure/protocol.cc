@@ -8,21 +8,29 @@ namespace tensortune::measure {
 
 void RunnerOptions::declare(FieldList<RunnerOptions>& f) {
   f.def("number", &RunnerOptions::number)
+      .option("number", "kernel calls per measurement (raised to reach --min-repeat-ms)")
+      .range(1, 1 << 30)
       .def("repeat", &RunnerOptions::repeat)
+      .option("repeat", "measurements per candidate, one cost each")
+      .range(1, 100000)
       .def("min_repeat_ms", &RunnerOptions::min_repeat_ms)
+      .option("min-repeat-ms", "lengthen a measurement shorter than this with more calls")
+      .range(0, 1000000)
       .def("cooldown_ms", &RunnerOptions::cooldown_ms)
+      .option("cooldown-ms", "pause between measurements")
+      .range(0, 1000000)
       .def("flush_cache", &RunnerOptions::flush_cache)
+      .option("flush-cache", "evict the kernel's buffers from the caches before each measurement")
       .def("flush_weights", &RunnerOptions::flush_weights)
       .def("fresh_activations", &RunnerOptions::fresh_activations)
+      .option("fresh-activations",
+              "write the other inputs (activations) again before every call, a share on each of "
+              "the kernel's threads, as the kernel before it leaves them in a compiled model "
+              "(every input of a task without constant inputs)")
       .def("check", &RunnerOptions::check)
+      .option("check", "compare each candidate's output with the reference evaluator")
       .def("seed", &RunnerOptions::seed)
-      .def("cache_dir", &RunnerOptions::cache_dir)
-      .validate([](const RunnerOptions& o) {
-        TT_CHECK(o.number >= 1 && o.repeat >= 1 && o.min_repeat_ms >= 0 && o.cooldown_ms >= 0,
-                 kInvalidArgument,
-                 "runner options: number and repeat must be >= 1, min_repeat_ms and "
-                 "cooldown_ms >= 0");
-      });
+      .def("cache_dir", &RunnerOptions::cache_dir);
 }
 
 void HelloRequest::declare(FieldList<HelloRequest>& f) {

@@ -3,6 +3,7 @@
 #include <array>
 #include <bitset>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -53,6 +54,41 @@ std::string known_fields(const NodeTypeInfo& info) {
   return names.empty() ? "(none)" : join(names, ", ");
 }
 
+/// Checks a saved node's keys against `info` and loads its fields into
+/// `node`, then runs the type's validate(); errors name `where`.
+void load_fields(Object& node, const NodeTypeInfo& info, const json& node_json, LoadContext& c,
+                 const std::string& where) {
+  for (const auto& [key, value] : node_json.items()) {
+    if (key != "type" && !info.field(key)) {
+      fail(ErrorKind::kParse, where, ": unknown field '", key, "'; fields of ", info.key,
+           " are: ", known_fields(info));
+    }
+  }
+  for (const auto& f : info.fields) {
+    auto it = node_json.find(f.name);
+    if (it == node_json.end()) {
+      if (f.flags & kAddedLater) continue;  // saved before the field existed: its default
+      fail(ErrorKind::kParse, where, ": missing field '", f.name, "' (", f.type_name, ")");
+    }
+    try {
+      f.load(node, *it, c);
+    } catch (const UserError& e) {
+      fail(e.kind(), where, ", field '", f.name, "': ", e.what());
+    }
+  }
+  if (info.validate) {
+    try {
+      info.validate(node);
+    } catch (const UserError& e) {
+      fail(e.kind(), where, ": ", e.what());
+    }
+  }
+}
+
+bool in_range(const FieldInfo& f, double v) {
+  return !std::isnan(v) && (!f.min || v >= *f.min) && (!f.max || v <= *f.max);
+}
+
 ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr>& loaded) {
   auto where = [&](const NodeTypeInfo* info) {
     return "node " + std::to_string(i) + (info ? " (" + info->key + ")" : std::string());
@@ -67,33 +103,9 @@ ObjectPtr load_node(const json& node_json, size_t i, const std::vector<ObjectPtr
     fail(ErrorKind::kNotFound, where(nullptr), ": unknown type key '", type_it->get<std::string>(),
          "'; known types: ", join(NodeRegistry::global().keys(), ", "));
   }
-  for (const auto& [key, value] : node_json.items()) {
-    if (key != "type" && !info->field(key)) {
-      fail(ErrorKind::kParse, where(info), ": unknown field '", key, "'; fields of ", info->key,
-           " are: ", known_fields(*info));
-    }
-  }
   std::shared_ptr<Object> node = info->create();
   IndexLoader loader(loaded);
-  for (const auto& f : info->fields) {
-    auto it = node_json.find(f.name);
-    if (it == node_json.end()) {
-      if (f.flags & kAddedLater) continue;  // saved before the field existed: its default
-      fail(ErrorKind::kParse, where(info), ": missing field '", f.name, "' (", f.type_name, ")");
-    }
-    try {
-      f.load(*node, *it, loader);
-    } catch (const UserError& e) {
-      fail(e.kind(), where(info), ", field '", f.name, "': ", e.what());
-    }
-  }
-  if (info->validate) {
-    try {
-      info->validate(*node);
-    } catch (const UserError& e) {
-      fail(e.kind(), where(info), ": ", e.what());
-    }
-  }
+  load_fields(*node, *info, node_json, loader, where(info));
   return node;
 }
 
@@ -545,7 +557,88 @@ void append_json_value(std::string& out, const json& v) {
   }
 }
 
+json save_inline_node(const Object& node, SaveContext& c) {
+  const NodeTypeInfo& info = node.type_info();
+  json out = json::object();
+  out["type"] = info.key;
+  for (const auto& f : info.fields) out[f.name] = f.save(node, c);
+  return out;
+}
+
+void load_inline_node(Object& node, const json& j, LoadContext& c) {
+  const NodeTypeInfo& info = node.type_info();
+  if (!j.is_object()) type_mismatch("a " + info.key + " object", j);
+  auto type = j.find("type");
+  if (type == j.end() || *type != info.key) {
+    fail(ErrorKind::kTypeMismatch, "expected a ", info.key, " object (\"type\": \"", info.key,
+         "\"), got ", json_excerpt(j));
+  }
+  load_fields(node, info, j, c, info.key);
+}
+
+void add_range_checks(NodeTypeInfo& info) {
+  std::vector<const FieldInfo*> ranged;
+  for (const auto& f : info.fields) {
+    if (f.min || f.max) ranged.push_back(&f);
+  }
+  if (ranged.empty()) return;
+  // `info` moves into the registry after this; its fields vector does not
+  // change again, so the pointers stay valid.
+  info.validate = [ranged, then = std::move(info.validate)](const Object& node) {
+    for (const FieldInfo* f : ranged) {
+      double v = f->number(node);
+      if (!in_range(*f, v)) {
+        fail(ErrorKind::kInvalidArgument, f->name, " is ", number_text(v), "; it must be ",
+             range_text(*f));
+      }
+    }
+    if (then) then(node);
+  };
+}
+
 }  // namespace detail
+
+std::string number_text(double v) {
+  // Whole numbers without a fraction, for float fields too: "from 0 to 1".
+  if (std::abs(v) < 9e15 && v == std::floor(v)) return std::to_string(static_cast<int64_t>(v));
+  return json(v).dump();
+}
+
+std::string range_text(const FieldInfo& field) {
+  auto number = [](double v) { return number_text(v); };
+  if (field.min && field.max) return "from " + number(*field.min) + " to " + number(*field.max);
+  if (field.min) return "at least " + number(*field.min);
+  if (field.max) return "at most " + number(*field.max);
+  return "any " + field.type_name;
+}
+
+void validate(const Object& node) {
+  const NodeTypeInfo& info = node.type_info();
+  if (info.validate) info.validate(node);
+}
+
+void set_field(Object& node, std::string_view name, const json& value) {
+  const NodeTypeInfo& info = node.type_info();
+  const FieldInfo* f = info.field(name);
+  TT_ICHECK(f, info.key, " has no field '", name, "'");
+  class NoNodes final : public LoadContext {
+   public:
+    ObjectPtr node(int64_t) override {
+      fail(ErrorKind::kInvalidArgument, "a node reference is not a value here");
+    }
+  } loader;
+  // Checked on a scratch node first, so that a refused value changes nothing.
+  std::shared_ptr<Object> scratch = info.create();
+  f->load(*scratch, value, loader);
+  if ((f->min || f->max) && f->number) {
+    double v = f->number(*scratch);
+    if (!in_range(*f, v)) {
+      fail(ErrorKind::kInvalidArgument, number_text(v), " is out of range: it must be ",
+           range_text(*f));
+    }
+  }
+  f->load(node, value, loader);
+}
 
 json field_values(const Object& node) {
   // References have no value outside a graph: refuse them, naming the field.

@@ -10,6 +10,25 @@
 
 namespace tensortune::search {
 
+void AnnotateOptions::declare(FieldList<AnnotateOptions>& f) {
+  f.def("auto_unroll_steps", &AnnotateOptions::auto_unroll_steps)
+      .def("max_innermost_split", &AnnotateOptions::max_innermost_split)
+      .range(1, 1e12)
+      .def("max_innermost_reduction_split", &AnnotateOptions::max_innermost_reduction_split)
+      .option("max-reduction-tile",
+              "evolutionary search: longest innermost tile of a reduction axis")
+      .range(1, 1e12)
+      .def("max_vectors_per_loop", &AnnotateOptions::max_vectors_per_loop)
+      .range(1, 1 << 20)
+      .def("ragged_tile_prob", &AnnotateOptions::ragged_tile_prob)
+      .range(0, 1)
+      .def("tile_retries", &AnnotateOptions::tile_retries)
+      .range(0, 1 << 20)
+      .def("parallel_reorder_prob", &AnnotateOptions::parallel_reorder_prob)
+      .range(0, 1);
+}
+TT_REGISTER_NODE(AnnotateOptions);
+
 using schedule::ComputeLocation;
 using schedule::IterAnnotation;
 using schedule::LoopState;

@@ -9,11 +9,49 @@
 #include <thread>
 
 #include "tensortune/measure/record.h"
+#include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/search/default_schedule.h"
 #include "tensortune/search/mutate.h"
 
 namespace tensortune::search {
+
+void EvolutionaryOptions::declare(FieldList<EvolutionaryOptions>& f) {
+  f.def("population", &EvolutionaryOptions::population)
+      .option("population", "evolutionary search: states per generation")
+      .range(1, 1 << 20)
+      .def("generations", &EvolutionaryOptions::generations)
+      .option("generations", "evolutionary search: generations per batch")
+      .range(0, 1000)
+      .def("mutation_prob", &EvolutionaryOptions::mutation_prob)
+      .option("mutation-prob",
+              "evolutionary search: chance that a child is a mutation of its parent")
+      .range(0, 1)
+      .def("crossover_prob", &EvolutionaryOptions::crossover_prob)
+      .option("crossover-prob",
+              "evolutionary search: chance that a child is a crossover of two parents")
+      .range(0, 1)
+      .def("eps_greedy", &EvolutionaryOptions::eps_greedy)
+      .option("eps-greedy", "evolutionary search: share of each batch drawn at random")
+      .range(0, 1)
+      .def("init_measured_ratio", &EvolutionaryOptions::init_measured_ratio)
+      .range(0, 1)
+      .def("annotate", &EvolutionaryOptions::annotate)
+      .def("weight_tile_size", &EvolutionaryOptions::weight_tile_size)
+      .range(0, 1e6)
+      .def("weight_auto_unroll", &EvolutionaryOptions::weight_auto_unroll)
+      .range(0, 1e6)
+      .def("weight_compute_location", &EvolutionaryOptions::weight_compute_location)
+      .range(0, 1e6)
+      .def("weight_parallel", &EvolutionaryOptions::weight_parallel)
+      .range(0, 1e6)
+      .validate([](const EvolutionaryOptions& o) {
+        TT_CHECK(o.mutation_prob + o.crossover_prob <= 1, kInvalidArgument,
+                 "the mutation and crossover probabilities add up to ",
+                 o.mutation_prob + o.crossover_prob, "; they must add up to at most 1");
+      });
+}
+TT_REGISTER_NODE(EvolutionaryOptions);
 
 using schedule::State;
 
@@ -70,13 +108,12 @@ EvolutionarySearchPolicy::EvolutionarySearchPolicy(const te::Task& task, uint64_
       model_(std::move(model)),
       rng_(seed) {
   TT_CHECK(model_, kInvalidArgument, "the evolutionary policy needs a cost model");
-  TT_CHECK(options_.population >= 1 && options_.generations >= 0, kInvalidArgument,
-           "the population must be >= 1 and the generations >= 0");
-  TT_CHECK(options_.mutation_prob + options_.crossover_prob <= 1 && options_.mutation_prob >= 0 &&
-               options_.crossover_prob >= 0 && options_.eps_greedy >= 0 && options_.eps_greedy <= 1,
-           kInvalidArgument,
-           "mutation and crossover probabilities must be >= 0 and add up to at most 1, and "
-           "eps-greedy lie in [0, 1]");
+  try {
+    validate(options_);
+    validate(options_.annotate);
+  } catch (const UserError& e) {
+    fail(e.kind(), "evolutionary search options: ", e.what());
+  }
 }
 
 std::optional<EvolutionarySearchPolicy::Candidate> EvolutionarySearchPolicy::evaluate(

@@ -5,12 +5,60 @@
 #include <cmath>
 #include <memory>
 
+#include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/compute_dag.h"
 #include "tensortune/search/default_schedule.h"
 #include "tensortune/te/workload.h"
 
 namespace tensortune::search {
+
+void TuneOptions::declare(FieldList<TuneOptions>& f) {
+  f.def("trials", &TuneOptions::trials)
+      .option("trials", "new measurements in this run, over all tasks")
+      .range(0, 1e12)
+      .def("batch_size", &TuneOptions::batch_size)
+      .option("batch-size", "candidates measured together")
+      .range(1, 4096)
+      .def("warm_up_batch", &TuneOptions::warm_up_batch)
+      .option("warm-up-batch",
+              "candidates in each task's first round when several tasks are tuned "
+              "(0: max(8, trials / (4 x tasks)))")
+      .range(0, 1 << 20)
+      .def("log_path", &TuneOptions::log_path)
+      .def("seed", &TuneOptions::seed)
+      .option("seed", "random seed")
+      .def("pass_context", &TuneOptions::pass_context)
+      .def("any_pass_context", &TuneOptions::any_pass_context)
+      .option("any-pass-context",
+              "resume from records of the log built under any pass context, not only this one")
+      .def("time_budget_s", &TuneOptions::time_budget_s)
+      .option("time-budget", "stop after this many seconds (0: no limit)")
+      .range(0, 1e9)
+      .def("early_stopping", &TuneOptions::early_stopping)
+      .option("early-stopping",
+              "stop tuning a task after this many trials without improvement (0: never)")
+      .range(0, 1e12)
+      .def("weights", &TuneOptions::weights)
+      .def("abandon_factor", &TuneOptions::abandon_factor)
+      .option("abandon-factor",
+              "time a candidate once when its first measurement is this many times slower than "
+              "its task's best so far (0: time every candidate fully)")
+      .range(0, 1e9)
+      .def("confirm", &TuneOptions::confirm)
+      .option("confirm",
+              "at the end, measure each task's best N schedules (its default among them) again "
+              "and judge them on all their costs; at most a tenth of the trials (0: none)")
+      .range(0, 1000)
+      .validate([](const TuneOptions& o) {
+        TT_CHECK(o.abandon_factor == 0 || o.abandon_factor >= 1, kInvalidArgument,
+                 "the abandon factor must be 0 (time every candidate fully) or at least 1 (a "
+                 "candidate faster than the best must be timed fully), got ",
+                 o.abandon_factor);
+      });
+}
+TT_REGISTER_NODE(TuneOptions);
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -166,21 +214,11 @@ double TuneReport::weighted_latency() const {
 TuneReport tune(const std::vector<te::Task>& tasks, const PolicyFactory& make_policy,
                 measure::Builder& builder, measure::Runner& runner, const TuneOptions& options,
                 const TuneHooks& hooks) {
-  TT_CHECK(options.trials >= 0, kInvalidArgument, "trials must be >= 0, got ", options.trials);
-  TT_CHECK(options.batch_size >= 1, kInvalidArgument, "batch size must be >= 1, got ",
-           options.batch_size);
-  TT_CHECK(std::isfinite(options.time_budget_s) && options.time_budget_s >= 0, kInvalidArgument,
-           "the time budget must be a number of seconds > 0 (or 0 for none), got ",
-           options.time_budget_s);
-  TT_CHECK(options.early_stopping >= 0, kInvalidArgument, "early stopping must be >= 0 trials");
-  TT_CHECK(options.confirm >= 0, kInvalidArgument,
-           "schedules to confirm per task must be >= 0, got ", options.confirm);
-  TT_CHECK(options.abandon_factor == 0 ||
-               (std::isfinite(options.abandon_factor) && options.abandon_factor >= 1),
-           kInvalidArgument,
-           "the abandon factor must be 0 (time every candidate fully) or at least 1 (a "
-           "candidate faster than the best must be timed fully), got ",
-           options.abandon_factor);
+  try {
+    validate(options);
+  } catch (const UserError& e) {
+    fail(e.kind(), "tune options: ", e.what());
+  }
   TT_CHECK(options.weights.empty() || options.weights.size() == tasks.size(), kInvalidArgument,
            "got ", options.weights.size(), " task weights for ", tasks.size(), " tasks");
   for (double w : options.weights) {

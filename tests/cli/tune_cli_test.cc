@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -174,6 +175,58 @@ TEST_F(TuneCli, HelpShowsTheLibrarysDefaults) {
       {"--worker-max-requests", pool.max_requests_per_worker},
   };
   for (const auto& [flag, value] : expected) EXPECT_DOUBLE_EQ(shown(flag), value) << flag;
+}
+
+// The flags of tune are generated from the option nodes' declarations: each
+// option field is a flag whose help shows the library's default, and --json
+// echoes what the run used.
+TEST_F(TuneCli, EveryDeclaredOptionIsAFlagWithTheLibrarysDefault) {
+  RunResult help = cli({"tune", "--help"});
+  ASSERT_TRUE(help.status.success()) << help.err;
+  const search::TuneOptions tune;
+  const search::EvolutionaryOptions evolution;
+  const measure::RunnerOptions timing;
+  std::map<std::string, json> defaults;
+  for (const Object* node :
+       std::initializer_list<const Object*>{&tune, &evolution, &evolution.annotate, &timing}) {
+    json values = field_values(*node);
+    for (const FieldInfo& f : node->type_info().fields) {
+      if (!f.flag.empty()) defaults[f.flag] = values[f.name];
+    }
+  }
+  ASSERT_GE(defaults.size(), 20u);
+  for (const auto& [flag, value] : defaults) {
+    // "  --trials INT=64   help", or "  --check   help" for a switch.
+    std::string shown = "--" + flag + (value.is_boolean() ? "" : " ");
+    size_t at = help.out.find("  " + shown);
+    ASSERT_NE(at, std::string::npos) << shown << " is not in the help:\n" << help.out;
+    if (value.is_boolean()) continue;
+    std::string line = help.out.substr(at, help.out.find('\n', at) - at);
+    size_t eq = line.find('=');
+    ASSERT_NE(eq, std::string::npos) << line;
+    std::istringstream rest(line.substr(eq + 1));
+    std::string text;
+    rest >> text;
+    EXPECT_DOUBLE_EQ(std::stod(text), value.get<double>()) << line;
+  }
+
+  std::string t = dir_ + "/task.json";
+  ASSERT_TRUE(cli({"task", "--workload", "matmul", "--args", "8,8,8", "-o", t}).status.success());
+  RunResult run = cli({"tune", "--task", t, "--log", log_, "--trials", "4", "--batch-size", "4",
+                       "--repeat", "2", "--eps-greedy", "0.25", "--json"});
+  ASSERT_EQ(run.status.code, 0) << run.err;
+  json options = json::parse(run.out)["options"];
+  EXPECT_EQ(options.size(), defaults.size());
+  EXPECT_EQ(options["trials"], 4);
+  EXPECT_EQ(options["repeat"], 2);
+  EXPECT_EQ(options["eps-greedy"], 0.25);
+  EXPECT_EQ(options["population"], evolution.population);
+
+  RunResult bad = cli({"tune", "--task", t, "--log", log_, "--mutation-prob", "1.5"});
+  EXPECT_NE(bad.status.code, 0);
+  EXPECT_NE(bad.err.find("--mutation-prob: 1.5 is out of range: it must be from 0 to 1"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST_F(TuneCli, MeasureReportsAPlantedFaultAsAResult) {

@@ -16,6 +16,8 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/runtime/model_folder.h"
 #include "tensortune/schedule/state.h"
+#include "tensortune/search/evolutionary.h"
+#include "tensortune/search/tuner.h"
 #include "tensortune/te/task.h"
 
 namespace tensortune::testing {
@@ -380,6 +382,32 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
     };
     s["runtime.Manifest"] = [manifest] { return obj(manifest()); };
     s["runtime.ManifestFile"] = [manifest] { return obj(manifest()->files[1]); };
+  }
+  {
+    using namespace search;
+    s["search.AnnotateOptions"] = [] {
+      auto o = make_node<AnnotateOptions>();
+      o->auto_unroll_steps = {0, 32};
+      o->max_innermost_reduction_split = 256;
+      o->ragged_tile_prob = 0.25;
+      return obj(Ref<AnnotateOptions>(o));
+    };
+    s["search.EvolutionaryOptions"] = [] {
+      auto o = make_node<EvolutionaryOptions>();
+      o->population = 64;
+      o->eps_greedy = 0.5;
+      o->annotate.tile_retries = 3;
+      return obj(Ref<EvolutionaryOptions>(o));
+    };
+    s["search.TuneOptions"] = [] {
+      auto o = make_node<TuneOptions>();
+      o->trials = 10;
+      o->log_path = "tune.log";
+      o->pass_context = ir::PassContext::make(ir::PassContextOptions());
+      o->weights = {1, 2.5};
+      o->time_budget_s = 30;
+      return obj(Ref<TuneOptions>(o));
+    };
   }
   add_te_node_samples(s);
   add_graph_node_samples(s);

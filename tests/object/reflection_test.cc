@@ -29,8 +29,72 @@ struct PairNode : Object {
 };
 using Pair = Ref<PairNode>;
 
+// An option set as a tool declares one: ranges, flags, and a nested set held by value.
+struct InnerOptions : Object {
+  double share = 0.5;
+  TT_NODE(InnerOptions, "test.InnerOptions")
+  static void declare(FieldList<InnerOptions>& f) {
+    f.def("share", &InnerOptions::share).option("share", "a share").range(0, 1);
+  }
+};
+
+struct OuterOptions : Object {
+  int count = 3;
+  std::string label = "x";
+  InnerOptions inner;
+  TT_NODE(OuterOptions, "test.OuterOptions")
+  static void declare(FieldList<OuterOptions>& f) {
+    f.def("count", &OuterOptions::count)
+        .option("count", "how many")
+        .range(1, 10)
+        .def("label", &OuterOptions::label)
+        .def("inner", &OuterOptions::inner);
+  }
+};
+
 TT_REGISTER_NODE(LeafNode);
 TT_REGISTER_NODE(PairNode);
+TT_REGISTER_NODE(InnerOptions);
+TT_REGISTER_NODE(OuterOptions);
+
+TEST(OptionNodes, RangesAreCheckedOnLoadAndBySetField) {
+  auto options = make_node<OuterOptions>();
+  options->inner.share = 0.25;
+  Ref<OuterOptions> saved(options);
+  std::string text = save_string(saved);
+  EXPECT_NE(text.find(R"("inner":{"share":0.25,"type":"test.InnerOptions"})"), std::string::npos)
+      << text;
+  Ref<OuterOptions> back(std::dynamic_pointer_cast<const OuterOptions>(load_string(text)));
+  EXPECT_TRUE(structural_equal(back, saved));
+  EXPECT_EQ(back->inner.share, 0.25);
+  options->inner.share = 0.5;
+  EXPECT_FALSE(structural_equal(back, saved));
+  EXPECT_NE(structural_hash(back), structural_hash(saved));
+
+  // A saved value out of range is refused by both loaders, naming the field and its range.
+  std::string bad_count = text;
+  bad_count.replace(bad_count.find("\"count\":3"), 9, "\"count\":0");
+  EXPECT_TT_ERROR(load_string(bad_count), kInvalidArgument, "count is 0; it must be from 1 to 10");
+  EXPECT_TT_ERROR(load_json(nlohmann::json::parse(bad_count)), kInvalidArgument,
+                  "count is 0; it must be from 1 to 10");
+  std::string bad_share = text;
+  bad_share.replace(bad_share.find("0.25"), 4, "1.5");
+  EXPECT_TT_ERROR(load_string(bad_share), kInvalidArgument, "share is 1.5; it must be from 0 to 1");
+
+  OuterOptions set;
+  set_field(set, "count", 7);
+  EXPECT_EQ(set.count, 7);
+  EXPECT_TT_ERROR(set_field(set, "count", 11), kInvalidArgument,
+                  "11 is out of range: it must be from 1 to 10");
+  EXPECT_TT_ERROR(set_field(set, "count", "seven"), kTypeMismatch, "expected int");
+  EXPECT_EQ(set.count, 7);
+  set.count = 0;  // built in code: validate() is the same check
+  EXPECT_TT_ERROR(validate(set), kInvalidArgument, "count is 0");
+  const FieldInfo* count = set.type_info().field("count");
+  EXPECT_EQ(count->flag, "count");
+  EXPECT_EQ(count->help, "how many");
+  EXPECT_TRUE(set.type_info().field("label")->flag.empty());
+}
 
 Leaf leaf(std::string name, std::optional<int64_t> size = std::nullopt) {
   auto n = make_node<LeafNode>();

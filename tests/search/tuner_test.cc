@@ -478,7 +478,7 @@ TEST_F(Tuner, ATimeBudgetEndsTheRunAndTheTrialsStillAddUp) {
   EXPECT_LT(report.trials, 100000);
   options.time_budget_s = -1;
   EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, runner, options), kInvalidArgument,
-                  "time budget");
+                  "time_budget_s is -1; it must be from 0 to");
   options.time_budget_s = 0;
   options.weights = {1, 2};
   EXPECT_TT_ERROR(tune({matmul()}, random_policy(), builder, runner, options), kInvalidArgument,
@@ -575,7 +575,7 @@ TEST_F(Tuner, ConfirmMeasuresTheBestAgainWithTheDefaultAndJudgesOnAllCosts) {
   EXPECT_TRUE(structural_equal(best->input.state, fallback));
   options.confirm = -1;
   EXPECT_TT_ERROR(tune({task}, random_policy(), builder, drifting, options), kInvalidArgument,
-                  "schedules to confirm per task must be >= 0");
+                  "tune options: confirm is -1; it must be from 0 to 1000");
 }
 
 }  // namespace

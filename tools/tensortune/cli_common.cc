@@ -192,30 +192,113 @@ void print_instruments(const json& instruments, const std::string& where) {
   }
 }
 
-void MeasureArgs::add_to(CLI::App* cmd) {
-  cmd->add_option("--number", timing.number, "kernel calls per measurement")
-      ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--repeat", timing.repeat, "measurements per candidate (one cost each)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--min-repeat-ms", timing.min_repeat_ms,
-                  "lengthen a measurement shorter than this with more calls")
-      ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--cooldown-ms", timing.cooldown_ms, "pause between measurements")
-      ->check(CLI::Range(0, 1000000));
-  cmd->add_flag("--flush-cache", timing.flush_cache,
-                "evict the kernel's buffers from the caches before each measurement");
+namespace {
+
+/// The saved value of `field`; option fields hold plain values.
+json option_value(const tt::Object& node, const tt::FieldInfo& field) {
+  class NoReferences final : public tt::SaveContext {
+   public:
+    int64_t ref(const tt::ObjectPtr&) override {
+      TT_ICHECK(false, "an option field holds a node reference");
+      return -1;
+    }
+  } saver;
+  return field.save(node, saver);
+}
+
+/// The text of an option's value as the field's JSON value: a number for a
+/// numeric field, the text itself for a string.
+json option_text_value(const tt::FieldInfo& field, const std::string& text) {
+  if (field.type_name == "string") return text;
+  json value;
+  try {
+    value = tt::parse_json_text(text);
+  } catch (const tt::UserError&) {
+  }
+  bool ok = field.type_name == "int" ? value.is_number_integer() : value.is_number();
+  if (!ok) {
+    tt::fail(tt::ErrorKind::kInvalidArgument, "'", text, "' is not ",
+             field.type_name == "int" ? "an integer" : "a number");
+  }
+  return value;
+}
+
+}  // namespace
+
+template <class F>
+void NodeOptions::each_option(const Bound& b, F&& f) const {
+  for (const tt::FieldInfo& field : b.node->type_info().fields) {
+    if (field.flag.empty()) continue;
+    if (!b.fields.empty() &&
+        std::find(b.fields.begin(), b.fields.end(), field.name) == b.fields.end()) {
+      continue;
+    }
+    f(field, b.prefix + field.flag);
+  }
+}
+
+void NodeOptions::add(CLI::App* cmd, tt::Object& node, const std::string& prefix,
+                      const std::vector<std::string>& fields, const std::string& help_lead) {
+  bound_.push_back({&node, prefix, fields});
+  for (const auto& name : fields) {
+    TT_ICHECK(node.type_info().field(name) && !node.type_info().field(name)->flag.empty(),
+              node.type_key(), " has no option field '", name, "'");
+  }
+  each_option(bound_.back(), [&](const tt::FieldInfo& field, const std::string& flag) {
+    std::string name = field.name;
+    auto set = [&node, name, flag](const json& value) {
+      try {
+        tt::set_field(node, name, value);
+      } catch (const tt::UserError& e) {
+        // A parse error like CLI11's own: the command has not started.
+        throw CLI::ValidationError("--" + flag, e.what());
+      }
+    };
+    std::string help = help_lead + field.help;
+    if (field.type_name == "bool") {
+      cmd->add_flag_callback(
+          "--" + flag, [set] { set(true); }, help);
+      return;
+    }
+    if (field.min || field.max) help += " (" + tt::range_text(field) + ")";
+    cmd->add_option_function<std::string>(
+           "--" + flag,
+           [set, &field, flag](const std::string& text) {
+             json value;
+             try {
+               value = option_text_value(field, text);
+             } catch (const tt::UserError& e) {
+               throw CLI::ValidationError("--" + flag, e.what());
+             }
+             set(value);
+           },
+           help)
+        ->type_name(field.type_name == "int"     ? "INT"
+                    : field.type_name == "float" ? "NUMBER"
+                                                 : "TEXT")
+        ->default_str(field.type_name == "string" ? option_value(node, field).get<std::string>()
+                                                  : option_value(node, field).dump());
+  });
+}
+
+json NodeOptions::values() const {
+  json out = json::object();
+  for (const Bound& b : bound_) {
+    each_option(b, [&](const tt::FieldInfo& field, const std::string& flag) {
+      out[flag] = option_value(*b.node, field);
+    });
+  }
+  return out;
+}
+
+void MeasureArgs::add_to(CLI::App* cmd, NodeOptions& options) {
+  options.add(cmd, timing);
   auto* flush = cmd->add_flag("--flush-weights", flush_weights,
                               "evict the constant inputs (weights) from the caches before every "
                               "call, as a compiled model finds them (the default with a model)");
   cmd->add_flag("--warm-weights", warm_weights,
                 "leave the weights in the caches between calls (the default for single tasks)")
       ->excludes(flush);
-  cmd->add_flag("--fresh-activations", timing.fresh_activations,
-                "write the other inputs (activations) again before every call, a share on each of "
-                "the kernel's threads, as the kernel before it leaves them in a compiled model "
-                "(every input of a task without constant inputs)");
-  cmd->add_flag("--check", timing.check,
-                "compare each candidate's output with the reference evaluator");
   cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
   cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
       ->check(CLI::Range(0.001, 86400.0));

@@ -58,6 +58,32 @@ schedule::State load_state(const std::string& path, const te::Task& task);
 /// where they ran (e.g. "build worker, matmul(...) trial 3").
 void print_instruments(const nlohmann::json& instruments, const std::string& where);
 
+/// The flags a command generates from reflected option nodes (FieldList::option):
+/// one per option field, with the field's help, its default (the bound node's
+/// value) and its range. A value given is set through set_field, so the range
+/// the library checks is the only range, and the error names the flag.
+class NodeOptions {
+ public:
+  /// Adds `node`'s option fields to `cmd` as --PREFIXFLAG (only those named
+  /// in `fields`, when given), each help line led by `help_lead`. `node` must
+  /// outlive the command.
+  void add(CLI::App* cmd, Object& node, const std::string& prefix = "",
+           const std::vector<std::string>& fields = {}, const std::string& help_lead = "");
+  /// Each generated flag's value, by flag name (without "--"): what a
+  /// command's --json output echoes as its options.
+  nlohmann::json values() const;
+
+ private:
+  struct Bound {
+    Object* node;
+    std::string prefix;
+    std::vector<std::string> fields;
+  };
+  template <class F>
+  void each_option(const Bound& b, F&& f) const;
+  std::vector<Bound> bound_;
+};
+
 /// The PassContext options every command that lowers or builds takes:
 /// --opt-level, --config KEY=VALUE, --disable-pass NAME, --instrument NAME[=JSON].
 struct PassContextArgs {
@@ -75,7 +101,7 @@ struct PassContextArgs {
 /// Every default is the library's: the measure layer's option structs are
 /// held, or their values converted to the command line's units.
 struct MeasureArgs {
-  measure::RunnerOptions timing;  ///< number, repeat, ..., check (flush_weights below)
+  measure::RunnerOptions timing;  ///< its option fields are flags (flush_weights below)
   bool flush_weights = false, warm_weights = false;  ///< neither given: the caller's default
   bool pin_threads = measure::LocalRunnerOptions().pin_threads;
   double timeout_s = seconds(measure::LocalRunnerOptions().timeout);         ///< per run request
@@ -89,7 +115,7 @@ struct MeasureArgs {
     return std::chrono::duration<double>(d).count();
   }
 
-  void add_to(CLI::App* cmd);
+  void add_to(CLI::App* cmd, NodeOptions& options);
   measure::LocalBuilderOptions builder_options() const;
   /// `weights_cold` is whether weights are evicted before every call when
   /// neither --flush-weights nor --warm-weights was given.

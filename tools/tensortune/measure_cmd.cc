@@ -20,6 +20,7 @@ struct MeasureCommandArgs {
   bool as_json = false;
   PassContextArgs pass_context;
   MeasureArgs measure;
+  NodeOptions options;  ///< the flags generated from measure.timing
 };
 
 int run_measure(const MeasureCommandArgs& args) {
@@ -48,6 +49,7 @@ int run_measure(const MeasureCommandArgs& args) {
                 {"error_code", measure::error_code_name(r.error_code)},
                 {"error_message", r.error_message},
                 {"costs", r.costs},
+                {"options", args.options.values()},
                 {"mean_cost", r.ok() ? json(r.mean_cost()) : json(nullptr)},
                 {"gflops", gflops ? json(*gflops) : json(nullptr)},
                 {"build_seconds", r.build_seconds},
@@ -89,7 +91,7 @@ Command add_measure_command(CLI::App& app) {
                   "tasks (default: the naive schedule)");
   cmd->add_option("--log", args->log_path, "append the record to this log");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
-  args->measure.add_to(cmd);
+  args->measure.add_to(cmd, args->options);
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_measure(*args); }};
 }

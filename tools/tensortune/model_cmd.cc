@@ -150,6 +150,7 @@ struct CompileArgs {
   double in_model_timeout_s =
       std::chrono::duration<double>(graph::CompileOptions().in_model_worker.per_evaluation).count();
   PassContextArgs pass_context;
+  NodeOptions options;  ///< the --in-model-* flags generated from in_model_timing
 };
 
 int run_compile(const CompileArgs& args) {
@@ -170,6 +171,7 @@ int run_compile(const CompileArgs& args) {
   if (args.as_json) {
     json out = report.to_json();
     out["output"] = args.output;
+    out["options"] = args.options.values();
     std::cout << out.dump(1) << "\n";
     return 0;
   }
@@ -428,17 +430,14 @@ Command add_compile_command(CLI::App& app) {
                   "time each task's K best schedules of the log inside the model on this "
                   "machine and keep the fastest there (1: the log's best, untimed)")
       ->check(CLI::Range(1, 16));
-  cmd->add_option("--in-model-repeat", args->in_model_timing.repeat,
-                  "with --in-model-candidates: timed runs of the model per evaluation (the "
-                  "median per kernel call counts)")
-      ->check(CLI::Range(1, 1000));
+  args->options.add(cmd, args->in_model_timing, "in-model-",
+                    {"repeat", "cooldown_ms", "flush_cache"},
+                    "with --in-model-candidates, timing the whole model: ");
   cmd->add_option("--in-model-timeout", args->in_model_timeout_s,
                   "with --in-model-candidates: seconds the timing worker may take per "
                   "evaluation of the model; past it the worker is killed and every task keeps "
                   "its log's best")
       ->check(CLI::Range(0.001, 86400.0));
-  cmd->add_flag("--in-model-flush-cache", args->in_model_timing.flush_cache,
-                "with --in-model-candidates: evict the caches before every timed run");
   cmd->add_flag("--json", args->as_json, "print the apply report as JSON");
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_compile(*args); }};

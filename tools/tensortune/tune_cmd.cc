@@ -32,13 +32,14 @@ struct TuneCommandArgs {
   bool as_json = false;
   std::string policy = "evolutionary", cost_model = "xgb", cost_model_file;
   std::string scheduler = "gradient", progress_json;
-  bool time_budget_given = false, target_given = false;
+  bool target_given = false;
   /// The library's options themselves, so that each default is written once
   /// (log_path, weights and pass_context are filled in by run_tune).
   search::TuneOptions tune;
   search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
+  NodeOptions options;  ///< the flags generated from tune, evolution and measure.timing
 };
 
 std::string errors_text(const std::map<std::string, int64_t>& errors) {
@@ -297,10 +298,6 @@ int run_tune(const TuneCommandArgs& args) {
   // resumed (unless --any-pass-context).
   const ir::PassContext context = args.pass_context.make();
   auto [tasks, weights] = tasks_of(args, context, labels);
-  TT_CHECK(!args.time_budget_given ||
-               (std::isfinite(args.tune.time_budget_s) && args.tune.time_budget_s > 0),
-           kInvalidArgument, "--time-budget must be a number of seconds > 0, got ",
-           args.tune.time_budget_s);
   std::unique_ptr<search::TaskScheduler> scheduler = search::make_task_scheduler(args.scheduler);
   search::PolicyFactory policy;
   std::shared_ptr<search::SharedCostModel> model;
@@ -329,15 +326,16 @@ int run_tune(const TuneCommandArgs& args) {
   options.weights = weights;
   options.pass_context = context;
 
-  std::fprintf(
-      stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search%s, log %s\n", tasks.size(),
-      tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
-      static_cast<long long>(args.tune.trials),
-      args.time_budget_given ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
-                             : "",
-      args.policy == "random" ? "random"
-                              : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
-      timing_note(runner_options.timing).c_str(), args.log_path.c_str());
+  std::fprintf(stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search%s, log %s\n",
+               tasks.size(), tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
+               static_cast<long long>(args.tune.trials),
+               args.tune.time_budget_s > 0
+                   ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
+                   : "",
+               args.policy == "random"
+                   ? "random"
+                   : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
+               timing_note(runner_options.timing).c_str(), args.log_path.c_str());
   ProgressTable table(args.tune.trials, args.tune.time_budget_s, labels);
   // The progress file is rewritten from the start: never over what the run reads.
   std::vector<std::string> inputs = args.task_paths;
@@ -351,13 +349,13 @@ int run_tune(const TuneCommandArgs& args) {
     for (size_t i = 0; i < tasks.size(); ++i) {
       list.push_back({{"workload_key", tasks[i].workload_key()}, {"weight", weights[i]}});
     }
-    events.write(
-        {{"event", "start"},
-         {"tasks", list},
-         {"trials", args.tune.trials},
-         {"time_budget_s", args.time_budget_given ? json(args.tune.time_budget_s) : json(nullptr)},
-         {"policy", args.policy},
-         {"scheduler", scheduler->name()}});
+    events.write({{"event", "start"},
+                  {"tasks", list},
+                  {"trials", args.tune.trials},
+                  {"time_budget_s",
+                   args.tune.time_budget_s > 0 ? json(args.tune.time_budget_s) : json(nullptr)},
+                  {"policy", args.policy},
+                  {"scheduler", scheduler->name()}});
   }
   std::map<std::string, int64_t> trial_numbers;
   search::TuneHooks hooks;
@@ -423,7 +421,8 @@ int run_tune(const TuneCommandArgs& args) {
                 {"elapsed_s", report.elapsed_s},
                 {"stop_reason", report.stop_reason},
                 {"weighted_latency_s", report.weighted_latency()},
-                {"time", time_json(time)}};
+                {"time", time_json(time)},
+                {"options", args.options.values()}};
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     return any_failed ? 3 : 0;
   }
@@ -477,61 +476,21 @@ Command add_tune_command(CLI::App& app) {
          "target string, e.g. \"c -mcpu=native -num-cores=2\" (default c; native with a model)")
       ->each([args](const std::string&) { args->target_given = true; });
   cmd->add_option("--host", args->host, "host target string");
-  cmd->add_option("--trials", args->tune.trials, "new measurements in this run, over all tasks")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd->add_option("--batch-size", args->tune.batch_size, "candidates measured together")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--warm-up-batch", args->tune.warm_up_batch,
-                  "candidates in each task's first round when several tasks are tuned "
-                  "(default: max(8, trials / (4 x tasks)))")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log", args->log_path, "record log: appended to, and resumed from")->required();
-  cmd->add_option("--seed", args->tune.seed, "random seed");
   cmd->add_flag("--json", args->as_json, "machine-readable output");
   cmd->add_option("--policy", args->policy, "search policy: evolutionary (default) or random");
   cmd->add_option("--cost-model", args->cost_model,
                   "cost model of the evolutionary policy: xgb (default) or random");
   cmd->add_option("--cost-model-file", args->cost_model_file,
                   "start from this trained model (tensortune train-model)");
-  cmd->add_option("--population", args->evolution.population,
-                  "evolutionary search: states per generation")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--generations", args->evolution.generations,
-                  "evolutionary search: generations per batch")
-      ->check(CLI::Range(0, 1000));
-  cmd->add_option("--mutation-prob", args->evolution.mutation_prob,
-                  "evolutionary search: chance that a child is a mutation of its parent")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--crossover-prob", args->evolution.crossover_prob,
-                  "evolutionary search: chance that a child is a crossover of two parents")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--eps-greedy", args->evolution.eps_greedy,
-                  "evolutionary search: share of each batch drawn at random")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--max-reduction-tile", args->evolution.annotate.max_innermost_reduction_split,
-                  "evolutionary search: longest innermost tile of a reduction axis")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--scheduler", args->scheduler,
                   "which task goes next: gradient (default) or round-robin");
-  cmd->add_option("--time-budget", args->tune.time_budget_s, "stop after this many seconds")
-      ->each([args](const std::string&) { args->time_budget_given = true; });
-  cmd->add_option("--abandon-factor", args->tune.abandon_factor,
-                  "time a candidate once when its first measurement is this many times slower "
-                  "than its task's best so far (0: time every candidate fully)")
-      ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--confirm", args->tune.confirm,
-                  "at the end, measure each task's best N schedules (its default among them) "
-                  "again and judge them on all their costs; at most a tenth of the trials "
-                  "(0: none)")
-      ->check(CLI::Range(0, 1000));
-  cmd->add_option("--early-stopping", args->tune.early_stopping,
-                  "stop tuning a task after this many trials without improvement (0: never)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--progress-json", args->progress_json,
                   "also write progress as JSON events, one per line, to this file");
-  cmd->add_flag("--any-pass-context", args->tune.any_pass_context,
-                "resume from records of the log built under any pass context, not only this one");
-  args->measure.add_to(cmd);
+  args->options.add(cmd, args->tune);
+  args->options.add(cmd, args->evolution);
+  args->options.add(cmd, args->evolution.annotate);
+  args->measure.add_to(cmd, args->options);
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_tune(*args); }};
 }

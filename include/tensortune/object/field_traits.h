@@ -524,6 +524,63 @@ struct FieldTraits<R> {
   }
 };
 
+namespace detail {
+/// A node held by value, as option sets nest (a tuner's options hold the
+/// runner's): saved inline as `{"type": KEY, FIELD: VALUE, ...}`.
+template <class T>
+concept InlineNode = std::is_base_of_v<Object, T> && !RefType<T>;
+json save_inline_node(const Object& node, SaveContext& c);
+/// Loads every field of `node` from `j` with the checks a saved node gets:
+/// its type key, unknown and missing fields, and the type's validate().
+void load_inline_node(Object& node, const json& j, LoadContext& c);
+}  // namespace detail
+
+template <detail::InlineNode T>
+struct FieldTraits<T> {
+  static std::string type_name() { return T::kTypeKey; }
+  static detail::json save(const T& v, SaveContext& c) { return detail::save_inline_node(v, c); }
+  static void write(const T& v, std::string& out, SaveContext& c) {
+    detail::append_json_value(out, save(v, c));
+  }
+  static bool read(T&, JsonReader&, LoadContext&) { return false; }  // rare: the DOM path
+  static void load(T& v, const detail::json& j, LoadContext& c) {
+    detail::load_inline_node(v, j, c);
+  }
+  static bool equal(const T& a, const T& b, EqualContext& c, bool) {
+    for (const auto& f : a.type_info().fields) {
+      if (f.flags & kIgnoredByEquality) continue;
+      c.push(f.name);
+      bool same = f.equal(a, b, c);
+      c.pop();
+      if (!same) return false;
+    }
+    return true;
+  }
+  static uint64_t hash(const T& v, HashContext& c, bool) {
+    uint64_t h = 0x696e6c696e65ULL;
+    for (const auto& f : v.type_info().fields) {
+      if (!(f.flags & kIgnoredByEquality)) h = h * 0x100000001b3ULL ^ f.hash(v, c);
+    }
+    return h;
+  }
+  static void copy(T& d, const T& s, CopyContext& c) {
+    for (const auto& f : s.type_info().fields) f.copy(d, s, c);
+  }
+  static void print(const T& v, PrintContext& p) {
+    p.text(std::string(T::kTypeKey) + "(");
+    bool first = true;
+    for (const auto& f : v.type_info().fields) {
+      p.text(std::string(first ? "" : ", ") + f.name + "=");
+      f.print(v, p);
+      first = false;
+    }
+    p.text(")");
+  }
+  static void children(const T& v, const detail::ChildFn& fn) {
+    for (const auto& f : v.type_info().fields) f.children(v, fn);
+  }
+};
+
 template <class T>
 struct FieldTraits<std::vector<T>> {
   using Elem = FieldTraits<T>;
@@ -715,6 +772,11 @@ class FieldList {
     f.children = [member](const Object& o, const detail::ChildFn& fn) {
       Traits::children(static_cast<const Node&>(o).*member, fn);
     };
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      f.number = [member](const Object& o) {
+        return static_cast<double>(static_cast<const Node&>(o).*member);
+      };
+    }
     TT_ICHECK(!(flags & kAddedLater), info_->key, ": declare field '", f.name,
               "' with def_added_later");
     info_->fields.push_back(std::move(f));
@@ -739,6 +801,26 @@ class FieldList {
     return *this;
   }
 
+  /// Makes the last declared field a command-line option: `--flag`, with one
+  /// line of help (the default is the field's value in the node bound).
+  FieldList& option(std::string flag, std::string help) {
+    TT_ICHECK(!info_->fields.empty(), info_->key, ": option() before any field");
+    FieldInfo& f = info_->fields.back();
+    f.flag = std::move(flag);
+    f.help = std::move(help);
+    return *this;
+  }
+
+  /// The inclusive range of the last declared field, a number: checked on
+  /// every load and validate() of a node of this type.
+  FieldList& range(double min, double max) {
+    TT_ICHECK(!info_->fields.empty() && info_->fields.back().number, info_->key,
+              ": range() needs a numeric field");
+    info_->fields.back().min = min;
+    info_->fields.back().max = max;
+    return *this;
+  }
+
   /// A check run on every loaded node of this type; throw a user error to reject it.
   FieldList& validate(std::function<void(const Node&)> check) {
     info_->validate = [check = std::move(check)](const Object& o) {
@@ -752,6 +834,9 @@ class FieldList {
 };
 
 namespace detail {
+/// Puts the declared ranges' checks in front of the type's validate().
+void add_range_checks(NodeTypeInfo& info);
+
 template <class Node>
 bool register_node() {
   auto info = std::make_unique<NodeTypeInfo>();
@@ -761,6 +846,7 @@ bool register_node() {
   info->create = [] { return std::static_pointer_cast<Object>(std::make_shared<Node>()); };
   FieldList<Node> list(info.get());
   Node::declare(list);
+  add_range_checks(*info);
   NodeRegistry::global().add(std::move(info));
   return true;
 }

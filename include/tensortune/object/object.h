@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -134,6 +135,17 @@ struct FieldInfo {
   std::function<void(const Object&, const std::function<void(const ObjectPtr&)>&)> children;
   /// True when the field holds its type's default value (kAddedLater fields).
   std::function<bool(const Object&)> is_default;
+  /// The field's value as a number, for range checks; empty for fields that
+  /// are not numbers (strings, lists, nodes, bools).
+  std::function<double(const Object&)> number;
+
+  /// Option sets (FieldList::option, FieldList::range): a user-facing field
+  /// has a flag name (without "--") and one line of help, and a numeric one
+  /// may have an inclusive range, checked whenever a node of the type is
+  /// loaded or validate()d. Command lines are generated from these.
+  std::string flag;
+  std::string help;
+  std::optional<double> min, max;
 };
 
 /// The registered description of a node type.

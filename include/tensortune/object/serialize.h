@@ -57,6 +57,21 @@ inline constexpr int kMaxJsonNesting = 512;
 /// The one JSON reader of the project: load_string reads with it too.
 nlohmann::json parse_json_text(std::string_view text, std::string_view what = "JSON");
 
+/// Runs the checks a loaded node of its type gets: the declared ranges
+/// (FieldList::range), then the type's validate(). For option sets built in
+/// code: the library checks them where it takes them.
+void validate(const Object& node);
+
+/// Loads `value` into the field `name` of `node`, as a saved node's field is
+/// loaded, and checks the field's range: a command line setting one option.
+/// A bad value is a user error saying what is valid.
+void set_field(Object& node, std::string_view name, const nlohmann::json& value);
+
+/// A number as range errors write it: whole numbers without a fraction.
+std::string number_text(double value);
+/// The valid values of `field`, e.g. "from 1 to 100000".
+std::string range_text(const FieldInfo& field);
+
 namespace detail {
 /// load_string's text reader alone: the graph, or std::nullopt where
 /// load_string hands the text to the DOM path (bad input, or a form the reader

@@ -17,7 +17,8 @@
 namespace tensortune::search {
 
 /// What annotation may choose from.
-struct AnnotateOptions {
+/// How sketches are annotated (a reflected node: see search::TuneOptions).
+struct AnnotateOptions : Object {
   /// auto_unroll_max_step values on the stages with a reduction.
   std::vector<int64_t> auto_unroll_steps = {0, 16, 64, 512};
   /// Largest innermost tile length of a spatial axis.
@@ -38,6 +39,8 @@ struct AnnotateOptions {
   /// The chance that an untiled stage's parallel loop is one of its inner
   /// spatial loops, moved outermost (parallelize_inner_loop).
   double parallel_reorder_prob = 0.5;
+  TT_NODE(AnnotateOptions, "search.AnnotateOptions")
+  static void declare(FieldList<AnnotateOptions>& f);
 };
 
 /// The largest innermost tile length `options` allow on an axis of `kind`.

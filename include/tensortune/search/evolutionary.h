@@ -47,7 +47,8 @@ class SharedCostModel {
   size_t trained_on_ = 0;
 };
 
-struct EvolutionaryOptions {
+/// The evolutionary policy's options (a reflected node: see TuneOptions).
+struct EvolutionaryOptions : Object {
   int population = 512;
   int generations = 4;
   double mutation_prob = 0.85;
@@ -59,6 +60,8 @@ struct EvolutionaryOptions {
   /// Mutation weights: tile size, auto-unroll, compute location, parallel.
   double weight_tile_size = 0.90, weight_auto_unroll = 0.04, weight_compute_location = 0.05,
          weight_parallel = 0.01;
+  TT_NODE(EvolutionaryOptions, "search.EvolutionaryOptions")
+  static void declare(FieldList<EvolutionaryOptions>& f);
 };
 
 /// The evolutionary policy for one task. Its first proposal starts with the

@@ -24,7 +24,9 @@
 
 namespace tensortune::search {
 
-struct TuneOptions {
+/// A tuning run's options: a reflected node, so that the command line's
+/// flags, defaults and range checks come from this one declaration.
+struct TuneOptions : Object {
   int64_t trials = 64;  ///< new measurements in this run, over all tasks
   int batch_size = 16;  ///< states proposed and measured together
   /// States in the first round of each task when several tasks share the
@@ -59,6 +61,8 @@ struct TuneOptions {
   /// fastest single measurement is often a lucky one. The re-measurements
   /// are trials of this run and take at most a tenth of them. 0: none.
   int confirm = 3;
+  TT_NODE(TuneOptions, "search.TuneOptions")
+  static void declare(FieldList<TuneOptions>& f);
 };
 
 /// Where the run's wall-clock time went.
