@@ -22,10 +22,5 @@ namespace tensortune {
 std::string_view build_id() { return \"tensortune ${VERSION} sources ${short}\"; }
 }  // namespace tensortune
 ")
-# Rewritten only when it changes, so an unchanged identity recompiles nothing.
-if(EXISTS ${OUT})
-  file(READ ${OUT} old)
-endif()
-if(NOT old STREQUAL text)
-  file(WRITE ${OUT} "${text}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake)
+write_if_changed(${OUT} "${text}")

@@ -19,9 +19,5 @@ const char* const c_helper_${name} = R\"tt_c_helper(${body})tt_c_helper\";
 endforeach()
 string(APPEND text "}  // namespace tensortune::codegen
 ")
-if(EXISTS ${OUT})
-  file(READ ${OUT} old)
-endif()
-if(NOT old STREQUAL text)
-  file(WRITE ${OUT} "${text}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake)
+write_if_changed(${OUT} "${text}")
