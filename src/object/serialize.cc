@@ -605,10 +605,11 @@ std::string number_text(double v) {
 }
 
 std::string range_text(const FieldInfo& field) {
-  auto number = [](double v) { return number_text(v); };
-  if (field.min && field.max) return "from " + number(*field.min) + " to " + number(*field.max);
-  if (field.min) return "at least " + number(*field.min);
-  if (field.max) return "at most " + number(*field.max);
+  if (field.min && field.max) {
+    return "from " + number_text(*field.min) + " to " + number_text(*field.max);
+  }
+  if (field.min) return "at least " + number_text(*field.min);
+  if (field.max) return "at most " + number_text(*field.max);
   return "any " + field.type_name;
 }
 
@@ -640,7 +641,7 @@ void set_field(Object& node, std::string_view name, const json& value) {
   f->load(node, value, loader);
 }
 
-json field_values(const Object& node) {
+json field_value(const Object& node, const FieldInfo& field) {
   // References have no value outside a graph: refuse them, naming the field.
   class NoReferences final : public SaveContext {
    public:
@@ -650,13 +651,14 @@ json field_values(const Object& node) {
     }
     std::string_view type, field;
   } saver;
-  const NodeTypeInfo& info = node.type_info();
-  saver.type = info.key;
+  saver.type = node.type_info().key;
+  saver.field = field.name;
+  return field.save(node, saver);
+}
+
+json field_values(const Object& node) {
   json out = json::object();
-  for (const auto& f : info.fields) {
-    saver.field = f.name;
-    out[f.name] = f.save(node, saver);
-  }
+  for (const auto& f : node.type_info().fields) out[f.name] = field_value(node, f);
   return out;
 }
 

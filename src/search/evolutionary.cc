@@ -49,6 +49,9 @@ void EvolutionaryOptions::declare(FieldList<EvolutionaryOptions>& f) {
         TT_CHECK(o.mutation_prob + o.crossover_prob <= 1, kInvalidArgument,
                  "the mutation and crossover probabilities add up to ",
                  o.mutation_prob + o.crossover_prob, "; they must add up to at most 1");
+        // Loading checks the nested set on its own; options built in code
+        // are checked here, with the set that holds them.
+        validate(o.annotate);
       });
 }
 TT_REGISTER_NODE(EvolutionaryOptions);
@@ -110,7 +113,6 @@ EvolutionarySearchPolicy::EvolutionarySearchPolicy(const te::Task& task, uint64_
   TT_CHECK(model_, kInvalidArgument, "the evolutionary policy needs a cost model");
   try {
     validate(options_);
-    validate(options_.annotate);
   } catch (const UserError& e) {
     fail(e.kind(), "evolutionary search options: ", e.what());
   }

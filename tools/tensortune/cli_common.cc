@@ -194,18 +194,6 @@ void print_instruments(const json& instruments, const std::string& where) {
 
 namespace {
 
-/// The saved value of `field`; option fields hold plain values.
-json option_value(const tt::Object& node, const tt::FieldInfo& field) {
-  class NoReferences final : public tt::SaveContext {
-   public:
-    int64_t ref(const tt::ObjectPtr&) override {
-      TT_ICHECK(false, "an option field holds a node reference");
-      return -1;
-    }
-  } saver;
-  return field.save(node, saver);
-}
-
 /// The text of an option's value as the field's JSON value: a number for a
 /// numeric field, the text itself for a string.
 json option_text_value(const tt::FieldInfo& field, const std::string& text) {
@@ -245,39 +233,33 @@ void NodeOptions::add(CLI::App* cmd, tt::Object& node, const std::string& prefix
               node.type_key(), " has no option field '", name, "'");
   }
   each_option(bound_.back(), [&](const tt::FieldInfo& field, const std::string& flag) {
-    std::string name = field.name;
-    auto set = [&node, name, flag](const json& value) {
+    // A malformed or out-of-range value is a parse error like CLI11's own:
+    // the command has not started.
+    auto set = [&node, &field, flag](auto value_of) {
       try {
-        tt::set_field(node, name, value);
+        tt::set_field(node, field.name, value_of());
       } catch (const tt::UserError& e) {
-        // A parse error like CLI11's own: the command has not started.
         throw CLI::ValidationError("--" + flag, e.what());
       }
     };
     std::string help = help_lead + field.help;
     if (field.type_name == "bool") {
       cmd->add_flag_callback(
-          "--" + flag, [set] { set(true); }, help);
+          "--" + flag, [set] { set([] { return json(true); }); }, help);
       return;
     }
     if (field.min || field.max) help += " (" + tt::range_text(field) + ")";
+    json current = tt::field_value(node, field);
     cmd->add_option_function<std::string>(
            "--" + flag,
-           [set, &field, flag](const std::string& text) {
-             json value;
-             try {
-               value = option_text_value(field, text);
-             } catch (const tt::UserError& e) {
-               throw CLI::ValidationError("--" + flag, e.what());
-             }
-             set(value);
+           [set, &field](const std::string& text) {
+             set([&] { return option_text_value(field, text); });
            },
            help)
         ->type_name(field.type_name == "int"     ? "INT"
                     : field.type_name == "float" ? "NUMBER"
                                                  : "TEXT")
-        ->default_str(field.type_name == "string" ? option_value(node, field).get<std::string>()
-                                                  : option_value(node, field).dump());
+        ->default_str(current.is_string() ? current.get<std::string>() : current.dump());
   });
 }
 
@@ -285,7 +267,7 @@ json NodeOptions::values() const {
   json out = json::object();
   for (const Bound& b : bound_) {
     each_option(b, [&](const tt::FieldInfo& field, const std::string& flag) {
-      out[flag] = option_value(*b.node, field);
+      out[flag] = tt::field_value(*b.node, field);
     });
   }
   return out;

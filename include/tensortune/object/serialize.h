@@ -34,6 +34,8 @@ nlohmann::json save_json(const ObjectPtr& root);
 /// kInvalidArgument error naming it, since its saved value (an index) only
 /// means something inside a whole graph.
 nlohmann::json field_values(const Object& node);
+/// The saved value of one field of `node`, with field_values' rule for references.
+nlohmann::json field_value(const Object& node, const FieldInfo& field);
 
 /// Reads a graph saved by save_json; see the file comment for what is checked.
 ObjectPtr load_json(const nlohmann::json& doc);
