@@ -122,7 +122,7 @@ json choose_in_model(std::vector<Kernel>& kernels, const VariantCalls& calls,
   measure::ModelTimingRequest request;
   request.model_dir = std::filesystem::absolute(model_dir).string();
   request.timing =
-      Ref<measure::RunnerOptions>(make_node<measure::RunnerOptions>(options.in_model_timing));
+      Ref<measure::RunnerOptions>(make_node<measure::RunnerOptions>(options.in_model.timing));
   for (size_t s = 0; s < calls.size(); ++s) {
     if (kernels[calls[s].kernel].variants.size() < 2) continue;
     auto step = make_node<measure::CandidateStepNode>();
@@ -134,8 +134,7 @@ json choose_in_model(std::vector<Kernel>& kernels, const VariantCalls& calls,
     }
     request.steps.emplace_back(std::move(step));
   }
-  measure::ModelTimingOutcome outcome =
-      measure::time_in_model_worker(request, options.in_model_worker);
+  measure::ModelTimingOutcome outcome = measure::time_in_model_worker(request, options.in_model);
   if (outcome.error_code != measure::ErrorCode::kNoError) {
     std::string code(measure::error_code_name(outcome.error_code));
     warnings.push_back("timing the candidates in the model failed (" + code +
@@ -212,14 +211,11 @@ namespace {
 void check_compile_options(const CompileOptions& options, const std::string& out_dir) {
   TT_CHECK(options.target, kInvalidArgument, "compiling needs a target");
   runtime::check_model_destination(out_dir, options.protect);
-  TT_CHECK(options.in_model_candidates >= 1, kInvalidArgument,
-           "the schedules per task to time in the model must be 1 or more, not ",
-           options.in_model_candidates);
-  if (const auto& validate = options.in_model_timing.type_info().validate) {
-    validate(options.in_model_timing);
+  try {
+    validate(options.in_model);
+  } catch (const UserError& e) {
+    fail(e.kind(), "timing in the model: ", e.what());
   }
-  TT_CHECK(options.in_model_worker.per_evaluation.count() > 0, kInvalidArgument,
-           "the timeout per evaluation of the model must be positive");
 }
 
 /// compile_model() once its options are checked; `start` is when the
@@ -260,7 +256,7 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
     schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
     size_t skipped = 0;
     for (const measure::Record& r : best) {
-      if (k.variants.size() == static_cast<size_t>(options.in_model_candidates)) break;
+      if (k.variants.size() == static_cast<size_t>(options.in_model.candidates)) break;
       try {
         schedule::replay(dag, r.input.state);
       } catch (const UserError& e) {
@@ -533,7 +529,7 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
     runtime::ModelPlan all_variants = make_plan(true, &calls);
     runtime::write_model_folder(out_dir, {all_variants, *library, weights}, options.protect);
     report.in_model = choose_in_model(kernels, calls, out_dir, options, report.warnings);
-    report.in_model["candidates_per_task"] = options.in_model_candidates;
+    report.in_model["candidates_per_task"] = options.in_model.candidates;
     plan = make_plan(false, nullptr);
   }
   report.tasks.clear();

@@ -11,12 +11,53 @@
 #include "tensortune/support/strings.h"
 
 namespace tensortune::measure {
+
+void LocalBuilderOptions::declare(FieldList<LocalBuilderOptions>& f) {
+  f.def("parallelism", &LocalBuilderOptions::parallelism)
+      .option("parallelism", "build workers (0: one per core)")
+      .range(0, 1024)
+      .def("timeout", &LocalBuilderOptions::timeout)
+      .option("build-timeout", "seconds building one candidate may take")
+      .range(0.001, 86400)
+      .def("candidates_per_request", &LocalBuilderOptions::candidates_per_request)
+      .option("candidates-per-build", "candidates compiled together by one compiler run")
+      .range(1, 1024)
+      .def("cache_dir", &LocalBuilderOptions::cache_dir)
+      .def("pool", &LocalBuilderOptions::pool);
+}
+TT_REGISTER_NODE(LocalBuilderOptions);
+
+void LocalRunnerOptions::declare(FieldList<LocalRunnerOptions>& f) {
+  f.def("timing", &LocalRunnerOptions::timing)
+      .def("timeout", &LocalRunnerOptions::timeout)
+      .option("timeout", "seconds a run of one candidate may take")
+      .range(0.001, 86400)
+      .def("prepare_timeout", &LocalRunnerOptions::prepare_timeout)
+      .range(0.001, 86400 * 7)
+      .def("pin_threads", &LocalRunnerOptions::pin_threads)
+      .option("pin-threads", "bind the kernel's threads to cores (OMP_PROC_BIND)")
+      .def("pool", &LocalRunnerOptions::pool);
+}
+TT_REGISTER_NODE(LocalRunnerOptions);
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// `options` once they are checked: ranges first, so that no pool is
+/// started from options that are out of range.
+template <class Options>
+Options checked(Options options, const char* what) {
+  try {
+    validate(options);
+    validate(options.pool);
+  } catch (const UserError& e) {
+    fail(e.kind(), what, ": ", e.what());
+  }
+  return options;
+}
+
 WorkerPoolOptions builder_pool(const LocalBuilderOptions& options) {
-  WorkerPoolOptions pool = with_handshake(options.pool);
+  WorkerPoolOptions pool = options.pool;
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   pool.num_workers = options.parallelism > 0 ? options.parallelism : cores;
   if (pool.name == "worker") pool.name = "build worker";
@@ -24,7 +65,7 @@ WorkerPoolOptions builder_pool(const LocalBuilderOptions& options) {
 }
 
 WorkerPoolOptions runner_pool(const LocalRunnerOptions& options) {
-  WorkerPoolOptions pool = with_handshake(options.pool);
+  WorkerPoolOptions pool = options.pool;
   pool.num_workers = 1;
   if (pool.name == "worker") pool.name = "run worker";
   if (options.pin_threads) {
@@ -77,9 +118,10 @@ void check_with_worker(WorkerPool& pool, const CheckRequest& request) {
 
 }  // namespace
 
-WorkerPoolOptions with_handshake(WorkerPoolOptions options) {
-  options.handshake = encode(HelloRequest{});
-  options.accept_handshake = [](const std::string& reply) -> std::string {
+Handshake hello_handshake() {
+  Handshake handshake;
+  handshake.request = encode(HelloRequest{});
+  handshake.accept = [](const std::string& reply) -> std::string {
     WorkerInfo info;
     try {
       info = decode<WorkerInfo>(reply, "handshake reply");
@@ -100,14 +142,12 @@ WorkerPoolOptions with_handshake(WorkerPoolOptions options) {
     }
     return "";
   };
-  return options;
+  return handshake;
 }
 
 LocalBuilder::LocalBuilder(LocalBuilderOptions options)
-    : options_(std::move(options)), pool_(builder_pool(options_)) {
-  TT_CHECK(options_.candidates_per_request >= 1, kInvalidArgument,
-           "candidates_per_request must be >= 1, got ", options_.candidates_per_request);
-}
+    : options_(checked(std::move(options), "builder options")),
+      pool_(builder_pool(options_), hello_handshake()) {}
 
 void LocalBuilder::check(const te::Task& task, const ir::PassContext& context) {
   TT_CHECK(context, kInvalidArgument, "building needs a pass context");
@@ -236,7 +276,8 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
 }
 
 LocalRunner::LocalRunner(LocalRunnerOptions options)
-    : options_(std::move(options)), pool_(runner_pool(options_)) {
+    : options_(checked(std::move(options), "runner options")),
+      pool_(runner_pool(options_), hello_handshake()) {
   const RunnerOptions& t = options_.timing;
   try {
     validate(t);

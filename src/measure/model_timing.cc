@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tensortune/measure/measurer.h"
+#include "tensortune/object/serialize.h"
 #include "tensortune/runtime/compiled_model.h"
 #include "tensortune/support/host_cpu.h"
 #include "tensortune/te/ndarray.h"
@@ -62,6 +63,26 @@ TT_REGISTER_NODE(CandidateStepNode);
 TT_REGISTER_NODE(ModelTimingRequest);
 TT_REGISTER_NODE(TaskChoiceNode);
 TT_REGISTER_NODE(ModelTimingReply);
+
+void ModelTimingOptions::declare(FieldList<ModelTimingOptions>& f) {
+  f.def("candidates", &ModelTimingOptions::candidates)
+      .option("candidates",
+              "time each task's K best schedules of the log inside the model on this machine "
+              "and keep the fastest there (1: the log's best, untimed)")
+      .range(1, 16)
+      .def("timing", &ModelTimingOptions::timing)
+      .def("per_evaluation", &ModelTimingOptions::per_evaluation)
+      .option("timeout",
+              "seconds the timing worker may take per evaluation of the model; past it the "
+              "worker is killed and every task keeps its log's best")
+      .range(0.001, 86400)
+      .def("pool", &ModelTimingOptions::pool)
+      .validate([](const ModelTimingOptions& o) {
+        validate(o.timing);
+        validate(o.pool);
+      });
+}
+TT_REGISTER_NODE(ModelTimingOptions);
 
 namespace {
 
@@ -212,10 +233,10 @@ ModelTimingReply time_candidates_in_model(const ModelTimingRequest& request) {
 
 ModelTimingOutcome time_in_model_worker(const ModelTimingRequest& request,
                                         const ModelTimingOptions& options) {
-  WorkerPoolOptions pool_options = with_handshake(options.pool);
+  WorkerPoolOptions pool_options = options.pool;
   pool_options.num_workers = 1;
   if (pool_options.name == "worker") pool_options.name = "model timing worker";
-  WorkerPool pool(pool_options);
+  WorkerPool pool(pool_options, hello_handshake());
   // One evaluation, then rounds of every candidate of every task, and
   // loading: one more evaluation's worth.
   int64_t evaluations = 2;

@@ -17,6 +17,24 @@
 #include "tensortune/support/subprocess.h"
 
 namespace tensortune::measure {
+
+void WorkerPoolOptions::declare(FieldList<WorkerPoolOptions>& f) {
+  f.def("num_workers", &WorkerPoolOptions::num_workers)
+      .range(1, 4096)
+      .def("worker_path", &WorkerPoolOptions::worker_path)
+      .def("memory_limit_mb", &WorkerPoolOptions::memory_limit_mb)
+      .option("memory-limit-mb", "address-space limit per worker (0: none)")
+      .range(0, 1 << 30)
+      .def("max_requests_per_worker", &WorkerPoolOptions::max_requests_per_worker)
+      .option("worker-max-requests", "replace a worker after this many requests (0: never)")
+      .range(0, 1 << 30)
+      .def("env", &WorkerPoolOptions::env)
+      .def("name", &WorkerPoolOptions::name)
+      .def("handshake_timeout", &WorkerPoolOptions::handshake_timeout)
+      .range(0.001, 86400);
+}
+TT_REGISTER_NODE(WorkerPoolOptions);
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -101,6 +119,7 @@ struct WorkerPool::Impl {
   };
 
   WorkerPoolOptions options;
+  Handshake handshake;
   std::string program;
   std::vector<std::unique_ptr<Slot>> slots;
   std::mutex mutex;
@@ -110,12 +129,12 @@ struct WorkerPool::Impl {
   bool stopping = false;
   std::atomic<int64_t> started{0};
 
-  explicit Impl(WorkerPoolOptions o) : options(std::move(o)) {
+  Impl(WorkerPoolOptions o, Handshake h) : options(std::move(o)), handshake(std::move(h)) {
     TT_CHECK(options.num_workers >= 1, kInvalidArgument,
              "a worker pool needs at least one worker, got ", options.num_workers);
     program = options.worker_path.empty() ? find_worker_program() : options.worker_path;
     try {
-      for (int i = 0; i < options.num_workers; ++i) {
+      for (int64_t i = 0; i < options.num_workers; ++i) {
         slots.push_back(std::make_unique<Slot>());
         Slot* slot = slots.back().get();
         slot->thread = std::thread([this, slot] { serve(*slot); });
@@ -176,12 +195,13 @@ struct WorkerPool::Impl {
     SpawnOptions spawn;
     spawn.env = options.env;
     spawn.name = options.name;
-    std::vector<std::string> argv = {program,
-                                     "--serve",
-                                     "--parent-pid",
-                                     std::to_string(::getpid()),
-                                     "--memory-limit-bytes",
-                                     std::to_string(options.memory_limit_bytes)};
+    std::vector<std::string> argv = {
+        program,
+        "--serve",
+        "--parent-pid",
+        std::to_string(::getpid()),
+        "--memory-limit-bytes",
+        std::to_string(static_cast<uint64_t>(options.memory_limit_mb) << 20)};
     try {
       slot.worker.emplace(Subprocess::spawn(argv, spawn));
     } catch (const UserError& e) {
@@ -191,7 +211,7 @@ struct WorkerPool::Impl {
     slot.pid = slot.worker->pid();
     register_group(slot.worker->pid());
     ++started;
-    if (!options.handshake.empty()) shake_hands(slot);
+    if (!handshake.request.empty()) shake_hands(slot);
   }
 
   /// Sends the handshake to the slot's new worker; a kRuntime error saying
@@ -200,12 +220,12 @@ struct WorkerPool::Impl {
     Subprocess& worker = *slot.worker;
     std::string why;
     try {
-      worker.write_frame(options.handshake, options.handshake_timeout);
+      worker.write_frame(handshake.request, options.handshake_timeout);
       std::optional<std::string> reply = worker.read_frame(options.handshake_timeout);
       if (!reply) {
         why = "it ended without answering";
-      } else if (options.accept_handshake) {
-        why = options.accept_handshake(*reply);
+      } else if (handshake.accept) {
+        why = handshake.accept(*reply);
       }
     } catch (const TimeoutError&) {
       why = "it gave no answer within the handshake timeout";
@@ -312,8 +332,8 @@ struct WorkerPool::Impl {
   }
 };
 
-WorkerPool::WorkerPool(WorkerPoolOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
+WorkerPool::WorkerPool(WorkerPoolOptions options, Handshake handshake)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handshake))) {}
 
 WorkerPool::~WorkerPool() = default;
 

@@ -10,6 +10,7 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/target.h"
 #include "tensortune/lower/stmt.h"
+#include "tensortune/measure/measurer.h"
 #include "tensortune/measure/model_timing.h"
 #include "tensortune/measure/protocol.h"
 #include "tensortune/measure/record.h"
@@ -175,6 +176,47 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       return Ref<BuildResult>(b);
     };
     s["measure.RunnerOptions"] = [options] { return obj(options()); };
+    auto pool = [] {
+      WorkerPoolOptions o;
+      o.num_workers = 3;
+      o.worker_path = "/opt/tt/worker";
+      o.memory_limit_mb = 512;
+      o.max_requests_per_worker = 7;
+      o.env = {{"OMP_PROC_BIND", "close"}, {"A", ""}};
+      o.name = "builder";
+      o.handshake_timeout = std::chrono::milliseconds(1500);
+      return o;
+    };
+    s["measure.WorkerPoolOptions"] = [pool] {
+      return obj(Ref<WorkerPoolOptions>(make_node<WorkerPoolOptions>(pool())));
+    };
+    s["measure.LocalBuilderOptions"] = [pool] {
+      auto o = make_node<LocalBuilderOptions>();
+      o->parallelism = 2;
+      o->timeout = std::chrono::milliseconds(2500);
+      o->candidates_per_request = 4;
+      o->cache_dir = "/tmp/modules";
+      o->pool = pool();
+      return obj(Ref<LocalBuilderOptions>(o));
+    };
+    s["measure.LocalRunnerOptions"] = [pool, options] {
+      auto o = make_node<LocalRunnerOptions>();
+      o->timing = *options();
+      o->timeout = std::chrono::milliseconds(1);
+      o->prepare_timeout = std::chrono::milliseconds(60000);
+      o->pin_threads = true;
+      o->pool = pool();
+      return obj(Ref<LocalRunnerOptions>(o));
+    };
+    s["measure.ModelTimingOptions"] = [pool, options] {
+      auto o = make_node<ModelTimingOptions>();
+      o->candidates = 4;
+      o->timing = *options();
+      o->per_evaluation = std::chrono::milliseconds(300);
+      o->pool = pool();
+      return obj(Ref<ModelTimingOptions>(o));
+    };
+
     s["measure.HelloRequest"] = [] {
       auto n = make_node<HelloRequest>();
       n->protocol_version = 7;

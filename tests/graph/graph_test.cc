@@ -541,9 +541,9 @@ std::pair<Graph, CompileOptions> three_candidates_model() {
     o.records.push_back(r);
   }
   o.any_pass_context = true;
-  o.in_model_candidates = 3;
+  o.in_model.candidates = 3;
   o.module_options = testing::shared_cache_options();
-  o.in_model_worker.pool.worker_path = TT_WORKER_PATH;
+  o.in_model.pool.worker_path = TT_WORKER_PATH;
   return {g, o};
 }
 
@@ -567,9 +567,9 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   for (const auto& e : fs::directory_iterator(dir_)) {
     EXPECT_EQ(e.path().filename().string(), "candidates");
   }
-  o.in_model_candidates = 0;
+  o.in_model.candidates = 0;
   EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/none"), kInvalidArgument,
-                  "the schedules per task to time in the model must be 1 or more, not 0");
+                  "timing in the model: candidates is 0; it must be from 1 to 16");
 }
 
 // The timing runs in a worker: a kernel that crashes or hangs there ends
@@ -579,7 +579,7 @@ TEST_F(CompiledGraph, AKernelThatCrashesOrHangsInTheModelTimingIsATypedError) {
   for (const std::string fault : {"segv", "hang"}) {
     SCOPED_TRACE(fault);
     auto [g, o] = three_candidates_model();
-    o.in_model_worker.per_evaluation = std::chrono::milliseconds(300);
+    o.in_model.per_evaluation = std::chrono::milliseconds(300);
     ir::PassContextGuard guard(
         ir::PassContext::make(ir::PassContextOptions().with_config("testing.inject_fault", fault)));
     CompileReport report = compile_model(g, o, dir_ + "/" + fault);

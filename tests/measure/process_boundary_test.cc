@@ -141,7 +141,7 @@ TEST_F(ProcessBoundary, DagWithASharedIntermediateBuildsRunsChecksAndReplays) {
 TEST_F(ProcessBoundary, WorkerRefusesAWorkloadItDefinesDifferently) {
   // As if the tuner's registry built another DAG from the same key.
   te::Task task = small_task();
-  WorkerPool pool(with_handshake(pool_options()));
+  WorkerPool pool(pool_options(), hello_handshake());
   CheckRequest check;
   check.task = task;
   check.workload_hash = Hash64(workload_hash(task).value + 1);
@@ -204,7 +204,7 @@ TEST_F(ProcessBoundary, TargetsWithHostsCrossABuildWorkerWhole) {
   // hash and node count are the tuner's) and says it has no back end for it.
   te::Task cuda = te::Task::make(small_task()->workload,
                                  ir::Target::parse("cuda -arch=sm_86 -host=\"c -mattr=avx2\""));
-  WorkerPool pool(with_handshake(pool_options()));
+  WorkerPool pool(pool_options(), hello_handshake());
   BuildRequest request;
   request.task = cuda;
   request.states = {schedule::State::make()};

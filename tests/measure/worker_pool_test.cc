@@ -17,9 +17,9 @@ TEST(WorkerPool, RecyclesWorkersAfterTheConfiguredNumberOfRequests) {
   LocalBuilder builder(builder_options(1));
   BuildResult built = builder.build(task, {schedule::State::make()}, ir::PassContext::make())[0];
   ASSERT_EQ(built.error_code, ErrorCode::kNoError) << built.error_message;
-  WorkerPoolOptions options = with_handshake(pool_options());
+  WorkerPoolOptions options = pool_options();
   options.max_requests_per_worker = 2;
-  WorkerPool pool(options);
+  WorkerPool pool(options, hello_handshake());
   std::vector<std::string> requests(5, run_request(task, built));
   for (const auto& reply : pool.run(requests, std::chrono::seconds(10))) {
     ASSERT_EQ(reply.status, WorkerReply::Status::kOk) << reply.message;
@@ -45,7 +45,7 @@ TEST(WorkerPool, UnreadableRequestIsAnErrorReplyNotACrash) {
 TEST(WorkerPool, MissingWorkerProgramIsReportedAsNotStarted) {
   WorkerPoolOptions options = pool_options();
   options.worker_path = "/nonexistent/tensortune-worker";
-  WorkerPool pool(options);
+  WorkerPool pool(options, hello_handshake());
   WorkerReply reply = pool.run({"{}"}, std::chrono::seconds(10))[0];
   EXPECT_EQ(reply.status, WorkerReply::Status::kNotStarted);
   EXPECT_NE(reply.message.find("/nonexistent/tensortune-worker"), std::string::npos)

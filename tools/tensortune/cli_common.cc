@@ -274,48 +274,23 @@ json NodeOptions::values() const {
 }
 
 void MeasureArgs::add_to(CLI::App* cmd, NodeOptions& options) {
-  options.add(cmd, timing);
+  options.add(cmd, run.timing);
   auto* flush = cmd->add_flag("--flush-weights", flush_weights,
                               "evict the constant inputs (weights) from the caches before every "
                               "call, as a compiled model finds them (the default with a model)");
   cmd->add_flag("--warm-weights", warm_weights,
                 "leave the weights in the caches between calls (the default for single tasks)")
       ->excludes(flush);
-  cmd->add_flag("--pin-threads", pin_threads, "bind the kernel's threads to cores (OMP_PROC_BIND)");
-  cmd->add_option("--timeout", timeout_s, "seconds a run of one candidate may take")
-      ->check(CLI::Range(0.001, 86400.0));
-  cmd->add_option("--build-timeout", build_timeout_s, "seconds building one candidate may take")
-      ->check(CLI::Range(0.001, 86400.0));
-  cmd->add_option("--parallelism", parallelism, "build workers (default: one per core)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option("--candidates-per-build", candidates_per_build,
-                  "candidates compiled together by one compiler run")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--memory-limit-mb", memory_limit_mb, "address-space limit per worker (0: none)")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
-  cmd->add_option("--worker-max-requests", worker_max_requests,
-                  "replace a worker after this many requests (0: never)")
-      ->check(CLI::Range(0, 1 << 30));
-}
-
-measure::LocalBuilderOptions MeasureArgs::builder_options() const {
-  measure::LocalBuilderOptions o;
-  o.parallelism = parallelism;
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(build_timeout_s * 1000));
-  o.candidates_per_request = candidates_per_build;
-  o.pool.memory_limit_bytes = memory_limit_mb << 20;
-  o.pool.max_requests_per_worker = worker_max_requests;
-  return o;
+  options.add(cmd, run);
+  options.add(cmd, build);
+  options.add(cmd, build.pool);
 }
 
 measure::LocalRunnerOptions MeasureArgs::runner_options(bool weights_cold) const {
-  measure::LocalRunnerOptions o;
-  o.timing = timing;
+  measure::LocalRunnerOptions o = run;
   o.timing.flush_weights = flush_weights || (weights_cold && !warm_weights);
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  o.pin_threads = pin_threads;
-  o.pool.memory_limit_bytes = memory_limit_mb << 20;
-  o.pool.max_requests_per_worker = worker_max_requests;
+  o.pool.memory_limit_mb = build.pool.memory_limit_mb;
+  o.pool.max_requests_per_worker = build.pool.max_requests_per_worker;
   return o;
 }
 

@@ -97,26 +97,15 @@ struct PassContextArgs {
   ir::PassContext make() const;
 };
 
-/// How candidates are built and timed, for `measure` and `tune`.
-/// Every default is the library's: the measure layer's option structs are
-/// held, or their values converted to the command line's units.
+/// How candidates are built and timed, for `measure` and `tune`: the
+/// measure layer's option sets, their option fields generated as flags.
 struct MeasureArgs {
-  measure::RunnerOptions timing;  ///< its option fields are flags (flush_weights below)
+  measure::LocalBuilderOptions build;  ///< its pool's limits apply to the runner's too
+  measure::LocalRunnerOptions run;     ///< run.timing.flush_weights: the two flags below
   bool flush_weights = false, warm_weights = false;  ///< neither given: the caller's default
-  bool pin_threads = measure::LocalRunnerOptions().pin_threads;
-  double timeout_s = seconds(measure::LocalRunnerOptions().timeout);         ///< per run request
-  double build_timeout_s = seconds(measure::LocalBuilderOptions().timeout);  ///< per candidate
-  int parallelism = measure::LocalBuilderOptions().parallelism;              ///< 0: every core
-  int candidates_per_build = measure::LocalBuilderOptions().candidates_per_request;
-  uint64_t memory_limit_mb = measure::WorkerPoolOptions().memory_limit_bytes >> 20;
-  int worker_max_requests = measure::WorkerPoolOptions().max_requests_per_worker;  ///< 0: never
-
-  static double seconds(std::chrono::milliseconds d) {
-    return std::chrono::duration<double>(d).count();
-  }
 
   void add_to(CLI::App* cmd, NodeOptions& options);
-  measure::LocalBuilderOptions builder_options() const;
+  measure::LocalBuilderOptions builder_options() const { return build; }
   /// `weights_cold` is whether weights are evicted before every call when
   /// neither --flush-weights nor --warm-weights was given.
   measure::LocalRunnerOptions runner_options(bool weights_cold = false) const;

@@ -145,12 +145,9 @@ struct CompileArgs {
   ModelArgs source;
   std::string log_path, output;
   bool fail_on_default = false, any_pass_context = false, as_json = false;
-  int in_model_candidates = 1;
-  measure::RunnerOptions in_model_timing = graph::CompileOptions().in_model_timing;
-  double in_model_timeout_s =
-      std::chrono::duration<double>(graph::CompileOptions().in_model_worker.per_evaluation).count();
+  measure::ModelTimingOptions in_model;
   PassContextArgs pass_context;
-  NodeOptions options;  ///< the --in-model-* flags generated from in_model_timing
+  NodeOptions options;  ///< the --in-model-* flags generated from in_model
 };
 
 int run_compile(const CompileArgs& args) {
@@ -159,10 +156,7 @@ int run_compile(const CompileArgs& args) {
   options.target = ir::Target::parse(args.source.target);
   options.fail_on_default = args.fail_on_default;
   options.any_pass_context = args.any_pass_context;
-  options.in_model_candidates = args.in_model_candidates;
-  options.in_model_timing = args.in_model_timing;
-  options.in_model_worker.per_evaluation =
-      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(args.in_model_timeout_s * 1000)));
+  options.in_model = args.in_model;
   if (!args.log_path.empty()) options.records = measure::load_records(args.log_path).records;
   options.protect = {args.source.model, args.log_path};
   ir::PassContextGuard guard(args.pass_context.make());
@@ -206,7 +200,7 @@ int run_compile(const CompileArgs& args) {
         "in the model: %d of %d tasks timed there took another of their %d best schedules "
         "(%d evaluations of the model in %.1f s)\n",
         report.in_model.at("tasks_changed").get<int>(),
-        report.in_model.at("tasks_compared").get<int>(), args.in_model_candidates,
+        report.in_model.at("tasks_compared").get<int>(), static_cast<int>(args.in_model.candidates),
         report.in_model.at("evaluations").get<int>(), report.in_model.at("seconds").get<double>());
   }
   return 0;
@@ -426,18 +420,11 @@ Command add_compile_command(CLI::App& app) {
   cmd->add_flag("--any-pass-context", args->any_pass_context,
                 "take records built under any pass context, not only this one");
   cmd->add_option("-o,--output", args->output, "the compiled model (a folder)")->required();
-  cmd->add_option("--in-model-candidates", args->in_model_candidates,
-                  "time each task's K best schedules of the log inside the model on this "
-                  "machine and keep the fastest there (1: the log's best, untimed)")
-      ->check(CLI::Range(1, 16));
-  args->options.add(cmd, args->in_model_timing, "in-model-",
-                    {"repeat", "cooldown_ms", "flush_cache"},
-                    "with --in-model-candidates, timing the whole model: ");
-  cmd->add_option("--in-model-timeout", args->in_model_timeout_s,
-                  "with --in-model-candidates: seconds the timing worker may take per "
-                  "evaluation of the model; past it the worker is killed and every task keeps "
-                  "its log's best")
-      ->check(CLI::Range(0.001, 86400.0));
+  const std::string lead = "with --in-model-candidates, timing the whole model: ";
+  args->options.add(cmd, args->in_model, "in-model-", {"candidates"});
+  args->options.add(cmd, args->in_model.timing, "in-model-",
+                    {"repeat", "cooldown_ms", "flush_cache"}, lead);
+  args->options.add(cmd, args->in_model, "in-model-", {"per_evaluation"}, lead);
   cmd->add_flag("--json", args->as_json, "print the apply report as JSON");
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_compile(*args); }};

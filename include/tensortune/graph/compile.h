@@ -8,7 +8,7 @@
 /// compiled model's folder (runtime/model_folder.h: the library, the plan
 /// with buffers planned so that intermediates never live together share
 /// memory, the weights, and a manifest of their hashes). With
-/// in_model_candidates > 1 the library holds each task's best few
+/// in_model.candidates > 1 the library holds each task's best few
 /// schedules and each task keeps the one fastest inside the model, timed
 /// on this machine by a worker. runtime::CompiledModel loads and runs the folder.
 #pragma once
@@ -33,19 +33,10 @@ struct CompileOptions {
   /// A task without a tuned schedule is an error instead of the default schedule.
   bool fail_on_default = false;
   codegen::ModuleOptions module_options;
-  /// Schedules per task taken from the log, best first: with more than one,
-  /// a worker times the model on this machine with each in place and each
-  /// task keeps the one fastest in the model (measure/model_timing.h).
-  int in_model_candidates = 1;
-  /// How that worker times the model: repeat is timed runs per evaluation
-  /// (see measure::ModelTimingRequest::timing for the rest).
-  measure::RunnerOptions in_model_timing = [] {
-    measure::RunnerOptions o;
-    o.repeat = 7;
-    return o;
-  }();
-  /// Its timeout (per evaluation of the model) and worker pool.
-  measure::ModelTimingOptions in_model_worker;
+  /// in_model.candidates > 1 has a worker time the model on this machine
+  /// with each of a task's best schedules in place and keeps the one fastest
+  /// in the model (measure/model_timing.h).
+  measure::ModelTimingOptions in_model;
   /// Files the output folder may neither be nor contain (the model, the log).
   std::vector<std::string> protect;
 };
@@ -74,7 +65,7 @@ struct CompileReport {
   std::string fallback_reason;
   /// What the user should know: records skipped because they no longer replay.
   std::vector<std::string> warnings;
-  /// With in_model_candidates > 1: what timing the candidates in the model
+  /// With in_model.candidates > 1: what timing the candidates in the model
   /// found (tasks compared and changed, evaluations, seconds, per task).
   nlohmann::json in_model;
   nlohmann::json to_json() const;

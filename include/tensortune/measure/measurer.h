@@ -62,21 +62,24 @@ class Runner {
                                       const RunHints& hints) = 0;
 };
 
-/// The pool options that make every new worker prove, before it is given
-/// work, that it speaks this protocol version and was built from the same
-/// sources as this program (HelloRequest); a stale or foreign worker is
-/// refused with one error naming it and what differs.
-WorkerPoolOptions with_handshake(WorkerPoolOptions options);
+/// The handshake that makes every new worker prove, before it is given work,
+/// that it speaks this protocol version and was built from the same sources
+/// as this program (HelloRequest); a stale or foreign worker is refused with
+/// one error naming it and what differs.
+Handshake hello_handshake();
 
-struct LocalBuilderOptions {
-  int parallelism = 0;  ///< build workers; 0 uses every core
+/// How candidates are built; its option fields are flags of measure and tune.
+struct LocalBuilderOptions : Object {
+  int64_t parallelism = 0;  ///< build workers; 0 uses every core
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};  ///< per candidate
-  /// Candidates compiled together in one C module by one compiler run.
-  /// Candidates compiled together by one compiler run, which amortises its
-  /// start-up (bench/measure_bench.cc measures the trade).
-  int candidates_per_request = 8;
+  /// Candidates compiled together in one C module by one compiler run, which
+  /// amortises its start-up (bench/measure_bench.cc measures the trade).
+  int64_t candidates_per_request = 8;
   std::string cache_dir;   ///< module cache; "" for codegen::default_cache_dir()
   WorkerPoolOptions pool;  ///< num_workers is set from parallelism
+
+  TT_NODE(LocalBuilderOptions, "measure.LocalBuilderOptions")
+  static void declare(FieldList<LocalBuilderOptions>& f);
 };
 
 /// Builds in a pool of local workers. A group of candidates whose request
@@ -107,19 +110,22 @@ class LocalBuilder final : public Builder {
   std::set<std::string> checked_;  ///< task and context pairs check() accepted
 };
 
-struct LocalRunnerOptions {
+/// How candidates are run; its option fields are flags of measure and tune.
+struct LocalRunnerOptions : Object {
   RunnerOptions timing;
-  std::chrono::milliseconds timeout{
-      std::chrono::seconds(10)};  ///< per candidate, whole run request
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};  ///< per candidate, whole run
   /// For drawing inputs and evaluating the reference of a task (with
   /// timing.check), once per task before its first candidate.
   std::chrono::milliseconds prepare_timeout{std::chrono::minutes(30)};
   /// Bind OpenMP threads to cores (OMP_PROC_BIND=close, OMP_PLACES=cores).
   bool pin_threads = false;
   /// num_workers is 1: candidates are timed one at a time. The worker's
-  /// memory_limit_bytes is an upper bound: during each run its address space
-  /// is capped at what the candidate can legitimately need.
+  /// memory limit is an upper bound: during each run its address space is
+  /// capped at what the candidate can legitimately need.
   WorkerPoolOptions pool;
+
+  TT_NODE(LocalRunnerOptions, "measure.LocalRunnerOptions")
+  static void declare(FieldList<LocalRunnerOptions>& f);
 };
 
 /// Runs candidates one at a time in a local worker. With timing.check, the

@@ -78,12 +78,28 @@ struct ModelTimingReply : Object {
 /// error naming it.
 ModelTimingReply time_candidates_in_model(const ModelTimingRequest& request);
 
-/// How long the worker may take: `per_evaluation` for each evaluation the
-/// request can need (one, then rounds times candidates for every task),
-/// plus loading the model.
-struct ModelTimingOptions {
+/// How compile times candidates in the model; its option fields are flags of
+/// compile (--in-model-*).
+struct ModelTimingOptions : Object {
+  /// Schedules per task taken from the log, best first: with more than one,
+  /// a worker times the model on this machine with each in place and each
+  /// task keeps the one fastest in the model.
+  int64_t candidates = 1;
+  /// repeat is timed runs per evaluation (see ModelTimingRequest::timing).
+  RunnerOptions timing = default_timing();
+  /// How long the worker may take for each evaluation the request can need
+  /// (one, then rounds times candidates for every task), plus loading the
+  /// model: one more.
   std::chrono::milliseconds per_evaluation{std::chrono::seconds(10)};
   WorkerPoolOptions pool;
+
+  static RunnerOptions default_timing() {
+    RunnerOptions o;
+    o.repeat = 7;
+    return o;
+  }
+  TT_NODE(ModelTimingOptions, "measure.ModelTimingOptions")
+  static void declare(FieldList<ModelTimingOptions>& f);
 };
 
 /// The reply of a fresh worker (handshaken as every worker is), or why there

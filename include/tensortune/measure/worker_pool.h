@@ -27,31 +27,40 @@
 #include <utility>
 #include <vector>
 
+#include "tensortune/object/object.h"
+
 namespace tensortune::measure {
 
-/// How a pool starts and recycles its workers.
-struct WorkerPoolOptions {
-  int num_workers = 1;
+/// How a pool starts and recycles its workers; its limits are flags of
+/// measure and tune.
+struct WorkerPoolOptions : Object {
+  int64_t num_workers = 1;
   /// The worker program; empty takes $TENSORTUNE_WORKER, then
   /// tensortune-worker next to the running executable, then on PATH.
   std::string worker_path;
-  /// Address-space limit per worker in bytes (RLIMIT_AS); 0 for none.
-  uint64_t memory_limit_bytes = uint64_t{8} << 30;
+  /// Address-space limit per worker (RLIMIT_AS); 0 for none.
+  int64_t memory_limit_mb = 8192;
   /// Requests a worker serves before it is replaced; 0 never replaces it.
-  int max_requests_per_worker = 200;
+  int64_t max_requests_per_worker = 200;
   /// Extra environment of the workers (e.g. OMP_PROC_BIND for pinned runs).
   std::vector<std::pair<std::string, std::string>> env;
   /// A short name for messages ("builder", "runner").
   std::string name = "worker";
-  /// Sent to every worker as soon as it starts, before any request, when not
-  /// empty. accept_handshake gets the reply and returns "" to accept the
-  /// worker, or why it is refused: then the worker is killed and the request
-  /// it was started for is answered kNotStarted with that reason (so no
-  /// candidate is charged for a worker that cannot serve it).
-  std::string handshake;
-  std::function<std::string(const std::string& reply)> accept_handshake;
   /// How long a new worker may take to answer the handshake.
   std::chrono::milliseconds handshake_timeout{std::chrono::seconds(30)};
+
+  TT_NODE(WorkerPoolOptions, "measure.WorkerPoolOptions")
+  static void declare(FieldList<WorkerPoolOptions>& f);
+};
+
+/// What a pool sends every worker as soon as it starts, before any request,
+/// when `request` is not empty. `accept` gets the reply and returns "" to
+/// accept the worker, or why it is refused: then the worker is killed and the
+/// request it was started for is answered kNotStarted with that reason (so no
+/// candidate is charged for a worker that cannot serve it).
+struct Handshake {
+  std::string request;
+  std::function<std::string(const std::string& reply)> accept;
 };
 
 /// The answer to one request.
@@ -75,7 +84,7 @@ std::string find_worker_program();
 
 class WorkerPool {
  public:
-  explicit WorkerPool(WorkerPoolOptions options);
+  explicit WorkerPool(WorkerPoolOptions options, Handshake handshake = {});
   /// Kills every worker's group and reaps them.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;

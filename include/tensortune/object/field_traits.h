@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tensortune/support/hash.h"
@@ -212,6 +214,7 @@ struct FieldTraits<bool> {
 template <class T>
 struct FieldTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static std::string type_name() { return "int"; }
+  static double number(T v) { return static_cast<double>(v); }
   static detail::json save(T v, SaveContext&) { return v; }
   static void write(T v, std::string& out, SaveContext&) { detail::append_json_int(out, v); }
   static bool read(T& v, JsonReader& r, LoadContext&) {
@@ -252,6 +255,7 @@ struct FieldTraits<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<
 template <>
 struct FieldTraits<double> {
   static std::string type_name() { return "float"; }
+  static double number(double v) { return v; }
   static detail::json save(double v, SaveContext&) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -301,6 +305,43 @@ struct FieldTraits<double> {
   static void copy(double& d, double s, CopyContext&) { d = s; }
   static void print(double v, PrintContext& p) { p.text(format_double(v)); }
   static void children(double, const detail::ChildFn&) {}
+};
+
+/// Durations are saved as seconds, the unit a user writes them in, and kept
+/// to the millisecond.
+template <>
+struct FieldTraits<std::chrono::milliseconds> {
+  using ms = std::chrono::milliseconds;
+  static std::string type_name() { return "float"; }
+  static double number(ms v) { return static_cast<double>(v.count()) / 1000; }
+  static detail::json save(ms v, SaveContext&) { return number(v); }
+  static void write(ms v, std::string& out, SaveContext&) {
+    detail::append_json_double(out, number(v));
+  }
+  static bool read(ms& v, JsonReader& r, LoadContext&) {
+    double s;
+    if (!r.read_number(s) || !from_seconds(s, v)) return false;
+    return true;
+  }
+  static void load(ms& v, const detail::json& j, LoadContext&) {
+    if (!j.is_number()) detail::type_mismatch("number of seconds", j);
+    if (!from_seconds(j.get<double>(), v)) {
+      fail(ErrorKind::kTypeMismatch, "duration of ", j.dump(), " seconds is out of range");
+    }
+  }
+  static bool equal(ms a, ms b, EqualContext&, bool) { return a == b; }
+  static uint64_t hash(ms v, HashContext&, bool) { return static_cast<uint64_t>(v.count()); }
+  static void copy(ms& d, ms s, CopyContext&) { d = s; }
+  static void print(ms v, PrintContext& p) { p.text(format_double(number(v)) + "s"); }
+  static void children(ms, const detail::ChildFn&) {}
+
+ private:
+  static bool from_seconds(double s, ms& v) {
+    // Beyond a century is no timeout anyone means, and keeps the count exact.
+    if (!std::isfinite(s) || std::abs(s) > 3.2e9) return false;
+    v = ms(std::llround(s * 1000));
+    return true;
+  }
 };
 
 template <>
@@ -656,6 +697,58 @@ struct FieldTraits<std::vector<T>> {
   }
 };
 
+/// A pair, saved as a two-element list (an environment variable's name and
+/// value, say).
+template <class A, class B>
+struct FieldTraits<std::pair<A, B>> {
+  using First = FieldTraits<A>;
+  using Second = FieldTraits<B>;
+  static std::string type_name() {
+    return "pair of " + First::type_name() + " and " + Second::type_name();
+  }
+  static detail::json save(const std::pair<A, B>& v, SaveContext& c) {
+    return detail::json::array({First::save(v.first, c), Second::save(v.second, c)});
+  }
+  static void write(const std::pair<A, B>& v, std::string& out, SaveContext& c) {
+    out += '[';
+    First::write(v.first, out, c);
+    out += ',';
+    Second::write(v.second, out, c);
+    out += ']';
+  }
+  static bool read(std::pair<A, B>& v, JsonReader& r, LoadContext& c) {
+    return r.begin_array() && r.next_element() && First::read(v.first, r, c) && r.next_element() &&
+           Second::read(v.second, r, c) && !r.next_element();
+  }
+  static void load(std::pair<A, B>& v, const detail::json& j, LoadContext& c) {
+    if (!j.is_array() || j.size() != 2) detail::type_mismatch(type_name(), j);
+    First::load(v.first, j[0], c);
+    Second::load(v.second, j[1], c);
+  }
+  static bool equal(const std::pair<A, B>& a, const std::pair<A, B>& b, EqualContext& c,
+                    bool binds) {
+    return First::equal(a.first, b.first, c, binds) && Second::equal(a.second, b.second, c, binds);
+  }
+  static uint64_t hash(const std::pair<A, B>& v, HashContext& c, bool binds) {
+    return hash_combine(First::hash(v.first, c, binds), Second::hash(v.second, c, binds));
+  }
+  static void copy(std::pair<A, B>& d, const std::pair<A, B>& s, CopyContext& c) {
+    First::copy(d.first, s.first, c);
+    Second::copy(d.second, s.second, c);
+  }
+  static void print(const std::pair<A, B>& v, PrintContext& p) {
+    p.text("(");
+    First::print(v.first, p);
+    p.text(", ");
+    Second::print(v.second, p);
+    p.text(")");
+  }
+  static void children(const std::pair<A, B>& v, const detail::ChildFn& f) {
+    First::children(v.first, f);
+    Second::children(v.second, f);
+  }
+};
+
 /// An optional value: null when empty, else the value's own form. The value
 /// itself must not save as null (a nested optional, a null node reference),
 /// or empty and present would read back alike; def() rejects such a type.
@@ -772,9 +865,9 @@ class FieldList {
     f.children = [member](const Object& o, const detail::ChildFn& fn) {
       Traits::children(static_cast<const Node&>(o).*member, fn);
     };
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (requires(const T& v) { Traits::number(v); }) {
       f.number = [member](const Object& o) {
-        return static_cast<double>(static_cast<const Node&>(o).*member);
+        return Traits::number(static_cast<const Node&>(o).*member);
       };
     }
     TT_ICHECK(!(flags & kAddedLater), info_->key, ": declare field '", f.name,
