@@ -52,25 +52,6 @@ void check_layout(const std::string& layout) {
            "' is not supported (NCHW or NHWC)");
 }
 
-te::Conv2dAttrs conv_attrs(const Conv2dAttrsNode& a) {
-  te::Conv2dAttrs c;
-  c.stride = {a.strides[0], a.strides[1]};
-  c.padding = {a.padding[0], a.padding[1], a.padding[2], a.padding[3]};
-  c.dilation = {a.dilation[0], a.dilation[1]};
-  c.groups = a.groups;
-  return c;
-}
-
-te::Pool2dAttrs pool_attrs(const Pool2dAttrsNode& a) {
-  te::Pool2dAttrs p;
-  p.kernel = {a.kernel[0], a.kernel[1]};
-  p.stride = {a.strides[0], a.strides[1]};
-  p.padding = {a.padding[0], a.padding[1], a.padding[2], a.padding[3]};
-  p.ceil_mode = a.ceil_mode;
-  p.count_include_pad = a.count_include_pad;
-  return p;
-}
-
 int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after,
                     bool ceil_mode) {
   int64_t span = in + before + after - k;
@@ -138,8 +119,8 @@ bool register_all() {
                },
                [](const Tensors& a, const AttrsNode* attrs) {
                  const auto& c = attrs_as<Conv2dAttrsNode>(attrs);
-                 return c.data_layout == "NCHW" ? te::conv2d_nchw(a[0], a[1], conv_attrs(c))
-                                                : te::conv2d_nhwc(a[0], a[1], conv_attrs(c));
+                 return c.data_layout == "NCHW" ? te::conv2d_nchw(a[0], a[1], c)
+                                                : te::conv2d_nhwc(a[0], a[1], c);
                }});
   // The steps of a 3x3 convolution by Winograd's algorithm (the pass
   // winograd_conv2d makes them): the input transform, a batched product
@@ -190,30 +171,25 @@ bool register_all() {
                  return te::winograd_output_transform(a[0], wa.tile, wa.output_size[0],
                                                       wa.output_size[1]);
                }});
-  register_op({"nn.conv2d_transpose",
-               "transposed 2-D convolution, NCHW data and a [C, K, R, S] kernel", 2, 2,
-               Conv2dTransposeAttrsNode::kTypeKey, OpPattern::kAnchor,
-               [](const Types& a, const AttrsNode* attrs) {
-                 const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
-                 check_rank(a[0], 4, "the data");
-                 check_rank(a[1], 4, "the kernel");
-                 check_same_dtype(a);
-                 TT_CHECK(a[1].shape[0] == a[0].shape[1], kInvalidArgument, "the kernel's ",
-                          a[1].shape[0], " input channels differ from the data's ", a[0].shape[1]);
-                 int64_t oh = (a[0].shape[2] - 1) * c.strides[0] - c.padding[0] - c.padding[2] +
-                              a[1].shape[2] + c.output_padding[0];
-                 int64_t ow = (a[0].shape[3] - 1) * c.strides[1] - c.padding[1] - c.padding[3] +
-                              a[1].shape[3] + c.output_padding[1];
-                 TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "the output would be empty");
-               },
-               [](const Tensors& a, const AttrsNode* attrs) {
-                 const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
-                 te::Conv2dTransposeAttrs t;
-                 t.stride = {c.strides[0], c.strides[1]};
-                 t.padding = {c.padding[0], c.padding[1], c.padding[2], c.padding[3]};
-                 t.output_padding = {c.output_padding[0], c.output_padding[1]};
-                 return te::conv2d_transpose_nchw(a[0], a[1], t);
-               }});
+  register_op(
+      {"nn.conv2d_transpose", "transposed 2-D convolution, NCHW data and a [C, K, R, S] kernel", 2,
+       2, Conv2dTransposeAttrsNode::kTypeKey, OpPattern::kAnchor,
+       [](const Types& a, const AttrsNode* attrs) {
+         const auto& c = attrs_as<Conv2dTransposeAttrsNode>(attrs);
+         check_rank(a[0], 4, "the data");
+         check_rank(a[1], 4, "the kernel");
+         check_same_dtype(a);
+         TT_CHECK(a[1].shape[0] == a[0].shape[1], kInvalidArgument, "the kernel's ", a[1].shape[0],
+                  " input channels differ from the data's ", a[0].shape[1]);
+         int64_t oh = (a[0].shape[2] - 1) * c.strides[0] - c.padding[0] - c.padding[2] +
+                      a[1].shape[2] + c.output_padding[0];
+         int64_t ow = (a[0].shape[3] - 1) * c.strides[1] - c.padding[1] - c.padding[3] +
+                      a[1].shape[3] + c.output_padding[1];
+         TT_CHECK(oh >= 1 && ow >= 1, kInvalidArgument, "the output would be empty");
+       },
+       [](const Tensors& a, const AttrsNode* attrs) {
+         return te::conv2d_transpose_nchw(a[0], a[1], attrs_as<Conv2dTransposeAttrsNode>(attrs));
+       }});
   register_op({"nn.dense", "out[M, N] = data[M, K] . weight[N, K]^T", 2, 2, "", OpPattern::kAnchor,
                [](const Types& a, const AttrsNode*) {
                  check_rank(a[0], 2, "the data");
@@ -416,11 +392,9 @@ bool register_all() {
                  [is_max](const Tensors& a, const AttrsNode* attrs) {
                    const auto& p = attrs_as<Pool2dAttrsNode>(attrs);
                    if (p.layout == "NCHW") {
-                     return is_max ? te::max_pool2d_nchw(a[0], pool_attrs(p))
-                                   : te::avg_pool2d_nchw(a[0], pool_attrs(p));
+                     return is_max ? te::max_pool2d_nchw(a[0], p) : te::avg_pool2d_nchw(a[0], p);
                    }
-                   return is_max ? te::max_pool2d_nhwc(a[0], pool_attrs(p))
-                                 : te::avg_pool2d_nhwc(a[0], pool_attrs(p));
+                   return is_max ? te::max_pool2d_nhwc(a[0], p) : te::avg_pool2d_nhwc(a[0], p);
                  }});
   }
   register_op({"nn.global_avg_pool2d", "mean over the two spatial axes (kept with extent 1)", 1, 1,

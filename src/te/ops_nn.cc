@@ -17,8 +17,14 @@ using detail::value_const;
 namespace {
 
 // Checks the common parameters of a 2-D window (convolution or pooling).
-void check_window(std::string_view op, const std::array<int64_t, 2>& stride,
-                  const std::array<int64_t, 4>& padding, const std::array<int64_t, 2>& dilation) {
+// The window attributes of a 2-D op: two strides, four paddings (top, left,
+// bottom, right) and two dilations, each in range.
+void check_window(std::string_view op, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation) {
+  if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2) {
+    fail(ErrorKind::kInvalidArgument, op, ": needs 2 strides, 4 paddings and 2 dilations, got ",
+         stride.size(), ", ", padding.size(), " and ", dilation.size());
+  }
   for (int64_t s : stride) {
     if (s < 1) fail(ErrorKind::kInvalidArgument, op, ": strides must be >= 1, got ", s);
   }
@@ -28,6 +34,15 @@ void check_window(std::string_view op, const std::array<int64_t, 2>& stride,
   for (int64_t d : dilation) {
     if (d < 1) fail(ErrorKind::kInvalidArgument, op, ": dilation must be >= 1, got ", d);
   }
+}
+
+// An attribute list of a checked length as an array, to bind its entries.
+template <size_t N>
+std::array<int64_t, N> as_array(const std::vector<int64_t>& v) {
+  TT_ICHECK(v.size() == N, "an attribute list of ", v.size(), " values where ", N, " were checked");
+  std::array<int64_t, N> out{};
+  std::copy(v.begin(), v.end(), out.begin());
+  return out;
 }
 
 // Output extent of a window of `size` taps (dilated extent), or a clear error.
@@ -59,8 +74,8 @@ void check_groups(std::string_view op, const Tensor& data, const Tensor& kernel,
   }
 }
 
-nlohmann::json conv_attrs_json(const Conv2dAttrs& a, std::string_view layout) {
-  return {{"stride", a.stride},
+nlohmann::json conv_attrs_json(const Conv2dAttrsNode& a, std::string_view layout) {
+  return {{"stride", a.strides},
           {"padding", a.padding},
           {"dilation", a.dilation},
           {"groups", a.groups},
@@ -69,19 +84,20 @@ nlohmann::json conv_attrs_json(const Conv2dAttrs& a, std::string_view layout) {
 
 }  // namespace
 
-Conv2dAttrs Conv2dAttrs::uniform(int64_t stride, int64_t pad, int64_t dilation, int64_t groups) {
-  Conv2dAttrs a;
-  a.stride = {stride, stride};
+Conv2dAttrsNode Conv2dAttrsNode::uniform(int64_t stride, int64_t pad, int64_t dilation,
+                                         int64_t groups) {
+  Conv2dAttrsNode a;
+  a.strides = {stride, stride};
   a.padding = {pad, pad, pad, pad};
   a.dilation = {dilation, dilation};
   a.groups = groups;
   return a;
 }
 
-Pool2dAttrs Pool2dAttrs::uniform(int64_t kernel, int64_t stride, int64_t pad) {
-  Pool2dAttrs a;
+Pool2dAttrsNode Pool2dAttrsNode::uniform(int64_t kernel, int64_t stride, int64_t pad) {
+  Pool2dAttrsNode a;
   a.kernel = {kernel, kernel};
-  a.stride = {stride, stride};
+  a.strides = {stride, stride};
   a.padding = {pad, pad, pad, pad};
   return a;
 }
@@ -222,21 +238,21 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
 
 // ---- convolutions -------------------------------------------------------------
 
-Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs,
                    std::string name) {
   const char* op = "conv2d_nchw";
   check_rank(data, 4, op, "data");
   check_rank(kernel, 4, op, "kernel");
   check_same_dtype(data, kernel, op);
-  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  check_window(op, attrs.strides, attrs.padding, attrs.dilation);
   int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
   int64_t k = kernel.shape()[0], cg = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
   int64_t groups = attrs.groups;
   check_groups(op, data, kernel, "", c, k, cg, groups);
-  auto [sh, sw] = attrs.stride;
-  auto [dh, dw] = attrs.dilation;
-  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [sh, sw] = as_array<2>(attrs.strides);
+  auto [dh, dw] = as_array<2>(attrs.dilation);
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
   int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
   int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
   Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb, pr},
@@ -256,21 +272,21 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& 
       std::move(name), op, conv_attrs_json(attrs, "NCHW"));
 }
 
-Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs,
                    std::string name) {
   const char* op = "conv2d_nhwc";
   check_rank(data, 4, op, "data");
   check_rank(kernel, 4, op, "kernel");
   check_same_dtype(data, kernel, op);
-  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  check_window(op, attrs.strides, attrs.padding, attrs.dilation);
   int64_t n = data.shape()[0], h = data.shape()[1], w = data.shape()[2], c = data.shape()[3];
   int64_t r = kernel.shape()[0], s = kernel.shape()[1], cg = kernel.shape()[2],
           k = kernel.shape()[3];
   int64_t groups = attrs.groups;
   check_groups(op, data, kernel, " (HWIO)", c, k, cg, groups);
-  auto [sh, sw] = attrs.stride;
-  auto [dh, dw] = attrs.dilation;
-  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [sh, sw] = as_array<2>(attrs.strides);
+  auto [dh, dw] = as_array<2>(attrs.dilation);
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
   int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
   int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
   Tensor padded = detail::pad_stage(data, {0, pt, pl, 0}, {0, pb, pr, 0},
@@ -424,13 +440,13 @@ Tensor winograd_output_transform(const Tensor& m, int64_t tile, int64_t out_h, i
       std::move(name), op, nlohmann::json{{"tile", tile}});
 }
 
-Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs,
+Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs,
                              std::string name) {
   const char* op = "depthwise_conv2d_nchw";
   check_rank(data, 4, op, "data");
   check_rank(kernel, 4, op, "kernel");
   check_same_dtype(data, kernel, op);
-  check_window(op, attrs.stride, attrs.padding, attrs.dilation);
+  check_window(op, attrs.strides, attrs.padding, attrs.dilation);
   int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
   int64_t kc = kernel.shape()[0], mult = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
@@ -443,9 +459,9 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Con
     fail(ErrorKind::kInvalidArgument, op, ": groups = ", attrs.groups,
          " is implied by the depthwise layout; pass 1 (or the channel count ", c, ")");
   }
-  auto [sh, sw] = attrs.stride;
-  auto [dh, dw] = attrs.dilation;
-  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [sh, sw] = as_array<2>(attrs.strides);
+  auto [dh, dw] = as_array<2>(attrs.dilation);
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
   int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
   int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
   Tensor padded = detail::pad_stage(data, {0, 0, pt, pl}, {0, 0, pb, pr},
@@ -468,12 +484,16 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Con
 }
 
 Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
-                             const Conv2dTransposeAttrs& attrs, std::string name) {
+                             const Conv2dTransposeAttrsNode& attrs, std::string name) {
   const char* op = "conv2d_transpose_nchw";
   check_rank(data, 4, op, "data");
   check_rank(kernel, 4, op, "kernel");
   check_same_dtype(data, kernel, op);
-  check_window(op, attrs.stride, attrs.padding, {1, 1});
+  check_window(op, attrs.strides, attrs.padding, {1, 1});
+  if (attrs.output_padding.size() != 2) {
+    fail(ErrorKind::kInvalidArgument, op, ": needs 2 output paddings, got ",
+         attrs.output_padding.size());
+  }
   int64_t n = data.shape()[0], c = data.shape()[1], h = data.shape()[2], w = data.shape()[3];
   int64_t kc = kernel.shape()[0], k = kernel.shape()[1], r = kernel.shape()[2],
           s = kernel.shape()[3];
@@ -482,9 +502,9 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
          " must be [C, K, R, S] with C = ", c, " (the channels of data ", shape_text(data.shape()),
          ")");
   }
-  auto [sh, sw] = attrs.stride;
-  auto [pt, pl, pb, pr] = attrs.padding;
-  auto [oph, opw] = attrs.output_padding;
+  auto [sh, sw] = as_array<2>(attrs.strides);
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
+  auto [oph, opw] = as_array<2>(attrs.output_padding);
   if (oph < 0 || opw < 0 || oph >= sh || opw >= sw) {
     fail(ErrorKind::kInvalidArgument, op, ": output padding (", oph, ", ", opw,
          ") must be >= 0 and below the stride (", sh, ", ", sw, ")");
@@ -517,7 +537,7 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
         return ir::select(inside, data(v[0], v[1], iy, ix), value_const(data.dtype(), 0));
       },
       "data_dilate_pad", "pad",
-      {{"stride", attrs.stride},
+      {{"stride", attrs.strides},
        {"before", {bt, bl}},
        {"after", {r - 1 - pb + oph, s - 1 - pr + opw}}});
   int64_t oh = ph - r + 1, ow = pw - s + 1;
@@ -531,7 +551,7 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
                               {rc, ry, rx});
                  },
                  std::move(name), op,
-                 {{"stride", attrs.stride},
+                 {{"stride", attrs.strides},
                   {"padding", attrs.padding},
                   {"output_padding", attrs.output_padding}});
 }
@@ -546,15 +566,18 @@ struct PoolGeometry {
 };
 
 /// `h_axis` is data's height axis; width follows it (NCHW: 2, NHWC: 1).
-PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2dAttrs& a,
+PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2dAttrsNode& a,
                            int h_axis) {
   check_rank(data, 4, op, "data");
-  check_window(op, a.stride, a.padding, {1, 1});
-  auto [r, s] = a.kernel;
+  check_window(op, a.strides, a.padding, {1, 1});
+  if (a.kernel.size() != 2) {
+    fail(ErrorKind::kInvalidArgument, op, ": needs a 2-D window, got ", a.kernel.size(), " values");
+  }
+  auto [r, s] = as_array<2>(a.kernel);
   if (r < 1 || s < 1) {
     fail(ErrorKind::kInvalidArgument, op, ": the window (", r, ", ", s, ") must be at least 1x1");
   }
-  auto [pt, pl, pb, pr] = a.padding;
+  auto [pt, pl, pb, pr] = as_array<4>(a.padding);
   // A window lying wholly in the padding would have nothing to pool; PyTorch
   // rules it out the same way.
   if (pt > r / 2 || pb > r / 2 || pl > s / 2 || pr > s / 2) {
@@ -576,16 +599,16 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2d
     return out;
   };
   PoolGeometry g;
-  g.oh = extent("height", h, pt, pb, r, a.stride[0]);
-  g.ow = extent("width", w, pl, pr, s, a.stride[1]);
-  g.extra_h = std::max<int64_t>(0, (g.oh - 1) * a.stride[0] + r - (h + pt + pb));
-  g.extra_w = std::max<int64_t>(0, (g.ow - 1) * a.stride[1] + s - (w + pl + pr));
+  g.oh = extent("height", h, pt, pb, r, a.strides[0]);
+  g.ow = extent("width", w, pl, pr, s, a.strides[1]);
+  g.extra_h = std::max<int64_t>(0, (g.oh - 1) * a.strides[0] + r - (h + pt + pb));
+  g.extra_w = std::max<int64_t>(0, (g.ow - 1) * a.strides[1] + s - (w + pl + pr));
   return g;
 }
 
-nlohmann::json pool_attrs_json(const Pool2dAttrs& a, int h_axis) {
+nlohmann::json pool_attrs_json(const Pool2dAttrsNode& a, int h_axis) {
   return {{"kernel", a.kernel},
-          {"stride", a.stride},
+          {"stride", a.strides},
           {"padding", a.padding},
           {"ceil_mode", a.ceil_mode},
           {"count_include_pad", a.count_include_pad},
@@ -609,19 +632,19 @@ std::vector<int64_t> spatial_pad(int h_axis, int64_t h, int64_t w) {
 }
 
 /// The padded input's element under output index `v` and window offset (ry, rx).
-Expr window_element(const Tensor& padded, const std::vector<Var>& v, const Pool2dAttrs& a,
+Expr window_element(const Tensor& padded, const std::vector<Var>& v, const Pool2dAttrsNode& a,
                     const IterVar& ry, const IterVar& rx, int h_axis) {
   std::vector<Expr> index(v.begin(), v.end());
   auto ha = static_cast<size_t>(h_axis);
-  index[ha] = mul_index(v[ha], a.stride[0]) + ry.expr();
-  index[ha + 1] = mul_index(v[ha + 1], a.stride[1]) + rx.expr();
+  index[ha] = mul_index(v[ha], a.strides[0]) + ry.expr();
+  index[ha + 1] = mul_index(v[ha + 1], a.strides[1]) + rx.expr();
   return padded(index);
 }
 
-Tensor max_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, std::string name,
-                  int h_axis) {
+Tensor max_pool2d(const char* op, const Tensor& data, const Pool2dAttrsNode& attrs,
+                  std::string name, int h_axis) {
   PoolGeometry g = pool_geometry(op, data, attrs, h_axis);
-  auto [pt, pl, pb, pr] = attrs.padding;
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
   Tensor padded = detail::pad_stage(
       data, spatial_pad(h_axis, pt, pl), spatial_pad(h_axis, pb + g.extra_h, pr + g.extra_w),
       ir::min_value(data.dtype()), "pad_data",
@@ -637,12 +660,12 @@ Tensor max_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, 
       std::move(name), "pool_max", std::move(json_attrs));
 }
 
-Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, std::string name,
-                  int h_axis) {
+Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrsNode& attrs,
+                  std::string name, int h_axis) {
   PoolGeometry g = pool_geometry(op, data, attrs, h_axis);
-  auto [pt, pl, pb, pr] = attrs.padding;
-  auto [r, s] = attrs.kernel;
-  auto [sh, sw] = attrs.stride;
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
+  auto [r, s] = as_array<2>(attrs.kernel);
+  auto [sh, sw] = as_array<2>(attrs.strides);
   auto ha = static_cast<size_t>(h_axis);
   int64_t h = data.shape()[ha], w = data.shape()[ha + 1];
   Tensor padded = detail::pad_stage(data, spatial_pad(h_axis, pt, pl),
@@ -676,19 +699,19 @@ Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrs& attrs, 
 
 }  // namespace
 
-Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrsNode& attrs, std::string name) {
   return max_pool2d("max_pool2d_nchw", data, attrs, std::move(name), 2);
 }
 
-Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrsNode& attrs, std::string name) {
   return max_pool2d("max_pool2d_nhwc", data, attrs, std::move(name), 1);
 }
 
-Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrsNode& attrs, std::string name) {
   return avg_pool2d("avg_pool2d_nchw", data, attrs, std::move(name), 2);
 }
 
-Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs, std::string name) {
+Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrsNode& attrs, std::string name) {
   return avg_pool2d("avg_pool2d_nhwc", data, attrs, std::move(name), 1);
 }
 

@@ -28,16 +28,17 @@ std::vector<ArgSpec> conv2d_args() {
 
 struct Conv2dArgs {
   int64_t n, c, h, w, k, r, s;
-  Conv2dAttrs attrs;
+  Conv2dAttrsNode attrs;
   DataType dtype;
 };
 
 Conv2dArgs conv2d_from(const json& a) {
-  Conv2dArgs c{arg(a, 0),      arg(a, 1),
-               arg(a, 2),      arg(a, 3),
-               arg(a, 4),      arg(a, 5),
-               arg(a, 6),      Conv2dAttrs::uniform(arg(a, 7), arg(a, 8), arg(a, 9), arg(a, 10)),
-               dtype_at(a, 11)};
+  Conv2dArgs c{
+      arg(a, 0),      arg(a, 1),
+      arg(a, 2),      arg(a, 3),
+      arg(a, 4),      arg(a, 5),
+      arg(a, 6),      Conv2dAttrsNode::uniform(arg(a, 7), arg(a, 8), arg(a, 9), arg(a, 10)),
+      dtype_at(a, 11)};
   if (c.attrs.groups < 1) {
     fail(ErrorKind::kInvalidArgument, "groups must be >= 1, got ", c.attrs.groups);
   }
@@ -50,10 +51,10 @@ std::vector<ArgSpec> pool_args() {
           int_arg("S"), int_arg("stride"), int_arg("pad"), dtype_arg()};
 }
 
-Pool2dAttrs pool_from(const json& a) {
-  Pool2dAttrs p;
+Pool2dAttrsNode pool_from(const json& a) {
+  Pool2dAttrsNode p;
   p.kernel = {arg(a, 4), arg(a, 5)};
-  p.stride = {arg(a, 6), arg(a, 6)};
+  p.strides = {arg(a, 6), arg(a, 6)};
   p.padding = {arg(a, 7), arg(a, 7), arg(a, 7), arg(a, 7)};
   return p;
 }
@@ -136,7 +137,7 @@ bool register_all() {
          Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, t, "data");
          Tensor w = placeholder({arg(a, 1), 1, arg(a, 4), arg(a, 5)}, t, "kernel");
          return {{x, w},
-                 {depthwise_conv2d_nchw(x, w, Conv2dAttrs::uniform(arg(a, 6), arg(a, 7)))},
+                 {depthwise_conv2d_nchw(x, w, Conv2dAttrsNode::uniform(arg(a, 6), arg(a, 7)))},
                  {1}};
        },
        "2,3,9,9,3,3,2,1"});
@@ -150,8 +151,8 @@ bool register_all() {
          DataType t = dtype_at(a, 10);
          Tensor x = placeholder({arg(a, 0), arg(a, 1), arg(a, 2), arg(a, 3)}, t, "data");
          Tensor w = placeholder({arg(a, 1), arg(a, 4), arg(a, 5), arg(a, 6)}, t, "kernel");
-         Conv2dTransposeAttrs attrs;
-         attrs.stride = {arg(a, 7), arg(a, 7)};
+         Conv2dTransposeAttrsNode attrs;
+         attrs.strides = {arg(a, 7), arg(a, 7)};
          attrs.padding = {arg(a, 8), arg(a, 8), arg(a, 8), arg(a, 8)};
          attrs.output_padding = {arg(a, 9), arg(a, 9)};
          return {{x, w}, {conv2d_transpose_nchw(x, w, attrs)}, {1}};

@@ -30,7 +30,7 @@ te::WorkloadTensors matmul_tensors(int64_t m, int64_t n, int64_t k) {
 te::WorkloadTensors conv_tensors() {
   te::Tensor data = te::placeholder({1, 3, 9, 9}, ir::DataType::float32(), "data");
   te::Tensor kernel = te::placeholder({8, 3, 3, 3}, ir::DataType::float32(), "kernel");
-  return {{data, kernel}, {te::conv2d_nchw(data, kernel, te::Conv2dAttrs::uniform(1, 1))}};
+  return {{data, kernel}, {te::conv2d_nchw(data, kernel, te::Conv2dAttrsNode::uniform(1, 1))}};
 }
 
 // Stage indices of the matmul DAG: 0 A, 1 B, 2 matmul.

@@ -15,7 +15,7 @@ ObjectPtr obj(const R& r) {
 te::Tensor sample_output() {
   te::Tensor x = te::placeholder({1, 2, 5, 5}, ir::DataType::float16(), "x");
   te::Tensor w = te::placeholder({3, 2, 3, 3}, ir::DataType::float16(), "w");
-  return te::relu(te::conv2d_nchw(x, w, te::Conv2dAttrs::uniform(2, 1)));
+  return te::relu(te::conv2d_nchw(x, w, te::Conv2dAttrsNode::uniform(2, 1)));
 }
 
 }  // namespace

@@ -58,17 +58,18 @@ std::vector<OpCase> op_cases() {
   add("reduce", {x}, te::add(te::reduce_mean(x, {1}, true), te::reduce_max(x, {1}, true)));
   add("reduce_sum_min", {x}, te::subtract(te::reduce_sum(x, {0, 2}), te::reduce_min(x, {0, 2})));
   add("pool", {img},
-      te::avg_pool2d_nchw(te::max_pool2d_nchw(img, te::Pool2dAttrs::uniform(3, 1, 1)),
-                          te::Pool2dAttrs::uniform(2, 2, 0)));
+      te::avg_pool2d_nchw(te::max_pool2d_nchw(img, te::Pool2dAttrsNode::uniform(3, 1, 1)),
+                          te::Pool2dAttrsNode::uniform(2, 2, 0)));
   add("global_pool", {img},
       te::add(te::global_avg_pool2d_nchw(img), te::global_max_pool2d_nchw(img)));
   Tensor w = input({3, 4, 3, 3}, "w"), dw = input({4, 1, 3, 3}, "dw");
   add("conv2d_strided_dilated", {img, w},
-      te::conv2d_nchw(img, w, te::Conv2dAttrs::uniform(2, 1, 2)));
-  add("depthwise", {img, dw}, te::depthwise_conv2d_nchw(img, dw, te::Conv2dAttrs::uniform(1, 1)));
+      te::conv2d_nchw(img, w, te::Conv2dAttrsNode::uniform(2, 1, 2)));
+  add("depthwise", {img, dw},
+      te::depthwise_conv2d_nchw(img, dw, te::Conv2dAttrsNode::uniform(1, 1)));
   Tensor tw = input({4, 2, 3, 3}, "tw");
   add("conv2d_transpose", {img, tw},
-      te::conv2d_transpose_nchw(img, tw, te::Conv2dTransposeAttrs{}));
+      te::conv2d_transpose_nchw(img, tw, te::Conv2dTransposeAttrsNode{}));
   // Winograd's algorithm, tiles of 2 (6x5 outputs: a ragged last column of
   // tiles), and the transforms alone with tiles of 4.
   Tensor nhwc = input({1, 6, 5, 3}, "nhwc");

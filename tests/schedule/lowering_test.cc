@@ -69,7 +69,7 @@ TEST(Lowering, RfactorOfAReduction) {
 TEST(Lowering, ZeroPaddingConvWithInlineAndComputeAt) {
   te::Tensor data = te::placeholder({1, 3, 7, 7}, ir::DataType::float32(), "data");
   te::Tensor kernel = te::placeholder({4, 3, 3, 3}, ir::DataType::float32(), "kernel");
-  te::Tensor out = te::conv2d_nchw(data, kernel, te::Conv2dAttrs::uniform(2, 1));
+  te::Tensor out = te::conv2d_nchw(data, kernel, te::Conv2dAttrsNode::uniform(2, 1));
   te::WorkloadTensors t{{data, kernel}, {out}};
   ComputeDAG dag(t);
   int pad = dag.stage_named("pad_data");

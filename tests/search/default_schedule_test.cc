@@ -48,7 +48,7 @@ TEST(DefaultSchedule, FusedDagsAreCorrectAndUseVectorsAndCores) {
   Tensor x = placeholder({1, 16, 14, 14}, DataType::float32(), "x");
   Tensor w = placeholder({32, 16, 3, 3}, DataType::float32(), "w");
   Tensor b = placeholder({32}, DataType::float32(), "b");
-  Conv2dAttrs conv;
+  Conv2dAttrsNode conv;
   conv.padding = {1, 1, 1, 1};
   Tensor y = relu(bias_add(conv2d_nchw(x, w, conv), b, 1));
   Tensor a = placeholder({24, 64}, DataType::float32(), "a");
@@ -81,7 +81,7 @@ TEST(DefaultSchedule, WeightsLargerThanL2AreStreamedOnceSmallOnesForEachRow) {
   auto conv = [](int64_t channels, int64_t pixels) {
     Tensor x = placeholder({1, pixels, pixels, channels}, DataType::float32(), "x");
     Tensor w = placeholder({3, 3, channels, channels}, DataType::float32(), "w");
-    return make_dag_workload({x, w}, {conv2d_nhwc(x, w, Conv2dAttrs::uniform(1, 1))}, {1});
+    return make_dag_workload({x, w}, {conv2d_nhwc(x, w, Conv2dAttrsNode::uniform(1, 1))}, {1});
   };
   auto target = [](int cores, int64_t l2_bytes) {
     return "c -mattr=avx2,fma -num-cores=" + std::to_string(cores) +

@@ -132,7 +132,7 @@ TEST(SketchRules, AResidualAddOverABatchOfOneIsAnElementwiseConsumer) {
   te::Tensor kernel = te::placeholder({3, 3, 4, 8}, ir::DataType::float32(), "kernel");
   te::Tensor bias = te::placeholder({8}, ir::DataType::float32(), "bias");
   te::Tensor residual = te::placeholder({1, 5, 5, 8}, ir::DataType::float32(), "residual");
-  te::Tensor conv = te::conv2d_nhwc(data, kernel, te::Conv2dAttrs::uniform(1, 1));
+  te::Tensor conv = te::conv2d_nhwc(data, kernel, te::Conv2dAttrsNode::uniform(1, 1));
   te::Tensor out = te::relu(te::add(te::bias_add(conv, bias, 3), residual));
   te::WorkloadTensors tensors{{data, kernel, bias, residual}, {out}, {1, 2}};
   ComputeDAG dag(tensors);
@@ -243,7 +243,7 @@ TEST(SketchRules, RfactorForReductionsWithoutEnoughParallelism) {
 
 TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels) {
   const SketchRule& rule = sketch_rule("tile_window_reduction");
-  te::Pool2dAttrs pool = te::Pool2dAttrs::uniform(3, 2, 1);
+  te::Pool2dAttrsNode pool = te::Pool2dAttrsNode::uniform(3, 2, 1);
   te::Tensor nhwc = te::placeholder({1, 8, 8, 64}, ir::DataType::float32(), "data");
   ComputeDAG dag(te::WorkloadTensors{{nhwc}, {te::max_pool2d_nhwc(nhwc, pool, "pool")}});
   SketchState s = at_stage(dag, "pool");

@@ -166,11 +166,11 @@ int64_t conv_out(int64_t in, int64_t before, int64_t after, int64_t window, int6
   return (in + before + after - dilation * (window - 1) - 1) / stride + 1;
 }
 
-NDArray ref_conv2d_nchw(const NDArray& x, const NDArray& w, const Conv2dAttrs& a) {
+NDArray ref_conv2d_nchw(const NDArray& x, const NDArray& w, const Conv2dAttrsNode& a) {
   int64_t n = x.shape()[0], h = x.shape()[2], wd = x.shape()[3];
   int64_t k = w.shape()[0], cg = w.shape()[1], r = w.shape()[2], s = w.shape()[3];
-  int64_t oh = conv_out(h, a.padding[0], a.padding[2], r, a.dilation[0], a.stride[0]);
-  int64_t ow = conv_out(wd, a.padding[1], a.padding[3], s, a.dilation[1], a.stride[1]);
+  int64_t oh = conv_out(h, a.padding[0], a.padding[2], r, a.dilation[0], a.strides[0]);
+  int64_t ow = conv_out(wd, a.padding[1], a.padding[3], s, a.dilation[1], a.strides[1]);
   int64_t kg = k / a.groups;
   return make_array(x.dtype(), {n, k, oh, ow}, [&](const Index& ix) {
     int64_t g = ix[1] / kg;
@@ -178,8 +178,8 @@ NDArray ref_conv2d_nchw(const NDArray& x, const NDArray& w, const Conv2dAttrs& a
     for (int64_t c = 0; c < cg; ++c) {
       for (int64_t y = 0; y < r; ++y) {
         for (int64_t z = 0; z < s; ++z) {
-          int64_t ih = ix[2] * a.stride[0] - a.padding[0] + y * a.dilation[0];
-          int64_t iw = ix[3] * a.stride[1] - a.padding[1] + z * a.dilation[1];
+          int64_t ih = ix[2] * a.strides[0] - a.padding[0] + y * a.dilation[0];
+          int64_t iw = ix[3] * a.strides[1] - a.padding[1] + z * a.dilation[1];
           if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
           acc += x.at({ix[0], g * cg + c, ih, iw}) * w.at({ix[1], c, y, z});
         }
@@ -189,14 +189,14 @@ NDArray ref_conv2d_nchw(const NDArray& x, const NDArray& w, const Conv2dAttrs& a
   });
 }
 
-std::vector<Conv2dAttrs> conv_cases() {
-  std::vector<Conv2dAttrs> cases;
-  cases.push_back(Conv2dAttrs::uniform(1, 0));
-  cases.push_back(Conv2dAttrs::uniform(2, 1));
-  cases.push_back(Conv2dAttrs::uniform(1, 2, 2));     // dilation 2
-  cases.push_back(Conv2dAttrs::uniform(2, 1, 1, 2));  // 2 groups
-  Conv2dAttrs odd;
-  odd.stride = {2, 1};
+std::vector<Conv2dAttrsNode> conv_cases() {
+  std::vector<Conv2dAttrsNode> cases;
+  cases.push_back(Conv2dAttrsNode::uniform(1, 0));
+  cases.push_back(Conv2dAttrsNode::uniform(2, 1));
+  cases.push_back(Conv2dAttrsNode::uniform(1, 2, 2));     // dilation 2
+  cases.push_back(Conv2dAttrsNode::uniform(2, 1, 1, 2));  // 2 groups
+  Conv2dAttrsNode odd;
+  odd.strides = {2, 1};
   odd.padding = {0, 2, 1, 0};  // asymmetric
   odd.dilation = {1, 2};
   odd.groups = 3;
@@ -205,15 +205,15 @@ std::vector<Conv2dAttrs> conv_cases() {
 }
 
 TEST(Ops, Conv2dNchw) {
-  for (const Conv2dAttrs& a : conv_cases()) {
+  for (const Conv2dAttrsNode& a : conv_cases()) {
     Tensor x = placeholder({2, 6, 9, 8}, kF32, "data");
     Tensor w = placeholder({6, 6 / a.groups, 3, 2}, kF32, "kernel");
     Tensor y = conv2d_nchw(x, w, a);
     Evaluated r = run(y, {x, w}, 5);
     EXPECT_TRUE(arrays_close(r.out, ref_conv2d_nchw(r.in[0], r.in[1], a)))
-        << "stride " << a.stride[0] << " pad " << a.padding[0] << " groups " << a.groups;
+        << "stride " << a.strides[0] << " pad " << a.padding[0] << " groups " << a.groups;
     // Padding is its own stage, named for schedules to find.
-    bool padded = a.padding != std::array<int64_t, 4>{0, 0, 0, 0};
+    bool padded = a.padding != std::vector<int64_t>{0, 0, 0, 0};
     std::vector<Tensor> stages = input_tensors(y);
     EXPECT_EQ(stages[0].name(), padded ? "pad_data" : "data");
     if (padded) {
@@ -224,16 +224,17 @@ TEST(Ops, Conv2dNchw) {
   EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 3, 3, 3}, kF32, "k")), kInvalidArgument,
                   "kernel [4, 3, 3, 3] has 3 input channels per group");
   EXPECT_TT_ERROR(
-      conv2d_nchw(x, placeholder({6, 2, 3, 3}, kF32, "k"), Conv2dAttrs::uniform(1, 0, 1, 3)),
+      conv2d_nchw(x, placeholder({6, 2, 3, 3}, kF32, "k"), Conv2dAttrsNode::uniform(1, 0, 1, 3)),
       kInvalidArgument, "groups = 3 must be >= 1 and divide");
   EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 4, 7, 7}, kF32, "k")), kInvalidArgument,
                   "larger than the padded height");
-  EXPECT_TT_ERROR(conv2d_nchw(x, placeholder({4, 4, 3, 3}, kF32, "k"), Conv2dAttrs::uniform(0, 0)),
-                  kInvalidArgument, "strides must be >= 1");
+  EXPECT_TT_ERROR(
+      conv2d_nchw(x, placeholder({4, 4, 3, 3}, kF32, "k"), Conv2dAttrsNode::uniform(0, 0)),
+      kInvalidArgument, "strides must be >= 1");
 }
 
 TEST(Ops, Conv2dNhwc) {
-  for (const Conv2dAttrs& a : conv_cases()) {
+  for (const Conv2dAttrsNode& a : conv_cases()) {
     const int64_t n = 2, c = 6, h = 9, wd = 8, k = 6, r = 3, s = 2;
     Tensor x = placeholder({n, h, wd, c}, kF32, "data");
     Tensor w = placeholder({r, s, c / a.groups, k}, kF32, "kernel");
@@ -256,7 +257,8 @@ TEST(Ops, Conv2dNhwc) {
 
 TEST(Ops, DepthwiseConv2d) {
   for (int64_t mult : {1, 2}) {
-    for (const Conv2dAttrs& a : {Conv2dAttrs::uniform(1, 1), Conv2dAttrs::uniform(2, 1, 2)}) {
+    for (const Conv2dAttrsNode& a :
+         {Conv2dAttrsNode::uniform(1, 1), Conv2dAttrsNode::uniform(2, 1, 2)}) {
       const int64_t c = 3;
       Tensor x = placeholder({2, c, 9, 7}, kF32, "data");
       Tensor w = placeholder({c, mult, 3, 3}, kF32, "kernel");
@@ -266,10 +268,10 @@ TEST(Ops, DepthwiseConv2d) {
       NDArray w_grouped = make_array(kF32, {c * mult, 1, 3, 3}, [&](const Index& i) {
         return r.in[1].at({i[0] / mult, i[0] % mult, i[2], i[3]});
       });
-      Conv2dAttrs grouped = a;
+      Conv2dAttrsNode grouped = a;
       grouped.groups = c;
       EXPECT_TRUE(arrays_close(r.out, ref_conv2d_nchw(r.in[0], w_grouped, grouped)))
-          << "multiplier " << mult << " stride " << a.stride[0];
+          << "multiplier " << mult << " stride " << a.strides[0];
     }
   }
 }
@@ -280,8 +282,8 @@ TEST(Ops, Conv2dTranspose) {
   };
   for (Case cs : {Case{1, 0, 0}, Case{2, 1, 1}, Case{3, 2, 0}, Case{2, 0, 1}}) {
     const int64_t n = 1, c = 3, h = 5, wd = 4, k = 2, r = 3, s = 3;
-    Conv2dTransposeAttrs a;
-    a.stride = {cs.stride, cs.stride};
+    Conv2dTransposeAttrsNode a;
+    a.strides = {cs.stride, cs.stride};
     a.padding = {cs.pad, cs.pad, cs.pad, cs.pad};
     a.output_padding = {cs.output_pad, cs.output_pad};
     Tensor x = placeholder({n, c, h, wd}, kF32, "data");
@@ -309,8 +311,8 @@ TEST(Ops, Conv2dTranspose) {
     for (int64_t f = 0; f < expected.size(); ++f) expected.set(f, acc[static_cast<size_t>(f)]);
     EXPECT_TRUE(arrays_close(run_t.out, expected)) << "stride " << cs.stride << " pad " << cs.pad;
   }
-  Conv2dTransposeAttrs bad;
-  bad.stride = {2, 2};
+  Conv2dTransposeAttrsNode bad;
+  bad.strides = {2, 2};
   bad.output_padding = {2, 0};
   EXPECT_TT_ERROR(conv2d_transpose_nchw(placeholder({1, 2, 3, 3}, kF32, "x"),
                                         placeholder({2, 2, 3, 3}, kF32, "w"), bad),
@@ -319,10 +321,10 @@ TEST(Ops, Conv2dTranspose) {
 
 // ---- pooling ------------------------------------------------------------------
 
-NDArray ref_pool(const NDArray& x, const Pool2dAttrs& a, bool is_max, const Index& out_shape) {
+NDArray ref_pool(const NDArray& x, const Pool2dAttrsNode& a, bool is_max, const Index& out_shape) {
   int64_t h = x.shape()[2], w = x.shape()[3];
   return make_array(kF32, out_shape, [&](const Index& ix) {
-    int64_t h0 = ix[2] * a.stride[0] - a.padding[0], w0 = ix[3] * a.stride[1] - a.padding[1];
+    int64_t h0 = ix[2] * a.strides[0] - a.padding[0], w0 = ix[3] * a.strides[1] - a.padding[1];
     double best = -INFINITY, total = 0;
     int64_t covered = 0;
     for (int64_t y = h0; y < h0 + a.kernel[0]; ++y) {
@@ -351,7 +353,7 @@ TEST(Ops, Pooling) {
   for (Case cs : {Case{3, 2, 1, false, false, {5, 4}}, Case{3, 2, 1, false, true, {5, 4}},
                   Case{2, 2, 0, false, false, {4, 4}}, Case{2, 2, 0, true, false, {5, 4}},
                   Case{3, 2, 1, true, true, {5, 5}}, Case{3, 1, 0, false, false, {7, 6}}}) {
-    Pool2dAttrs a = Pool2dAttrs::uniform(cs.kernel, cs.stride, cs.pad);
+    Pool2dAttrsNode a = Pool2dAttrsNode::uniform(cs.kernel, cs.stride, cs.pad);
     a.ceil_mode = cs.ceil_mode;
     a.count_include_pad = cs.include_pad;
     Tensor x = placeholder({2, 3, 9, 8}, kF32, "data");
@@ -381,7 +383,7 @@ TEST(Ops, Pooling) {
     EXPECT_TRUE(arrays_close(out_t[1], to_nhwc(out[1])));
   }
   EXPECT_TT_ERROR(
-      max_pool2d_nchw(placeholder({1, 1, 5, 5}, kF32, "x"), Pool2dAttrs::uniform(2, 1, 2)),
+      max_pool2d_nchw(placeholder({1, 1, 5, 5}, kF32, "x"), Pool2dAttrsNode::uniform(2, 1, 2)),
       kInvalidArgument, "at most half the window");
 }
 

@@ -188,8 +188,8 @@ TEST(Tensor, SharedInputsSurviveRoundTrip) {
 TEST(Tensor, RoundTripOfBoundVariablesAndAttrs) {
   Tensor x = placeholder({2, 3, 8, 8}, DataType::float32(), "x");
   Tensor w = placeholder({4, 3, 3, 3}, DataType::float32(), "w");
-  Tensor y =
-      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrsNode::uniform(1, 1)),
+                             Pool2dAttrsNode::uniform(3, 2, 1));
   Workload dag = make_dag_workload({x, w}, {y});
   auto back = load_string(save_string(dag));
   EXPECT_TRUE(structural_equal(ObjectPtr(dag.ptr()), back))
@@ -198,12 +198,12 @@ TEST(Tensor, RoundTripOfBoundVariablesAndAttrs) {
   // The -inf pad value of the max pool is written in a form JSON text can hold.
   EXPECT_NE(save_string(dag).find("\"-inf\""), std::string::npos);
   // Building the same program twice gives equal graphs (fresh variables match up to renaming).
-  Tensor y2 =
-      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 1)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y2 = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrsNode::uniform(1, 1)),
+                              Pool2dAttrsNode::uniform(3, 2, 1));
   EXPECT_TRUE(structural_equal(y, y2));
   EXPECT_EQ(structural_hash(y), structural_hash(y2));
-  Tensor y3 =
-      max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrs::uniform(1, 0)), Pool2dAttrs::uniform(3, 2, 1));
+  Tensor y3 = max_pool2d_nchw(conv2d_nchw(x, w, Conv2dAttrsNode::uniform(1, 0)),
+                              Pool2dAttrsNode::uniform(3, 2, 1));
   EXPECT_FALSE(structural_equal(y, y3));
 }
 
@@ -240,7 +240,7 @@ TEST(FlopCount, CountsArithmeticOnData) {
   // conv2d: 2 * N*K*OH*OW * C/groups*R*S, the padding stage free.
   Tensor x = placeholder({1, 4, 9, 9}, DataType::float32(), "x");
   Tensor k = placeholder({6, 2, 3, 3}, DataType::float32(), "k");
-  Tensor y = conv2d_nchw(x, k, Conv2dAttrs::uniform(2, 1, 1, 2));
+  Tensor y = conv2d_nchw(x, k, Conv2dAttrsNode::uniform(2, 1, 1, 2));
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 6, 5, 5}));
   EXPECT_EQ(flop_count({y}), 2.0 * 6 * 5 * 5 * 2 * 3 * 3);
   // softmax over [M, N]: max (1 per element), exp(x - max) (2), sum (1), times

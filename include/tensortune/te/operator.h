@@ -4,10 +4,9 @@
 /// checks of its arguments and attributes, and its computation as tensor
 /// expressions, from which its result's shape and dtype come (infer_type):
 /// there is no second shape function to keep in agreement. Attributes are
-/// reflected nodes like everything else, one type per family of operators,
-/// so that they save, compare and hash with a graph and no field can be
-/// forgotten by any of those; their type keys keep the "graph." prefix of
-/// the saved graphs that hold them.
+/// reflected nodes like everything else (te/attrs.h), so that they save,
+/// compare and hash with a graph and no field can be forgotten by any of
+/// those.
 #pragma once
 
 #include <array>
@@ -15,141 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "tensortune/te/attrs.h"
 #include "tensortune/te/tensor.h"
 
 namespace tensortune::te {
-
-/// Base of the attribute nodes.
-struct AttrsNode : Object {};
-using Attrs = Ref<AttrsNode>;
-
-/// conv2d: layouts "NCHW" (kernel "OIHW") or "NHWC" (kernel "HWIO").
-struct Conv2dAttrsNode : AttrsNode {
-  std::vector<int64_t> strides = {1, 1};
-  std::vector<int64_t> padding = {0, 0, 0, 0};  ///< top, left, bottom, right
-  std::vector<int64_t> dilation = {1, 1};
-  int64_t groups = 1;
-  std::string data_layout = "NCHW";
-  TT_NODE(Conv2dAttrsNode, "graph.Conv2dAttrs")
-  static void declare(FieldList<Conv2dAttrsNode>& f);
-};
-
-/// conv2d_transpose (NCHW data, kernel [C, K, R, S]).
-struct Conv2dTransposeAttrsNode : AttrsNode {
-  std::vector<int64_t> strides = {1, 1};
-  std::vector<int64_t> padding = {0, 0, 0, 0};
-  std::vector<int64_t> output_padding = {0, 0};
-  TT_NODE(Conv2dTransposeAttrsNode, "graph.Conv2dTransposeAttrs")
-  static void declare(FieldList<Conv2dTransposeAttrsNode>& f);
-};
-
-/// The Winograd transforms of a 3x3 convolution (see te::winograd_matrices):
-/// output tiles of `tile`; the input transform pads by `padding` (top,
-/// left, bottom, right), the output transform crops to `output_size`.
-struct WinogradAttrsNode : AttrsNode {
-  int64_t tile = 4;
-  std::vector<int64_t> padding = {0, 0, 0, 0};
-  std::vector<int64_t> output_size = {1, 1};  ///< height, width
-  TT_NODE(WinogradAttrsNode, "graph.WinogradAttrs")
-  static void declare(FieldList<WinogradAttrsNode>& f);
-};
-
-/// max_pool2d, avg_pool2d: window, strides, padding; "NCHW" or "NHWC".
-struct Pool2dAttrsNode : AttrsNode {
-  std::vector<int64_t> kernel = {1, 1};
-  std::vector<int64_t> strides = {1, 1};
-  std::vector<int64_t> padding = {0, 0, 0, 0};
-  bool ceil_mode = false;
-  bool count_include_pad = false;
-  std::string layout = "NCHW";
-  TT_NODE(Pool2dAttrsNode, "graph.Pool2dAttrs")
-  static void declare(FieldList<Pool2dAttrsNode>& f);
-};
-
-/// global_avg_pool2d: "NCHW" or "NHWC".
-struct LayoutAttrsNode : AttrsNode {
-  std::string layout = "NCHW";
-  TT_NODE(LayoutAttrsNode, "graph.LayoutAttrs")
-  static void declare(FieldList<LayoutAttrsNode>& f);
-};
-
-/// One axis: softmax, log_softmax, concat, bias_add.
-struct AxisAttrsNode : AttrsNode {
-  int64_t axis = 0;
-  TT_NODE(AxisAttrsNode, "graph.AxisAttrs")
-  static void declare(FieldList<AxisAttrsNode>& f);
-};
-
-/// Normalisations: batch_norm (channel axis), layer_norm (normalised axis),
-/// instance_norm (channel axis 1).
-struct NormAttrsNode : AttrsNode {
-  int64_t axis = 1;
-  double epsilon = 1e-5;
-  TT_NODE(NormAttrsNode, "graph.NormAttrs")
-  static void declare(FieldList<NormAttrsNode>& f);
-};
-
-/// reshape: the new shape (fully known).
-struct ReshapeAttrsNode : AttrsNode {
-  std::vector<int64_t> shape;
-  TT_NODE(ReshapeAttrsNode, "graph.ReshapeAttrs")
-  static void declare(FieldList<ReshapeAttrsNode>& f);
-};
-
-/// transpose: output dimension d is input dimension perm[d].
-struct TransposeAttrsNode : AttrsNode {
-  std::vector<int64_t> perm;
-  TT_NODE(TransposeAttrsNode, "graph.TransposeAttrs")
-  static void declare(FieldList<TransposeAttrsNode>& f);
-};
-
-/// slice: numpy's [begin:end:stride] per dimension.
-struct SliceAttrsNode : AttrsNode {
-  std::vector<int64_t> begin, end, strides;
-  TT_NODE(SliceAttrsNode, "graph.SliceAttrs")
-  static void declare(FieldList<SliceAttrsNode>& f);
-};
-
-/// pad: elements before and after each dimension, with a constant.
-struct PadAttrsNode : AttrsNode {
-  std::vector<int64_t> before, after;
-  double value = 0;
-  TT_NODE(PadAttrsNode, "graph.PadAttrs")
-  static void declare(FieldList<PadAttrsNode>& f);
-};
-
-/// reduce_sum, reduce_mean: axes (empty: all) and keepdims.
-struct ReduceAttrsNode : AttrsNode {
-  std::vector<int64_t> axes;
-  bool keepdims = true;
-  TT_NODE(ReduceAttrsNode, "graph.ReduceAttrs")
-  static void declare(FieldList<ReduceAttrsNode>& f);
-};
-
-/// Scalar parameters of elementwise operators: clip (low, high),
-/// leaky_relu (alpha), hard_sigmoid (alpha, beta).
-struct ScalarAttrsNode : AttrsNode {
-  double alpha = 0, beta = 0;
-  TT_NODE(ScalarAttrsNode, "graph.ScalarAttrs")
-  static void declare(FieldList<ScalarAttrsNode>& f);
-};
-
-/// cast: the target element type.
-struct CastAttrsNode : AttrsNode {
-  ir::DataType dtype;
-  TT_NODE(CastAttrsNode, "graph.CastAttrs")
-  static void declare(FieldList<CastAttrsNode>& f);
-};
-
-/// resize2d of an NCHW tensor to `size` (height, width): "nearest" (ONNX's
-/// round_prefer_floor... asymmetric) or "linear" (half_pixel).
-struct ResizeAttrsNode : AttrsNode {
-  std::vector<int64_t> size = {1, 1};
-  std::string method = "nearest";
-  std::string coordinate_mode = "half_pixel";  ///< or "asymmetric", "align_corners"
-  TT_NODE(ResizeAttrsNode, "graph.ResizeAttrs")
-  static void declare(FieldList<ResizeAttrsNode>& f);
-};
 
 /// How an operator combines with its neighbours into tuning tasks.
 enum class OpPattern {

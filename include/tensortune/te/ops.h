@@ -22,6 +22,8 @@
 ///    the pad value never reads out of bounds (see evaluator.h).
 ///  - Reductions accumulate in the operands' dtype.
 ///  - Axis arguments may be negative (counted from the end, as in numpy).
+///  - Convolutions and pools take the operator's attribute node (te/attrs.h)
+///    as the graph holds it; their layout is the builder's, not the node's.
 #pragma once
 
 #include <array>
@@ -29,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "tensortune/te/attrs.h"
 #include "tensortune/te/tensor.h"
 
 namespace tensortune::te {
@@ -57,25 +60,15 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name = "bat
 
 // ---- convolution and pooling -------------------------------------------------
 
-/// Stride, padding, dilation and groups of a 2-D convolution.
-struct Conv2dAttrs {
-  std::array<int64_t, 2> stride{1, 1};         ///< (height, width)
-  std::array<int64_t, 4> padding{0, 0, 0, 0};  ///< (top, left, bottom, right)
-  std::array<int64_t, 2> dilation{1, 1};       ///< (height, width)
-  int64_t groups = 1;
-  /// The same stride, padding on every side, and dilation in both directions.
-  static Conv2dAttrs uniform(int64_t stride, int64_t pad, int64_t dilation = 1, int64_t groups = 1);
-};
-
 /// out[N, K, OH, OW] from data[N, C, H, W] and kernel[K, C / groups, R, S],
 /// OH = (H + pad_top + pad_bottom - dilation_h * (R - 1) - 1) / stride_h + 1
 /// (likewise OW). Output channel k reads the input channels of its group
 /// k / (K / groups). Padding is a "pad_data" stage.
-Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs = {},
+Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs = {},
                    std::string name = "conv2d_nchw");
 
 /// out[N, OH, OW, K] from data[N, H, W, C] and kernel[R, S, C / groups, K] (HWIO).
-Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrs& attrs = {},
+Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs = {},
                    std::string name = "conv2d_nhwc");
 
 /// The matrices of Winograd's minimal filtering F(tile x tile, 3 x 3) (Lavin
@@ -114,15 +107,8 @@ Tensor winograd_output_transform(const Tensor& m, int64_t tile, int64_t out_h, i
 /// channel multiplier): output channel c * M + m convolves input channel c
 /// with kernel[c, m]. attrs.groups must be 1 (it is implied).
 Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel,
-                             const Conv2dAttrs& attrs = {},
+                             const Conv2dAttrsNode& attrs = {},
                              std::string name = "depthwise_conv2d_nchw");
-
-/// Stride, padding and output padding of a transposed convolution.
-struct Conv2dTransposeAttrs {
-  std::array<int64_t, 2> stride{1, 1};          ///< (height, width)
-  std::array<int64_t, 4> padding{0, 0, 0, 0};   ///< (top, left, bottom, right), each <= R-1 / S-1
-  std::array<int64_t, 2> output_padding{0, 0};  ///< extra rows/columns at the end, < stride
-};
 
 /// The gradient of conv2d_nchw with respect to its input (PyTorch's
 /// ConvTranspose2d, groups 1, dilation 1): out[N, K, OH, OW] from
@@ -131,41 +117,26 @@ struct Conv2dTransposeAttrs {
 /// (input spread out by the stride and padded by R - 1 - pad) and a direct
 /// convolution with the flipped kernel.
 Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
-                             const Conv2dTransposeAttrs& attrs = {},
+                             const Conv2dTransposeAttrsNode& attrs = {},
                              std::string name = "conv2d_transpose_nchw");
-
-/// Window, stride and padding of a 2-D pooling.
-struct Pool2dAttrs {
-  std::array<int64_t, 2> kernel{1, 1};         ///< window (height, width)
-  std::array<int64_t, 2> stride{1, 1};         ///< (height, width)
-  std::array<int64_t, 4> padding{0, 0, 0, 0};  ///< (top, left, bottom, right)
-  /// Output extent rounds up instead of down: the last window may hang over
-  /// the bottom/right padding; its overhanging part is never counted.
-  bool ceil_mode = false;
-  /// avg only: divide by the whole window including padding (PyTorch's
-  /// count_include_pad=True) rather than by the input elements it covers.
-  bool count_include_pad = false;
-  /// A square window with the same stride and padding on every side.
-  static Pool2dAttrs uniform(int64_t kernel, int64_t stride, int64_t pad);
-};
 
 /// Max over each window of data[N, C, H, W] (padding is -inf / the type's
 /// minimum, so it never wins).
-Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
+Tensor max_pool2d_nchw(const Tensor& data, const Pool2dAttrsNode& attrs,
                        std::string name = "max_pool2d_nchw");
 
 /// Mean over each window of data[N, C, H, W]: by default the divisor is the
 /// number of input elements the window covers (padding excluded); with
 /// count_include_pad it is the window clipped to the padded input. Two
 /// stages: a "pool_sum" reduction and the "pool_avg" division.
-Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrs& attrs,
+Tensor avg_pool2d_nchw(const Tensor& data, const Pool2dAttrsNode& attrs,
                        std::string name = "avg_pool2d_nchw");
 
 /// max_pool2d_nchw and avg_pool2d_nchw on data[N, H, W, C]: channels
 /// innermost, so the window loops read whole vectors of channels.
-Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs,
+Tensor max_pool2d_nhwc(const Tensor& data, const Pool2dAttrsNode& attrs,
                        std::string name = "max_pool2d_nhwc");
-Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrs& attrs,
+Tensor avg_pool2d_nhwc(const Tensor& data, const Pool2dAttrsNode& attrs,
                        std::string name = "avg_pool2d_nhwc");
 
 /// Mean over H and W of data[N, C, H, W], giving [N, C, 1, 1].
