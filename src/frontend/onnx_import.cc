@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <set>
 
 #include "tensortune/frontend/onnx.h"
@@ -20,7 +21,33 @@ using graph::Value;
 using ir::DataType;
 using te::Attrs;
 
-constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
+// Every opset ONNX Runtime loads; the handlers follow each operator's
+// versions within it.
+constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
+
+/// The ONNX name of an element type ("BFLOAT16"), or its number.
+std::string onnx_type_name(int32_t elem_type) {
+  if (onnx::TensorProto_DataType_IsValid(elem_type)) {
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type));
+  }
+  return "number " + std::to_string(elem_type);
+}
+
+bool supported_type(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL: return true;
+    default: return false;
+  }
+}
+
+constexpr const char* kSupportedTypes = "FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT8, UINT8, BOOL";
 
 DataType dtype_of(int32_t elem_type, const std::string& what) {
   switch (elem_type) {
@@ -33,8 +60,8 @@ DataType dtype_of(int32_t elem_type, const std::string& what) {
     case onnx::TensorProto::UINT8: return DataType::uint(8);
     case onnx::TensorProto::BOOL: return DataType::boolean();
     default:
-      fail(ErrorKind::kInvalidArgument, what, " has ONNX element type ", elem_type,
-           ", not supported (float, double, float16, int64, int32, int8, uint8, bool)");
+      fail(ErrorKind::kInvalidArgument, what, " has element type ", onnx_type_name(elem_type),
+           ", not supported (", kSupportedTypes, ")");
   }
 }
 
@@ -117,14 +144,29 @@ class Importer {
     }
     TT_CHECK(opset_ != 0 && model.has_graph(), kParse,
              "not an ONNX model: it declares no ai.onnx opset or has no graph");
-    TT_CHECK(opset_ >= kMinOpset && opset_ <= kMaxOpset, kInvalidArgument,
-             "the model uses ONNX opset ", opset_, "; supported are opsets ", kMinOpset, " to ",
-             kMaxOpset);
-    TT_CHECK(model.has_graph(), kParse, "the model has no graph");
+    if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+      add_gap("opset",
+              "the model uses ONNX opset " + std::to_string(opset_) + "; supported are opsets " +
+                  std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset),
+              "", "");
+    }
     const onnx::GraphProto& g = model.graph();
     check_names_are_utf8(g);
     for (const auto& init : g.initializer()) {
-      te::NDArray a = to_array(init);
+      if (!supported_type(init.data_type())) {
+        add_gap("dtype", onnx_type_name(init.data_type()), "", init.name());
+        failed_.insert(init.name());
+        continue;
+      }
+      te::NDArray a;
+      try {
+        a = to_array(init);
+      } catch (const UserError& e) {
+        if (e.kind() == ErrorKind::kParse) throw;
+        add_gap("tensor", e.what(), "", init.name());
+        failed_.insert(init.name());
+        continue;
+      }
       // An empty tensor (Resize's roi, an unused scales) reads as an
       // omitted input: no graph value can have a zero extent.
       values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
@@ -132,17 +174,30 @@ class Importer {
     std::set<std::string> given;
     for (const auto& [name, shape] : options_.input_shapes) given.insert(name);
     for (const auto& in : g.input()) {
-      if (values_.count(in.name())) continue;  // an initializer listed as an input
-      inputs_.push_back(make_input(in));
-      values_[in.name()] = Value(inputs_.back());
+      if (values_.count(in.name()) || failed_.count(in.name())) continue;  // an initializer
       given.erase(in.name());
+      int32_t type = in.type().tensor_type().elem_type();
+      if (in.type().has_tensor_type() && !supported_type(type)) {
+        add_gap("dtype", onnx_type_name(type), "", in.name());
+        failed_.insert(in.name());
+        continue;
+      }
+      try {
+        inputs_.push_back(make_input(in));
+      } catch (const UserError& e) {
+        add_gap("input", e.what(), "", in.name());
+        failed_.insert(in.name());
+        continue;
+      }
+      values_[in.name()] = Value(inputs_.back());
     }
     TT_CHECK(given.empty(), kInvalidArgument, "--input-shape names '", *given.begin(),
              "', which is not an input of the model");
-    for (const auto& node : g.node()) import_node(node);
+    for (int i : topological_order(g)) import_node(g.node(i), i);
     std::vector<Value> outputs;
     std::vector<std::string> names;
     for (const auto& out : g.output()) {
+      if (failed_.count(out.name())) continue;  // computed from a gap
       auto it = values_.find(out.name());
       TT_CHECK(it != values_.end(), kParse, "graph output '", out.name(),
                "' is computed by no node");
@@ -151,6 +206,7 @@ class Importer {
       outputs.push_back(it->second);
       names.push_back(out.name());
     }
+    if (!gaps_.empty()) throw OnnxUnsupportedError(gaps_);
     TT_CHECK(!outputs.empty(), kParse, "the model has no outputs");
     return graph::Graph::make(inputs_, outputs, names);
   }
@@ -165,6 +221,87 @@ class Importer {
  private:
   using Handler =
       std::function<std::vector<Value>(const onnx::NodeProto&, const std::vector<Value>&)>;
+
+  /// The nodes of `g` in an order where each comes after the nodes whose
+  /// outputs it reads: the file's own order wherever that is one (exporters
+  /// write files whose nodes are not sorted; ONNX Runtime loads them). A
+  /// cycle is a kParse error naming its nodes.
+  static std::vector<int> topological_order(const onnx::GraphProto& g) {
+    const int count = g.node_size();
+    std::map<std::string, int> producer;
+    for (int i = 0; i < count; ++i) {
+      for (const auto& out : g.node(i).output()) {
+        if (!out.empty()) producer.emplace(out, i);  // a second producer is refused on import
+      }
+    }
+    std::vector<int> waiting(static_cast<size_t>(count), 0);
+    std::vector<std::vector<int>> readers(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      for (const auto& in : g.node(i).input()) {
+        auto it = producer.find(in);
+        if (in.empty() || it == producer.end()) continue;
+        ++waiting[static_cast<size_t>(i)];
+        readers[static_cast<size_t>(it->second)].push_back(i);
+      }
+    }
+    // The smallest ready index first, so that a sorted file keeps its order.
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (int i = 0; i < count; ++i) {
+      if (waiting[static_cast<size_t>(i)] == 0) ready.push(i);
+    }
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int r : readers[static_cast<size_t>(i)]) {
+        if (--waiting[static_cast<size_t>(r)] == 0) ready.push(r);
+      }
+    }
+    if (static_cast<int>(order.size()) < count) {
+      // The nodes left wait on a cycle. Those only downstream of it are
+      // peeled off (last readers first), leaving the cycle to name.
+      std::vector<bool> left(static_cast<size_t>(count), false);
+      for (int i = 0; i < count; ++i)
+        left[static_cast<size_t>(i)] = waiting[static_cast<size_t>(i)] > 0;
+      for (bool peeled = true; peeled;) {
+        peeled = false;
+        for (int i = 0; i < count; ++i) {
+          const auto& rs = readers[static_cast<size_t>(i)];
+          if (left[static_cast<size_t>(i)] && std::none_of(rs.begin(), rs.end(), [&](int r) {
+                return left[static_cast<size_t>(r)];
+              })) {
+            left[static_cast<size_t>(i)] = false;
+            peeled = true;
+          }
+        }
+      }
+      std::vector<std::string> cycle;
+      for (int i = 0; i < count; ++i) {
+        if (left[static_cast<size_t>(i)]) cycle.push_back("'" + node_label(g.node(i), i) + "'");
+      }
+      fail(ErrorKind::kParse, "the nodes ", join(cycle, ", "),
+           " read each other's outputs in a cycle");
+    }
+    return order;
+  }
+
+  static std::string node_label(const onnx::NodeProto& n, int index) {
+    return n.name().empty() ? n.op_type() + " #" + std::to_string(index) : n.name();
+  }
+
+  /// Notes a gap at `where`: one entry per kind, what and operator.
+  void add_gap(const std::string& kind, const std::string& what, const std::string& op_type,
+               const std::string& where) {
+    auto it = std::find_if(gaps_.begin(), gaps_.end(), [&](const OnnxGap& g) {
+      return g.kind == kind && g.what == what && g.op_type == op_type;
+    });
+    if (it == gaps_.end()) {
+      gaps_.push_back({kind, what, op_type, {}});
+      it = gaps_.end() - 1;
+    }
+    if (!where.empty()) it->where.push_back(where);
+  }
 
   /// Every name and string attribute of `g` is well-formed UTF-8, as ONNX
   /// requires: the graph's saved form (JSON) cannot hold anything else.
@@ -294,15 +431,29 @@ class Importer {
     return graph::fold_call(graph::call(op, std::move(args), std::move(a), n.name()));
   }
 
-  void import_node(const onnx::NodeProto& n) {
-    std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
-    TT_CHECK(n.domain().empty() || n.domain() == "ai.onnx", kInvalidArgument, where,
-             ": operator domain '", n.domain(), "' is not supported (only the default ai.onnx)");
+  /// Imports node `n` (the file's node `index`). What it needs that is not
+  /// supported is a gap, and its outputs are not computed: nodes that read
+  /// them are passed over, to report every gap of the model in one run.
+  void import_node(const onnx::NodeProto& n, int index) {
+    const std::string label = node_label(n, index);
+    std::string where = "node '" + label + "' (" + n.op_type() + ")";
+    auto give_up = [&] {
+      for (const auto& out : n.output()) {
+        if (!out.empty()) failed_.insert(out);
+      }
+    };
+    for (const auto& name : n.input()) {
+      if (failed_.count(name)) return give_up();
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      add_gap("operator", n.op_type() + " (domain " + n.domain() + ")", "", label);
+      return give_up();
+    }
     const auto& table = handlers();
     auto h = table.find(n.op_type());
     if (h == table.end()) {
-      fail(ErrorKind::kInvalidArgument, where, ": operator ", n.op_type(),
-           " is not supported; the supported operators are: ", join(supported_onnx_ops(), ", "));
+      add_gap("operator", n.op_type(), "", label);
+      return give_up();
     }
     std::vector<Value> in;
     for (const auto& name : n.input()) {
@@ -312,14 +463,16 @@ class Importer {
       }
       auto it = values_.find(name);
       TT_CHECK(it != values_.end(), kParse, where, ": input '", name,
-               "' is produced by no earlier node, initializer or graph input");
+               "' is produced by no node, initializer or graph input");
       in.push_back(it->second);
     }
     std::vector<Value> out;
     try {
       out = h->second(n, in);
     } catch (const UserError& e) {
-      fail(e.kind(), where, ": ", e.what());
+      if (e.kind() == ErrorKind::kParse) fail(e.kind(), where, ": ", e.what());
+      add_gap("node", e.what(), n.op_type(), label);
+      return give_up();
     }
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;
@@ -327,7 +480,7 @@ class Importer {
       // for every later reader.
       TT_CHECK(!values_.count(n.output(k)) && !unavailable_.count(n.output(k)), kParse, where,
                ": output '", n.output(k),
-               "' is already produced by an earlier node, an initializer or a graph input");
+               "' is already produced by another node, an initializer or a graph input");
       if (n.op_type() == "Constant" && k == 0 && !out.empty() && !out[0]) {
         values_[n.output(k)] = Value();  // an empty tensor, read as an omitted input
         continue;
@@ -348,6 +501,8 @@ class Importer {
   int64_t opset_ = 0;
   std::map<std::string, Value> values_;
   std::set<std::string> unavailable_;
+  std::set<std::string> failed_;  ///< values a gap left uncomputed
+  std::vector<OnnxGap> gaps_;
   std::vector<Ref<graph::InputNode>> inputs_;
   std::map<std::string, Handler> handlers_;
 };
@@ -674,6 +829,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                                               const std::vector<Value>& in) {
     TT_CHECK(attr_int(n, "training_mode", 0) == 0, kInvalidArgument,
              "training_mode is not supported");
+    TT_CHECK(attr_int(n, "spatial", 1) == 1, kInvalidArgument,
+             "spatial 0 (statistics per element, before opset 9) is not supported");
     auto a = make_node<te::NormAttrsNode>();
     a->axis = 1;
     a->epsilon = attr_float(n, "epsilon", 1e-5);
@@ -779,7 +936,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       Value x = need(in, 0, "data");
       auto a = make_node<te::ReduceAttrsNode>();
       a->keepdims = attr_int(n, "keepdims", 1) != 0;
-      if (onnx_op == "ReduceSum" && opset_ >= 13) {
+      if (opset_ >= (onnx_op == "ReduceSum" ? 13 : 18)) {
         if (in.size() > 1 && in[1]) a->axes = const_ints(n, in, 1, "axes");
         if (a->axes.empty() && attr_int(n, "noop_with_empty_axes", 0)) return one(x);
       } else {
@@ -853,6 +1010,15 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       sizes = attr_ints(n, "split", {});
     }
     int64_t parts = n.output_size(), extent = x->shape[axis];
+    if (sizes.empty() && attr(n, "num_outputs")) {
+      // Opset 18: equal parts of ceil(extent / parts), the last one smaller.
+      TT_CHECK(attr_int(n, "num_outputs", 0) == parts, kInvalidArgument, "num_outputs is ",
+               attr_int(n, "num_outputs", 0), " but the node has ", parts, " outputs");
+      int64_t part = (extent + parts - 1) / parts;
+      for (int64_t at = 0; at < extent; at += part) sizes.push_back(std::min(part, extent - at));
+      TT_CHECK(static_cast<int64_t>(sizes.size()) == parts, kInvalidArgument, "extent ", extent,
+               " does not split into ", parts, " parts of ", part);
+    }
     if (sizes.empty()) {
       TT_CHECK(parts >= 1 && extent % parts == 0, kInvalidArgument, "extent ", extent,
                " does not split evenly into ", parts, " outputs");
@@ -878,15 +1044,20 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Slice"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
-    std::vector<int64_t> starts = const_ints(n, in, 1, "starts"),
-                         ends = const_ints(n, in, 2, "ends");
-    std::vector<int64_t> axes, steps;
-    if (in.size() > 3 && in[3]) {
-      axes = const_ints(n, in, 3, "axes");
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (opset_ < 10) {  // attributes, without steps
+      starts = attr_ints(n, "starts", {});
+      ends = attr_ints(n, "ends", {});
+      axes = attr_ints(n, "axes", {});
     } else {
+      starts = const_ints(n, in, 1, "starts");
+      ends = const_ints(n, in, 2, "ends");
+      if (in.size() > 3 && in[3]) axes = const_ints(n, in, 3, "axes");
+      if (in.size() > 4 && in[4]) steps = const_ints(n, in, 4, "steps");
+    }
+    if (axes.empty()) {
       for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     }
-    if (in.size() > 4 && in[4]) steps = const_ints(n, in, 4, "steps");
     steps.resize(starts.size(), 1);
     TT_CHECK(starts.size() == ends.size() && axes.size() == starts.size(), kInvalidArgument,
              "starts, ends and axes differ in length");
@@ -945,16 +1116,35 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::string mode = attr_string(n, "mode", "constant");
     TT_CHECK(mode == "constant", kInvalidArgument, "mode '", mode,
              "' is not supported (only constant)");
-    std::vector<int64_t> pads = const_ints(n, in, 1, "pads");
     size_t rank = x->shape.size();
+    std::vector<int64_t> pads;
+    double value = 0;
+    if (opset_ < 11) {  // attributes
+      pads = attr_ints(n, "pads", {});
+      value = attr_float(n, "value", 0.0);
+    } else {
+      pads = const_ints(n, in, 1, "pads");
+      if (in.size() > 2 && in[2]) {
+        const auto* c = constant_of(in[2]);
+        TT_CHECK(c, kInvalidArgument, "its constant_value must be a constant");
+        value = c->data.array().get(0);
+      }
+    }
+    if (in.size() > 3 && in[3]) {
+      // Opset 18: pads for the given axes only (begins, then ends).
+      std::vector<int64_t> axes = const_ints(n, in, 3, "axes");
+      TT_CHECK(pads.size() == 2 * axes.size(), kInvalidArgument, "pads needs ", 2 * axes.size(),
+               " values for ", axes.size(), " axes, got ", pads.size());
+      std::vector<int64_t> all(2 * rank, 0);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        auto d = static_cast<size_t>(normalise(axes[i], rank));
+        all[d] = pads[i];
+        all[d + rank] = pads[i + axes.size()];
+      }
+      pads = all;
+    }
     TT_CHECK(pads.size() == 2 * rank, kInvalidArgument, "pads needs ", 2 * rank, " values, got ",
              pads.size());
-    double value = 0;
-    if (in.size() > 2 && in[2]) {
-      const auto* c = constant_of(in[2]);
-      TT_CHECK(c, kInvalidArgument, "its constant_value must be a constant");
-      value = c->data.array().get(0);
-    }
     // Positive pads pad; negative ones crop, as a slice after the pad.
     auto a = make_node<te::PadAttrsNode>();
     bool crops = false;
@@ -977,26 +1167,59 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return one(make("slice", {padded}, te::Attrs(attrs(std::move(s))), n));
   };
-  h["Resize"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+  // Resize, and Upsample (opsets 7 to 9) as Resize was before opset 11:
+  // scales only, asymmetric coordinates, nearest rounding down.
+  auto resize = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "X");
     TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 4-D (NCHW) data is supported");
+    const bool upsample = n.op_type() == "Upsample", before_11 = upsample || opset_ < 11;
     std::string mode = attr_string(n, "mode", "nearest");
-    std::string coord = attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    std::string nearest_mode = attr_string(n, "nearest_mode", "round_prefer_floor");
-    std::vector<int64_t> size;
-    if (in.size() > 3 && in[3]) {
-      size = const_ints(n, in, 3, "sizes");
+    if (mode == "bilinear") mode = "linear";
+    std::string coord =
+        before_11 ? "asymmetric" : attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    std::string nearest_mode =
+        before_11 ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
+    TT_CHECK(attr_int(n, "antialias", 0) == 0, kInvalidArgument, "antialias is not supported");
+    std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    TT_CHECK(policy == "stretch", kInvalidArgument, "keep_aspect_ratio_policy '", policy,
+             "' is not supported (stretch)");
+    // Scales and sizes, for every axis or for `axes` (opset 18).
+    std::vector<int64_t> axes = attr_ints(n, "axes", {0, 1, 2, 3});
+    for (auto& a : axes) a = normalise(a, 4);
+    std::vector<int64_t> size = x->shape;
+    std::vector<double> scales;
+    size_t scales_input = before_11 ? 1 : 2;
+    const bool sized = !before_11 && in.size() > 3 && in[3];
+    if (sized) {
+      std::vector<int64_t> given = const_ints(n, in, 3, "sizes");
+      TT_CHECK(given.size() == axes.size(), kInvalidArgument, "sizes needs ", axes.size(),
+               " values, got ", given.size());
+      for (size_t i = 0; i < axes.size(); ++i) size[static_cast<size_t>(axes[i])] = given[i];
+    } else if (upsample && opset_ < 9) {
+      if (const auto* given = attr(n, "scales")) {
+        scales.assign(given->floats().begin(), given->floats().end());
+      }
     } else {
-      TT_CHECK(in.size() > 2 && in[2] && constant_of(in[2]), kInvalidArgument,
-               "needs constant scales or sizes");
-      const te::NDArray& scales = constant_of(in[2])->data.array();
-      TT_CHECK(scales.size() == 4, kInvalidArgument, "scales needs 4 values");
-      for (int64_t d = 0; d < 4; ++d) {
-        size.push_back(
-            static_cast<int64_t>(std::floor(static_cast<double>(x->shape[d]) * scales.get(d))));
+      TT_CHECK(in.size() > scales_input && in[scales_input] && constant_of(in[scales_input]),
+               kInvalidArgument,
+               before_11 ? "needs constant scales" : "needs constant scales or sizes");
+      const te::NDArray& s = constant_of(in[scales_input])->data.array();
+      for (int64_t i = 0; i < s.size(); ++i) scales.push_back(s.get(i));
+    }
+    if (!sized) {
+      TT_CHECK(scales.size() == axes.size(), kInvalidArgument, "scales needs ", axes.size(),
+               " values, got ", scales.size());
+      for (size_t i = 0; i < axes.size(); ++i) {
+        auto d = static_cast<size_t>(axes[i]);
+        size[d] = static_cast<int64_t>(std::floor(static_cast<double>(x->shape[d]) * scales[i]));
+        if (before_11 && mode == "nearest") {
+          // ONNX Runtime rounds a shrinking nearest resize up before opset 11.
+          TT_CHECK(scales[i] >= 1, kInvalidArgument, "a nearest resize that shrinks (scale ",
+                   scales[i], ") before opset 11 is not supported");
+        }
       }
     }
-    TT_CHECK(size.size() == 4 && size[0] == x->shape[0] && size[1] == x->shape[1], kInvalidArgument,
+    TT_CHECK(size[0] == x->shape[0] && size[1] == x->shape[1], kInvalidArgument,
              "only the two spatial axes may be resized");
     TT_CHECK(mode == "nearest" || mode == "linear", kInvalidArgument, "mode '", mode,
              "' is not supported (nearest or linear)");
@@ -1016,10 +1239,62 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     a->coordinate_mode = coord;
     return one(make("resize2d", {x}, te::Attrs(attrs(std::move(a))), n));
   };
+  h["Resize"] = resize;
+  h["Upsample"] = resize;
   return handlers_;
 }
 
+/// "'a', 'b' and 3 more": the first few of `names`, quoted.
+std::string some_names(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 6;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) shown.push_back("'" + names[i] + "'");
+  std::string text = join(shown, ", ");
+  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
+  return text;
+}
+
+std::string gap_text(const OnnxGap& g) {
+  const size_t n = g.where.size();
+  const std::string nodes = std::to_string(n) + (n == 1 ? " node: " : " nodes: ");
+  if (g.kind == "operator") {
+    return "operator " + g.what + " is not supported (" + nodes + some_names(g.where) + ")";
+  }
+  if (g.kind == "dtype") {
+    return "element type " + g.what + " is not supported (" + kSupportedTypes +
+           "): " + (n == 1 ? "tensor " : "tensors ") + some_names(g.where);
+  }
+  if (g.kind == "node") {
+    return (n == 1 ? "node " : std::to_string(n) + " nodes ") + some_names(g.where) + " (" +
+           g.op_type + "): " + g.what;
+  }
+  return g.what;  // opset, input, tensor: the message names what it is about
+}
+
+std::string gaps_text(const std::vector<OnnxGap>& gaps) {
+  std::string text;
+  if (gaps.size() == 1) {
+    text = gap_text(gaps[0]);
+  } else {
+    text = "the model uses " + std::to_string(gaps.size()) + " things tensortune does not support:";
+    for (const OnnxGap& g : gaps) text += "\n  - " + gap_text(g);
+  }
+  bool operators =
+      std::any_of(gaps.begin(), gaps.end(), [](const OnnxGap& g) { return g.kind == "operator"; });
+  if (operators) text += "\nthe supported operators are: " + join(supported_onnx_ops(), ", ");
+  return text;
+}
+
 }  // namespace
+
+nlohmann::json OnnxGap::to_json() const {
+  nlohmann::json j = {{"kind", kind}, {"what", what}, {"count", where.size()}, {"where", where}};
+  if (!op_type.empty()) j["op_type"] = op_type;
+  return j;
+}
+
+OnnxUnsupportedError::OnnxUnsupportedError(std::vector<OnnxGap> gaps, const std::string& context)
+    : UserError(ErrorKind::kInvalidArgument, context + gaps_text(gaps)), gaps_(std::move(gaps)) {}
 
 std::vector<std::string> supported_onnx_ops() {
   OnnxImportOptions none;
@@ -1041,6 +1316,8 @@ graph::Graph import_onnx(const std::string& path, const OnnxImportOptions& optio
   TT_CHECK(bytes, kNotFound, "cannot read the model file '", path, "'");
   try {
     return import_onnx_bytes(*bytes, options);
+  } catch (const OnnxUnsupportedError& e) {
+    throw OnnxUnsupportedError(e.gaps(), path + ": ");
   } catch (const UserError& e) {
     fail(e.kind(), path, ": ", e.what());
   }

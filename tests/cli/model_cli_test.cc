@@ -211,6 +211,22 @@ TEST_F(ModelCli, BadInputIsAClearErrorAndWritesNothing) {
   r = cli({"tasks", cnn(), "--input-shape", "input=1,3,x"});
   EXPECT_NE(r.err.find("--input-shape 'input=1,3,x': 'x' is not a dimension"), std::string::npos)
       << r.err;
+  // A model that uses what is not supported: every gap at once, in the
+  // error and in --json.
+  r = cli({"tasks", dir_ + "/bad_many_gaps.onnx", "--json"});
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("the model uses 4 things tensortune does not support"), std::string::npos)
+      << r.err;
+  json gaps = json::parse(r.out)["unsupported"];
+  ASSERT_EQ(gaps.size(), 4u) << r.out;
+  EXPECT_EQ(gaps[1]["what"], "Det");
+  EXPECT_EQ(gaps[1]["where"], json::array({"Det_0", "Det_2"}));
+  r = cli({"compile", dir_ + "/bad_many_gaps.onnx", "-o", dir_ + "/gaps.tt"});
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.err.find("operator Det is not supported (2 nodes: 'Det_0', 'Det_2')"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ + "/gaps.tt"));
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/files.h"
+#include "tensortune/support/strings.h"
 #include "tensortune/support/subprocess.h"
 #include "tensortune/te/npy.h"
 
@@ -512,6 +513,29 @@ TEST(OnnxImport, BadModelsGiveTheDocumentedErrors) {
   EXPECT_TT_ERROR(frontend::import_onnx_bytes(garbage), kParse, "");
   EXPECT_TT_ERROR(frontend::import_onnx(g.scratch + "/nothing.onnx"), kNotFound, "nothing.onnx");
   EXPECT_TT_ERROR(frontend::read_tensor_proto(g.model("cnn")), kParse, "cnn.onnx");
+}
+
+// A model's gaps come in one error, each with where it occurs; what reads
+// a gap's outputs is passed over, not reported again.
+TEST(OnnxImport, EveryGapOfAModelIsReportedAtOnce) {
+  REQUIRE_GENERATED();
+  const std::string path = generated().dir + "/ops/bad_many_gaps.onnx";
+  try {
+    frontend::import_onnx(path);
+    FAIL() << "the model imported";
+  } catch (const frontend::OnnxUnsupportedError& e) {
+    std::vector<std::string> found;
+    for (const frontend::OnnxGap& g : e.gaps()) {
+      found.push_back(g.kind + " " + (g.op_type.empty() ? g.what : g.op_type) + " @ " +
+                      join(g.where, ","));
+    }
+    EXPECT_EQ(found, (std::vector<std::string>{
+                         "dtype BFLOAT16 @ wb", "operator Det @ Det_0,Det_2", "node Conv @ Conv_4",
+                         "operator FusedGemm (domain com.microsoft) @ FusedGemm_0"}));
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": the model uses 4 things", 0), 0u) << e.what();
+    EXPECT_EQ(e.gaps()[1].to_json()["count"], 2);
+  }
 }
 
 }  // namespace

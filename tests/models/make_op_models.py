@@ -46,6 +46,7 @@ class G:
     def __init__(self, rng):
         self.rng = rng
         self.inputs, self.data, self.inits, self.nodes, self.outputs = [], [], [], [], []
+        self.unsorted = False  # write the nodes in reverse order (after the checker, which wants them sorted)
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -107,6 +108,14 @@ def _(g):
     g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 5, 5]), g.weight("w", [4, 3, 3, 3]),
                                       g.weight("b", [3])],
                     strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+
+
+@case("unsorted_nodes")
+def _(g):
+    # As exporters sometimes write them: each node before the ones it reads.
+    g.unsorted = True
+    x = g.input("x", [2, 3])
+    g.output(g.node("Add", [g.node("Neg", [g.node("Relu", [x])]), x]))
 
 
 # ---- linear algebra -------------------------------------------------------------
@@ -426,6 +435,74 @@ def _(g):
                     mode="linear", coordinate_transformation_mode="align_corners"))
 
 
+# ---- opsets before 11 and after 17: the operators' other versions ---------------------
+
+@case("slice_attrs_opset9", opset=9)
+def _(g):
+    g.output(g.node("Slice", [g.input("x", [3, 6, 5])], starts=[1, -4], ends=[3, 100], axes=[0, 1]))
+
+
+@case("pad_attrs_opset10", opset=10)
+def _(g):
+    g.output(g.node("Pad", [g.input("x", [1, 2, 3, 3])], pads=[0, 0, 1, 2, 0, 0, 2, 0], value=0.25))
+
+
+@case("upsample_scales_attr_opset7", opset=7)
+def _(g):
+    g.output(g.node("Upsample", [g.input("x", [1, 2, 3, 4])], scales=[1.0, 1.0, 2.0, 3.0], mode="nearest"))
+
+
+@case("upsample_linear_opset9", opset=9)
+def _(g):
+    g.output(g.node("Upsample", [g.input("x", [1, 2, 3, 4]), g.const("sc", np.float32([1, 1, 2, 2]))],
+                    mode="linear"))
+
+
+@case("resize_scales_opset10", opset=10)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 2, 3, 3]), g.const("sc", np.float32([1, 1, 2, 2]))],
+                    mode="nearest"))
+
+
+@case("batch_norm_conv_opset7", opset=7)
+def _(g):
+    y = g.node("Conv", [g.input("x", [1, 3, 6, 6]), g.weight("w", [4, 3, 3, 3])], pads=[1, 1, 1, 1])
+    y = g.node("BatchNormalization", [y, g.weight("s", [4]), g.weight("b", [4]), g.weight("m", [4]),
+                                      g.const("v", np.float32([0.5, 1.0, 2.0, 1.5]))], spatial=1)
+    g.output(g.node("Clip", [g.node("Relu", [y])], min=0.0, max=0.8), shape=[1, 4, 6, 6])
+
+
+@case("reduce_mean_axes_input_opset18", opset=18)
+def _(g):
+    g.output(g.node("ReduceMean", [g.input("x", [2, 3, 4]), g.const("ax", np.int64([-1]))], keepdims=0),
+             shape=[2, 3])
+
+
+@case("split_num_outputs_opset18", opset=18)
+def _(g):
+    a, b, c = g.node("Split", [g.input("x", [2, 8])], ["a", "b", "c"], axis=1, num_outputs=3)
+    g.output(a, b, shape=[2, 3])
+    g.output(c, shape=[2, 2])
+
+
+@case("pad_axes_input_opset18", opset=18)
+def _(g):
+    g.output(g.node("Pad", [g.input("x", [1, 2, 3, 3]), g.const("p", np.int64([1, 0, 2, 1])), "",
+                            g.const("ax", np.int64([2, 3]))]), shape=[1, 2, 6, 4])
+
+
+@case("resize_axes_opset19", opset=19)
+def _(g):
+    g.output(g.node("Resize", [g.input("x", [1, 2, 3, 4]), "", g.const("sc", np.float32([2, 0.5]))],
+                    mode="linear", axes=[2, 3]), shape=[1, 2, 6, 2])
+
+
+@case("conv_relu_opset21", opset=21)
+def _(g):
+    g.output(g.node("Relu", [g.node("Conv", [g.input("x", [1, 2, 5, 5]), g.weight("w", [3, 2, 3, 3])])]),
+             shape=[1, 3, 3, 3])
+
+
 @case("identity_and_constant")
 def _(g):
     k = g.node("Constant", [], ["k"], value=numpy_helper.from_array(np.float32([[1, 2, 3]]), "kv"))
@@ -486,8 +563,8 @@ def bad(name, expect, opset=17, kind="invalid argument"):
     return register
 
 
-@bad("bad_unknown_op", "node 'NonMaxSuppression_0' (NonMaxSuppression): operator NonMaxSuppression is not "
-     "supported; the supported operators are: ")
+@bad("bad_unknown_op", "operator NonMaxSuppression is not supported (1 node: 'NonMaxSuppression_0')\n"
+     "the supported operators are: ")
 def _(g):
     g.output(g.node("NonMaxSuppression", [g.input("boxes", [1, 4, 4]), g.input("scores", [1, 1, 4])]),
              elem=TensorProto.INT64, shape=[3, 3])
@@ -506,12 +583,12 @@ def _(g):
              shape=[1, 3, 3, 3])
 
 
-@bad("bad_opset", "opset 18; supported are opsets 11 to 17", opset=18)
+@bad("bad_opset", "the model uses ONNX opset 22; supported are opsets 7 to 21", opset=22)
 def _(g):
     g.output(g.node("Relu", [g.input("x", [2])]), shape=[2])
 
 
-@bad("bad_domain", "operator domain 'com.microsoft' is not supported")
+@bad("bad_domain", "operator FusedGemm (domain com.microsoft) is not supported (1 node: 'FusedGemm_0')")
 def _(g):
     g.nodes.append(helper.make_node("FusedGemm", [g.input("x", [2, 2]), "x"], ["y"], name="FusedGemm_0",
                                     domain="com.microsoft"))
@@ -523,7 +600,7 @@ def _(g):
     g.output(g.node("Softmax", [g.input("x", [2, 3])], axis=4), shape=[2, 3])
 
 
-@bad("bad_missing_input", "input 'nowhere' is produced by no earlier node, initializer or graph input",
+@bad("bad_missing_input", "input 'nowhere' is produced by no node, initializer or graph input",
      kind="parse")
 def _(g):
     g.output(g.node("Add", [g.input("x", [2]), "nowhere"]), shape=[2])
@@ -543,13 +620,38 @@ def _(g):
              shape=[1, 1, 8000002, 8000002])
 
 
-@bad("bad_two_producers", "node 'Neg_1' (Neg): output 'y' is already produced by an earlier node",
+@bad("bad_two_producers", "node 'Neg_1' (Neg): output 'y' is already produced by another node",
      kind="parse")
 def _(g):
     x = g.input("x", [2])
     g.node("Relu", [x], ["y"])
     g.node("Neg", [x], ["y"])
     g.output("y", shape=[2])
+
+
+@bad("bad_many_gaps", "the model uses 4 things tensortune does not support:\n"
+     "  - element type BFLOAT16 is not supported (FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT8, UINT8, BOOL): "
+     "tensor 'wb'\n"
+     "  - operator Det is not supported (2 nodes: 'Det_0', 'Det_2')\n")
+def _(g):
+    # Every gap at once; the nodes that read a gap's outputs are passed over.
+    x = g.input("x", [2, 2])
+    d0 = g.node("Det", [x])
+    g.output(g.node("Relu", [d0]), shape=[])
+    g.output(g.node("Det", [x]), shape=[])
+    g.inits.append(helper.make_tensor("wb", TensorProto.BFLOAT16, [2], vals=b"\x80\x3f\x00\x40", raw=True))
+    g.output(g.node("Add", [x, "wb"]), shape=[2, 2])
+    g.output(g.node("Conv", [g.input("c", [1, 4, 5, 5]), g.weight("w", [3, 1, 3, 3])], group=3),
+             shape=[1, 3, 3, 3])
+    g.nodes.append(helper.make_node("FusedGemm", [x, x], ["fg"], name="FusedGemm_0", domain="com.microsoft"))
+    g.output("fg", shape=[2, 2])
+
+
+@bad("bad_cycle", "the nodes 'Relu_0', 'Neg_1' read each other's outputs in a cycle", kind="parse")
+def _(g):
+    g.node("Relu", ["b"], ["a"])
+    g.node("Neg", ["a"], ["b"])
+    g.output(g.node("Add", [g.input("x", [2]), "a"]), shape=[2])
 
 
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
@@ -576,7 +678,16 @@ def build(name, seed):
     graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
     model = helper.make_model(graph, producer_name="make_op_models",
                               opset_imports=[helper.make_opsetid("", opset)])
+    if opset > onnx.defs.onnx_opset_version():
+        # Newer than this python3-onnx knows: neither inferred nor checked, so
+        # the case gives its outputs' shapes; ONNX Runtime checks the model.
+        model.ir_version = 10
+        return model, g
     model.ir_version = helper.find_min_ir_version_for(list(model.opset_import))
+    if model.ir_version < 4:
+        # Before IR 4 every initializer is also a graph input, as old exporters wrote them.
+        model.graph.input.extend(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
+                                 for i in model.graph.initializer)
     # The outputs' shapes, from ONNX's shape inference (the checker wants them).
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
@@ -588,6 +699,10 @@ def build(name, seed):
         else:
             raise SystemExit(f"{name}: shape inference found no shape for output {o.name}")
     onnx.checker.check_model(model, full_check=True)
+    if g.unsorted:
+        nodes = list(model.graph.node)
+        del model.graph.node[:]
+        model.graph.node.extend(reversed(nodes))
     return model, g
 
 

@@ -4,7 +4,6 @@
 // tune_cmd.cc, on top of load_model() here.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -71,7 +70,21 @@ struct ModelArgs {
     cmd->add_option("--input-shape", input_shapes,
                     "NAME=DIMS for an input whose shape the model leaves open; repeatable");
   }
-  graph::Graph load() const { return load_model(model, input_shapes); }
+  /// The model. With `as_json`, one that uses what is not supported also
+  /// prints {"model", "error", "unsupported": [every gap]} before failing.
+  graph::Graph load(bool as_json) const {
+    try {
+      return load_model(model, input_shapes);
+    } catch (const frontend::OnnxUnsupportedError& e) {
+      if (as_json) {
+        json gaps = json::array();
+        for (const frontend::OnnxGap& g : e.gaps()) gaps.push_back(g.to_json());
+        json out = {{"model", model}, {"error", e.what()}, {"unsupported", gaps}};
+        std::cout << out.dump(1) << "\n";
+      }
+      throw;
+    }
+  }
 };
 
 // ---- tasks ------------------------------------------------------------------
@@ -84,7 +97,7 @@ struct TasksArgs {
 
 int run_tasks(const TasksArgs& args) {
   auto start = std::chrono::steady_clock::now();
-  graph::Graph model = args.source.load();
+  graph::Graph model = args.source.load(args.as_json);
   ir::PassContextGuard guard(args.pass_context.make());
   graph::Partition partition = graph::partition_model(model, ir::Target::parse(args.source.target));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -151,7 +164,7 @@ struct CompileArgs {
 };
 
 int run_compile(const CompileArgs& args) {
-  graph::Graph model = args.source.load();
+  graph::Graph model = args.source.load(args.as_json);
   graph::CompileOptions options;
   options.target = ir::Target::parse(args.source.target);
   options.fail_on_default = args.fail_on_default;
