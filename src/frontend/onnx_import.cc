@@ -613,6 +613,17 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(
         graph::constant(int64_array({shape.begin() + start, shape.begin() + end}), n.output(0)));
   };
+  h["Size"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "data");
+    te::NDArray size(DataType::int64(), {});
+    size.set_int(
+        0, std::accumulate(x->shape.begin(), x->shape.end(), int64_t{1}, std::multiplies<>()));
+    return one(graph::constant(std::move(size), n.output(0)));
+  };
+  h["Expand"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(
+        make("expand", {need(in, 0, "input")}, reshape_attrs(const_ints(n, in, 1, "shape")), n));
+  };
   h["ConstantOfShape"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     std::vector<int64_t> shape = const_ints(n, in, 0, "shape");
     te::NDArray fill_value(DataType::float32(), {1});
@@ -653,21 +664,57 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
 
   // ---- convolution, dense, matmul ----
-  h["Conv"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    const Value& x = need(in, 0, "data");
-    const Value& w = need(in, 1, "weight");
-    TT_CHECK(x->shape.size() == 4, kInvalidArgument,
-             "only 2-D convolutions (4-D data) are supported, got data ", shape_text(x->shape));
+  // 1-D windows (audio: an STFT as a strided Conv, 1-D pools) run as 2-D
+  // ones of height 1: the data and weight get a unit axis before the last,
+  // the window attributes a leading 1 (pads: 0 above and below).
+  auto lift_1d = [this](const onnx::NodeProto& n, const Value& v) {
+    std::vector<int64_t> shape = v->shape;
+    shape.insert(shape.end() - 1, 1);
+    return make("reshape", {v}, reshape_attrs(shape), n);
+  };
+  auto window_ints = [this](const onnx::NodeProto& n, const char* name, bool one_d,
+                            std::vector<int64_t> fallback) {
+    std::vector<int64_t> v = attr_ints(n, name, {});
+    if (v.empty()) return fallback;
+    TT_CHECK(v.size() == (one_d ? 1u : 2u) * (std::string(name) == "pads" ? 2 : 1),
+             kInvalidArgument, name, " has ", v.size(), " values for a ", one_d ? "1" : "2",
+             "-D window");
+    if (!one_d) return v;
+    if (std::string(name) == "pads") return std::vector<int64_t>{0, v[0], 0, v[1]};
+    return std::vector<int64_t>{1, v[0]};
+  };
+  auto check_window_rank = [](const Value& x, const char* what) {
+    TT_CHECK(x->shape.size() == 3 || x->shape.size() == 4, kInvalidArgument, "only 1-D and 2-D ",
+             what, " (3-D or 4-D data) are supported, got data ", shape_text(x->shape));
+    return x->shape.size() == 3;
+  };
+  auto unlift_1d = [this](const onnx::NodeProto& n, const Value& v) {
+    std::vector<int64_t> shape = v->shape;
+    shape.erase(shape.end() - 2);
+    return make("reshape", {v}, reshape_attrs(shape), n);
+  };
+  h["Conv"] = [this, need, one, lift_1d, window_ints, check_window_rank, unlift_1d](
+                  const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    Value w = need(in, 1, "weight");
+    const bool one_d = check_window_rank(x, "convolutions");
+    TT_CHECK(w->shape.size() == x->shape.size(), kInvalidArgument, "the weight ",
+             shape_text(w->shape), " and the data ", shape_text(x->shape), " differ in rank");
+    if (one_d) {
+      x = lift_1d(n, x);
+      w = lift_1d(n, w);
+    }
     auto a = make_node<te::Conv2dAttrsNode>();
-    std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {w->shape[2], w->shape[3]});
-    a->strides = attr_ints(n, "strides", {1, 1});
-    a->dilation = attr_ints(n, "dilations", {1, 1});
+    std::vector<int64_t> kernel = window_ints(n, "kernel_shape", one_d, {w->shape[2], w->shape[3]});
+    a->strides = window_ints(n, "strides", one_d, {1, 1});
+    a->dilation = window_ints(n, "dilations", one_d, {1, 1});
     a->groups = attr_int(n, "group", 1);
-    a->padding = window_pads(attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads", {}),
-                             {x->shape[2], x->shape[3]}, kernel, a->strides, a->dilation);
+    a->padding =
+        window_pads(attr_string(n, "auto_pad", "NOTSET"), window_ints(n, "pads", one_d, {}),
+                    {x->shape[2], x->shape[3]}, kernel, a->strides, a->dilation);
     Value out = make("nn.conv2d", {x, w}, te::Attrs(attrs(std::move(a))), n);
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
-    return one(out);
+    return one(one_d ? unlift_1d(n, out) : out);
   };
   h["ConvTranspose"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& x = need(in, 0, "data");
@@ -762,24 +809,80 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(make(name, {a, b}, te::Attrs(), n));
     };
   }
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Neg",
-                         "Floor", "Reciprocal"}) {
-    static const std::map<std::string, std::string> ours = {{"Relu", "relu"},
-                                                            {"Sigmoid", "sigmoid"},
-                                                            {"Tanh", "tanh"},
-                                                            {"Erf", "erf"},
-                                                            {"Sqrt", "sqrt"},
-                                                            {"Exp", "exp"},
-                                                            {"Log", "log"},
-                                                            {"Abs", "abs"},
-                                                            {"Neg", "negative"},
-                                                            {"Floor", "floor"},
-                                                            {"Reciprocal", "reciprocal"}};
-    std::string name = ours.at(op);
+  static const std::map<std::string, std::string> unary_ops = {
+      {"Relu", "relu"},         {"Sigmoid", "sigmoid"},   {"Tanh", "tanh"},
+      {"Erf", "erf"},           {"Sqrt", "sqrt"},         {"Exp", "exp"},
+      {"Log", "log"},           {"Abs", "abs"},           {"Neg", "negative"},
+      {"Floor", "floor"},       {"Ceil", "ceil"},         {"Reciprocal", "reciprocal"},
+      {"Sin", "sin"},           {"Cos", "cos"},           {"Sign", "sign"},
+      {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"Mish", "mish"},
+      {"Not", "logical_not"}};
+  for (const auto& [op, ours] : unary_ops) {
+    std::string name = ours;
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
       return one(make(name, {need(in, 0, "X")}, te::Attrs(), n));
     };
   }
+  static const std::map<std::string, std::string> binary_ops = {
+      {"Equal", "equal"},   {"Greater", "greater"},        {"GreaterOrEqual", "greater_equal"},
+      {"Less", "less"},     {"LessOrEqual", "less_equal"}, {"And", "logical_and"},
+      {"Or", "logical_or"}, {"Xor", "logical_xor"}};
+  for (const auto& [op, ours] : binary_ops) {
+    std::string name = ours;
+    h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      return one(make(name, {need(in, 0, "A"), need(in, 1, "B")}, te::Attrs(), n));
+    };
+  }
+  h["Where"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(make("where", {need(in, 0, "condition"), need(in, 1, "X"), need(in, 2, "Y")},
+                    te::Attrs(), n));
+  };
+  // Variadic: a chain of the binary operator, broadcast at each step; Mean
+  // divides the sum by the count.
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+    std::string onnx_op = op;
+    h[op] = [this, one, onnx_op](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      TT_CHECK(!in.empty(), kInvalidArgument, "needs at least one input");
+      const char* ours = onnx_op == "Max" ? "maximum" : onnx_op == "Min" ? "minimum" : "add";
+      Value out = in[0];
+      for (size_t k = 0; k < in.size(); ++k) {
+        TT_CHECK(in[k], kInvalidArgument, "input ", k, " is empty");
+        if (k > 0) out = make(ours, {out, in[k]}, te::Attrs(), n);
+      }
+      if (onnx_op == "Mean" && in.size() > 1) {
+        te::NDArray count(out->dtype, {});
+        count.set(0, 1.0 / static_cast<double>(in.size()));
+        out = make("multiply", {out, graph::constant(std::move(count), n.name() + ".count")},
+                   te::Attrs(), n);
+      }
+      return one(out);
+    };
+  }
+  h["Elu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(make("elu", {need(in, 0, "X")}, scalar_attrs(attr_float(n, "alpha", 1.0)), n));
+  };
+  h["Selu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(make("selu", {need(in, 0, "X")},
+                    scalar_attrs(attr_float(n, "alpha", 1.67326319217681884765625),
+                                 attr_float(n, "gamma", 1.05070102214813232421875)),
+                    n));
+  };
+  h["Celu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    double alpha = attr_float(n, "alpha", 1.0);
+    TT_CHECK(alpha != 0, kInvalidArgument, "alpha must not be 0");
+    return one(make("celu", {need(in, 0, "X")}, scalar_attrs(alpha), n));
+  };
+  h["ThresholdedRelu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(
+        make("thresholded_relu", {need(in, 0, "X")}, scalar_attrs(attr_float(n, "alpha", 1.0)), n));
+  };
+  h["Gelu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    std::string approximate = attr_string(n, "approximate", "none");
+    TT_CHECK(approximate == "none" || approximate == "tanh", kInvalidArgument, "approximate '",
+             approximate, "' is not supported (none or tanh)");
+    return one(
+        make(approximate == "none" ? "gelu" : "gelu_tanh", {need(in, 0, "X")}, te::Attrs(), n));
+  };
   h["HardSwish"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     return one(make("hard_swish", {need(in, 0, "X")}, te::Attrs(), n));
   };
@@ -884,26 +987,34 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   for (const char* op : {"MaxPool", "AveragePool"}) {
     bool is_max = std::string(op) == "MaxPool";
-    h[op] = [this, need, one, is_max](const onnx::NodeProto& n, const std::vector<Value>& in) {
-      const Value& x = need(in, 0, "X");
-      TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 2-D pooling (4-D data) is supported");
+    h[op] = [this, need, one, is_max, lift_1d, window_ints, check_window_rank, unlift_1d](
+                const onnx::NodeProto& n, const std::vector<Value>& in) {
+      Value x = need(in, 0, "X");
+      const bool one_d = check_window_rank(x, "pools");
+      if (one_d) x = lift_1d(n, x);
       auto a = make_node<te::Pool2dAttrsNode>();
-      a->kernel = attr_ints(n, "kernel_shape", {});
-      TT_CHECK(a->kernel.size() == 2, kInvalidArgument, "kernel_shape needs 2 values");
-      a->strides = attr_ints(n, "strides", {1, 1});
-      for (int64_t d : attr_ints(n, "dilations", {1, 1})) {
+      a->kernel = window_ints(n, "kernel_shape", one_d, {});
+      TT_CHECK(a->kernel.size() == 2, kInvalidArgument, "needs kernel_shape");
+      a->strides = window_ints(n, "strides", one_d, {1, 1});
+      for (int64_t d : attr_ints(n, "dilations", {})) {
         TT_CHECK(d == 1, kInvalidArgument, "dilations other than 1 are not supported");
       }
       TT_CHECK(attr_int(n, "storage_order", 0) == 0, kInvalidArgument,
                "storage_order 1 is not supported");
-      a->padding = window_pads(attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads", {}),
-                               {x->shape[2], x->shape[3]}, a->kernel, a->strides, {1, 1});
+      a->padding =
+          window_pads(attr_string(n, "auto_pad", "NOTSET"), window_ints(n, "pads", one_d, {}),
+                      {x->shape[2], x->shape[3]}, a->kernel, a->strides, {1, 1});
       a->ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
       a->count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
-      return one(
-          make(is_max ? "nn.max_pool2d" : "nn.avg_pool2d", {x}, te::Attrs(attrs(std::move(a))), n));
+      Value out =
+          make(is_max ? "nn.max_pool2d" : "nn.avg_pool2d", {x}, te::Attrs(attrs(std::move(a))), n);
+      return one(one_d ? unlift_1d(n, out) : out);
     };
   }
+  h["GlobalMaxPool"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto a = make_node<te::LayoutAttrsNode>();
+    return one(make("nn.global_max_pool2d", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
+  };
   h["GlobalAveragePool"] = [this, need, one](const onnx::NodeProto& n,
                                              const std::vector<Value>& in) {
     auto a = make_node<te::LayoutAttrsNode>();

@@ -274,6 +274,113 @@ bool register_all() {
             },
             "hard_sigmoid");
       });
+  unary("ceil", "round up", te::ceil);
+  unary("sin", "sine", te::sin);
+  unary("cos", "cosine", te::cos);
+  unary(
+      "sign", "-1, 0 or 1",
+      [](const Tensor& x) {
+        return te::elemwise(
+            x,
+            [](const Expr& e) {
+              Expr zero = ir::make_const(e.dtype(), 0);
+              return ir::select(e > zero, ir::make_const(e.dtype(), 1),
+                                ir::select(e < zero, ir::make_const(e.dtype(), -1), zero));
+            },
+            "sign");
+      },
+      false);
+  // log(1 + e^x) as max(x, 0) + log(1 + e^-|x|): no overflow for large x.
+  auto softplus = [](const Expr& e) {
+    return ir::max(e, float_const(e.dtype(), 0)) +
+           ir::log(float_const(e.dtype(), 1) + ir::exp(-ir::fabs(e)));
+  };
+  unary("softplus", "log(1 + e^x)",
+        [softplus](const Tensor& x) { return te::elemwise(x, softplus, "softplus"); });
+  unary("softsign", "x / (1 + |x|)", [](const Tensor& x) {
+    return te::elemwise(
+        x, [](const Expr& e) { return e / (float_const(e.dtype(), 1) + ir::fabs(e)); }, "softsign");
+  });
+  unary("mish", "x * tanh(softplus(x))", [softplus](const Tensor& x) {
+    return te::elemwise(
+        x, [softplus](const Expr& e) { return e * ir::tanh(softplus(e)); }, "mish");
+  });
+  unary("gelu", "0.5 x (1 + erf(x / sqrt 2))", te::gelu);
+  unary("gelu_tanh", "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))", [](const Tensor& x) {
+    return te::elemwise(
+        x,
+        [](const Expr& e) {
+          ir::DataType t = e.dtype();
+          Expr inner =
+              float_const(t, 0.7978845608028654) * (e + float_const(t, 0.044715) * e * e * e);
+          return float_const(t, 0.5) * e * (float_const(t, 1) + ir::tanh(inner));
+        },
+        "gelu_tanh");
+  });
+  scalar_unary("elu", "x for x >= 0, alpha * (e^x - 1) elsewhere",
+               [](const Tensor& x, const ScalarAttrsNode& a) {
+                 return te::elemwise(
+                     x,
+                     [&](const Expr& e) {
+                       ir::DataType t = e.dtype();
+                       return ir::select(e < float_const(t, 0),
+                                         float_const(t, a.alpha) * (ir::exp(e) - float_const(t, 1)),
+                                         e);
+                     },
+                     "elu");
+               });
+  scalar_unary("selu", "beta * x for x > 0, beta * alpha * (e^x - 1) elsewhere",
+               [](const Tensor& x, const ScalarAttrsNode& a) {
+                 return te::elemwise(
+                     x,
+                     [&](const Expr& e) {
+                       ir::DataType t = e.dtype();
+                       Expr negative = float_const(t, a.alpha) * (ir::exp(e) - float_const(t, 1));
+                       return float_const(t, a.beta) *
+                              ir::select(e > float_const(t, 0), e, negative);
+                     },
+                     "selu");
+               });
+  scalar_unary("celu", "max(x, 0) + min(0, alpha * (e^(x / alpha) - 1))",
+               [](const Tensor& x, const ScalarAttrsNode& a) {
+                 return te::elemwise(
+                     x,
+                     [&](const Expr& e) {
+                       ir::DataType t = e.dtype();
+                       Expr zero = float_const(t, 0);
+                       Expr negative =
+                           float_const(t, a.alpha) *
+                           (ir::exp(e * float_const(t, 1 / a.alpha)) - float_const(t, 1));
+                       return ir::max(e, zero) + ir::min(zero, negative);
+                     },
+                     "celu");
+               });
+  scalar_unary("thresholded_relu", "x for x > alpha, 0 elsewhere",
+               [](const Tensor& x, const ScalarAttrsNode& a) {
+                 return te::elemwise(
+                     x,
+                     [&](const Expr& e) {
+                       return ir::select(e > float_const(e.dtype(), a.alpha), e,
+                                         float_const(e.dtype(), 0));
+                     },
+                     "thresholded_relu");
+               });
+  binary("equal", "a == b, broadcast (bool)", te::equal);
+  binary("greater", "a > b, broadcast (bool)", te::greater);
+  binary("greater_equal", "a >= b, broadcast (bool)", te::greater_equal);
+  binary("less", "a < b, broadcast (bool)", te::less);
+  binary("less_equal", "a <= b, broadcast (bool)", te::less_equal);
+  binary("logical_and", "a and b, broadcast (bools)", te::logical_and);
+  binary("logical_or", "a or b, broadcast (bools)", te::logical_or);
+  binary("logical_xor", "a xor b, broadcast (bools)", te::logical_xor);
+  unary("logical_not", "not x (bool)", te::logical_not, false);
+  register_op({"where", "condition ? x : y, the three broadcast", 3, 3, "", OpPattern::kBroadcast,
+               nullptr,
+               [](const Tensors& a, const AttrsNode*) { return te::where(a[0], a[1], a[2]); }});
+  register_op({"expand", "x broadcast with `shape`", 1, 1, ReshapeAttrsNode::kTypeKey,
+               OpPattern::kBroadcast, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::expand(a[0], attrs_as<ReshapeAttrsNode>(attrs).shape);
+               }});
   binary("add", "a + b, broadcast", te::add);
   binary("subtract", "a - b, broadcast", te::subtract);
   binary("multiply", "a * b, broadcast", te::multiply);
@@ -397,6 +504,17 @@ bool register_all() {
                    return is_max ? te::max_pool2d_nhwc(a[0], p) : te::avg_pool2d_nhwc(a[0], p);
                  }});
   }
+  register_op({"nn.global_max_pool2d", "max over the two spatial axes (kept with extent 1)", 1, 1,
+               LayoutAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 check_layout(attrs_as<LayoutAttrsNode>(attrs).layout);
+                 check_rank(a[0], 4, "the data");
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return attrs_as<LayoutAttrsNode>(attrs).layout == "NCHW"
+                            ? te::global_max_pool2d_nchw(a[0])
+                            : te::reduce_max(a[0], {1, 2}, true, "global_max_pool2d");
+               }});
   register_op({"nn.global_avg_pool2d", "mean over the two spatial axes (kept with extent 1)", 1, 1,
                LayoutAttrsNode::kTypeKey, OpPattern::kReduction,
                [](const Types& a, const AttrsNode* attrs) {

@@ -202,6 +202,96 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   return broadcast_binary(
       a, b, [](const Expr& x, const Expr& y) { return ir::min(x, y); }, "minimum");
 }
+namespace {
+
+Tensor compare(const Tensor& a, const Tensor& b, const char* name,
+               Expr (*f)(const Expr&, const Expr&)) {
+  return broadcast_binary(a, b, f, name);
+}
+
+void check_bool(const Tensor& t, std::string_view op, std::string_view what) {
+  check_defined(t, op, what);
+  if (!t.dtype().is_bool()) {
+    fail(ErrorKind::kTypeMismatch, op, ": ", what, " is ", t.dtype().str(), ", not bool");
+  }
+}
+
+Tensor logic(const Tensor& a, const Tensor& b, const char* name, ir::LogicalOp op) {
+  check_bool(a, name, "the first operand");
+  check_bool(b, name, "the second operand");
+  return broadcast_binary(
+      a, b, [op](const Expr& x, const Expr& y) { return ir::logical(op, x, y); }, name);
+}
+
+}  // namespace
+
+Tensor equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "equal", [](const Expr& x, const Expr& y) { return x == y; });
+}
+Tensor greater(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "greater", [](const Expr& x, const Expr& y) { return x > y; });
+}
+Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "greater_equal", [](const Expr& x, const Expr& y) { return x >= y; });
+}
+Tensor less(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "less", [](const Expr& x, const Expr& y) { return x < y; });
+}
+Tensor less_equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "less_equal", [](const Expr& x, const Expr& y) { return x <= y; });
+}
+
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return logic(a, b, "logical_and", ir::LogicalOp::kAnd);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return logic(a, b, "logical_or", ir::LogicalOp::kOr);
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  // On bools, xor is inequality.
+  check_bool(a, "logical_xor", "the first operand");
+  check_bool(b, "logical_xor", "the second operand");
+  return compare(a, b, "logical_xor", [](const Expr& x, const Expr& y) { return x != y; });
+}
+Tensor logical_not(const Tensor& x) {
+  check_bool(x, "logical_not", "the operand");
+  return elemwise(
+      x, [](const Expr& e) { return ir::logical_not(e); }, "logical_not");
+}
+
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
+  check_bool(condition, "where", "the condition");
+  check_defined(x, "where", "the second operand");
+  check_defined(y, "where", "the third operand");
+  check_same_dtype(x, y, "where");
+  std::vector<int64_t> shape;
+  try {
+    shape = broadcast_shape(broadcast_shape(condition.shape(), x.shape()), y.shape());
+  } catch (const UserError& e) {
+    fail(e.kind(), "where: ", e.what());
+  }
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        return ir::select(condition(broadcast_index(condition, v)), x(broadcast_index(x, v)),
+                          y(broadcast_index(y, v)));
+      },
+      "where", "broadcast");
+}
+
+Tensor expand(const Tensor& x, const std::vector<int64_t>& shape) {
+  check_defined(x, "expand", "the operand");
+  std::vector<int64_t> out;
+  try {
+    out = broadcast_shape(x.shape(), shape);
+  } catch (const UserError& e) {
+    fail(e.kind(), "expand: ", e.what());
+  }
+  return compute(
+      out, [&](const std::vector<Var>& v) { return x(broadcast_index(x, v)); }, "expand",
+      "broadcast");
+}
+
 Tensor power(const Tensor& a, const Tensor& b) {
   check_defined(a, "power", "the first operand");
   check_float(a, "power");

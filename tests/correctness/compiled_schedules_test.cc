@@ -45,6 +45,11 @@ std::vector<OpCase> op_cases() {
   add("broadcast_binary", {x, y}, te::maximum(te::multiply(te::add(x, y), y), te::subtract(x, y)));
   add("divide_power", {x, v}, te::power(te::abs(te::divide(x, te::add(v, v))), v));
   add("bias_add", {img, v}, te::bias_add(img, te::slice(v, {0}, {4})));
+  add("compare_logic_where", {x, y},
+      te::where(te::logical_xor(te::greater(x, y), te::logical_not(te::less_equal(y, x))),
+                te::expand(y, {3, 5, 6}), x));
+  add("equal_cast", {x, v},
+      te::cast(te::logical_or(te::equal(x, v), te::greater_equal(x, v)), DT::float32()));
   add("softmax", {x}, te::softmax(x, -1));
   add("log_softmax", {x}, te::log_softmax(x, 1));
   Tensor gamma = input({6}, "gamma"), beta = input({6}, "beta");

@@ -103,6 +103,25 @@ def _(g):
     g.output(g.node("Conv", [g.input("x", [2, 5, 6, 6]), g.weight("w", [7, 5, 1, 1])]))
 
 
+@case("conv1d_stft_like")
+def _(g):
+    # An STFT written as a strided 1-D convolution, as audio front ends export it.
+    g.output(g.node("Conv", [g.input("x", [1, 1, 96]), g.weight("w", [16, 1, 16])], strides=[8], pads=[4, 4]))
+
+
+@case("conv1d_groups_dilation_bias")
+def _(g):
+    g.output(g.node("Conv", [g.input("x", [2, 4, 20]), g.weight("w", [6, 2, 3]), g.weight("b", [6])],
+                    group=2, dilations=[2], pads=[2, 1]))
+
+
+@case("pool1d_max_avg_ceil")
+def _(g):
+    x = g.input("x", [1, 3, 17])
+    g.output(g.node("MaxPool", [x], kernel_shape=[3], strides=[2], pads=[1, 1], ceil_mode=1))
+    g.output(g.node("AveragePool", [x], kernel_shape=[4], strides=[3], pads=[0, 2], count_include_pad=1))
+
+
 @case("conv_transpose")
 def _(g):
     g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 5, 5]), g.weight("w", [4, 3, 3, 3]),
@@ -433,6 +452,70 @@ def _(g):
     g.output(g.node("Resize", [g.input("x", [1, 1, 3, 3]), g.const("roi", np.float32([])),
                                g.const("sc", np.float32([1, 1, 2, 2]))],
                     mode="linear", coordinate_transformation_mode="align_corners"))
+
+
+# ---- comparison, logic, selection, variadic, unary math ---------------------------------
+
+@case("compare_where_broadcast")
+def _(g):
+    x, y = g.input("x", [2, 3, 4]), g.input("y", [4])
+    g.output(g.node("Where", [g.node("Greater", [x, y]), x, g.node("Neg", [y])]))
+    g.output(g.node("LessOrEqual", [x, y]), g.node("GreaterOrEqual", [y, x]), elem=TensorProto.BOOL)
+
+
+@case("logic_ops_bool_outputs")
+def _(g):
+    x = g.input("x", [3, 5])
+    a = g.node("Less", [x, g.const("h", np.float32(0.5))])
+    b = g.node("GreaterOrEqual", [x, g.const("l", np.float32(-0.2))])
+    g.output(g.node("And", [a, b]), g.node("Or", [a, g.node("Not", [b])]), g.node("Xor", [a, b]),
+             elem=TensorProto.BOOL)
+
+
+@case("attention_mask_int64")
+def _(g):
+    # BERT-style: ids == 0 marks padding; the mask, expanded over the heads, adds -10000.
+    ids = g.input("ids", [2, 6], low=0, high=3, dtype=np.int64)
+    pad = g.node("Cast", [g.node("Equal", [ids, g.const("zero", np.int64(0))])], to=TensorProto.FLOAT)
+    mask = g.node("Expand", [g.node("Unsqueeze", [pad, g.const("ax", np.int64([1]))]),
+                             g.const("sh", np.int64([2, 4, 6]))])
+    scores = g.input("scores", [2, 4, 6])
+    g.output(g.node("Softmax", [g.node("Add", [scores, g.node("Mul", [mask, g.const("big", np.float32(-10000))])])],
+                    axis=-1))
+    g.output(g.node("Size", [ids]), elem=TensorProto.INT64, shape=[])
+
+
+@case("variadic_max_min_sum_mean")
+def _(g):
+    a, b, c = g.input("a", [2, 3]), g.input("b", [3]), g.input("c", [2, 1])
+    g.output(g.node("Max", [a, b, c]), g.node("Min", [a, b]), g.node("Sum", [a, b, c]), g.node("Mean", [a, c]),
+             g.node("Max", [a]))
+
+
+@case("unary_math_set")
+def _(g):
+    x = g.input("x", [4, 7], low=-3, high=3)
+    g.output(g.node("Ceil", [x]), g.node("Sin", [x]), g.node("Cos", [x]), g.node("Sign", [x]),
+             g.node("Softplus", [x]), g.node("Softsign", [x]), g.node("Elu", [x], alpha=0.7),
+             g.node("Selu", [x]), g.node("Celu", [x], alpha=1.5), g.node("ThresholdedRelu", [x], alpha=0.3))
+
+
+@case("mish_gelu_opset20", opset=20)
+def _(g):
+    x = g.input("x", [3, 8], low=-4, high=4)
+    g.output(g.node("Mish", [x]), g.node("Gelu", [x]), g.node("Gelu", [x], approximate="tanh"), shape=[3, 8])
+
+
+@case("abs_floor_dropout_reduce_max")
+def _(g):
+    x = g.input("x", [3, 4, 5], low=-2, high=2)
+    y = g.node("Dropout", [g.node("Floor", [g.node("Abs", [x])])])
+    g.output(g.node("ReduceMax", [y], axes=[1], keepdims=1))
+
+
+@case("global_max_pool")
+def _(g):
+    g.output(g.node("GlobalMaxPool", [g.input("x", [2, 3, 5, 4])]))
 
 
 # ---- opsets before 11 and after 17: the operators' other versions ---------------------

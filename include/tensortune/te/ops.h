@@ -191,6 +191,27 @@ Tensor maximum(const Tensor& a, const Tensor& b);   ///< max(a, b), broadcast
 Tensor minimum(const Tensor& a, const Tensor& b);   ///< min(a, b), broadcast
 Tensor power(const Tensor& a, const Tensor& b);     ///< a ^ b, broadcast (floats)
 
+/// Comparisons, broadcast: a bool tensor; the operands' dtypes must match.
+Tensor equal(const Tensor& a, const Tensor& b);          ///< a == b
+Tensor greater(const Tensor& a, const Tensor& b);        ///< a > b
+Tensor greater_equal(const Tensor& a, const Tensor& b);  ///< a >= b
+Tensor less(const Tensor& a, const Tensor& b);           ///< a < b
+Tensor less_equal(const Tensor& a, const Tensor& b);     ///< a <= b
+
+/// Logic on bool tensors, broadcast.
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+
+/// condition ? x : y, the three broadcast together (tag "broadcast");
+/// condition is bool, x and y of one dtype.
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
+
+/// x broadcast with `shape` under numpy's rules (ONNX's Expand: the result
+/// is the broadcast of both shapes). Tag "broadcast".
+Tensor expand(const Tensor& x, const std::vector<int64_t>& shape);
+
 /// data + bias, bias[C] applied along `axis` of data.
 Tensor bias_add(const Tensor& data, const Tensor& bias, int axis = 1);
 
