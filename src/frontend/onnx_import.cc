@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -65,15 +67,62 @@ DataType dtype_of(int32_t elem_type, const std::string& what) {
   }
 }
 
-/// The array a TensorProto holds.
-te::NDArray to_array(const onnx::TensorProto& t) {
+/// The `nbytes` bytes of a tensor kept in a file beside the model (ONNX's
+/// external data: a location relative to the model's folder, an offset and
+/// a length). The location is data from the file: it must name a file
+/// inside `model_dir`, and the bytes must be there.
+std::string external_bytes(const onnx::TensorProto& t, const std::string& what,
+                           const std::string& model_dir, size_t nbytes) {
+  std::map<std::string, std::string> entry;
+  for (const auto& kv : t.external_data()) entry[kv.key()] = kv.value();
+  const std::string location = entry["location"];
+  TT_CHECK(!location.empty(), kParse, what, " keeps its data in an external file but names none");
+  TT_CHECK(!model_dir.empty(), kInvalidArgument, what, " keeps its data in the file '", location,
+           "' beside the model, which can only be read when the model is read from its file");
+  namespace fs = std::filesystem;
+  fs::path relative(location);
+  bool inside = relative.is_relative() && std::none_of(relative.begin(), relative.end(),
+                                                       [](const fs::path& p) { return p == ".."; });
+  const std::string file = (fs::path(model_dir) / relative).string();
+  TT_CHECK(inside && path_is_within(file, model_dir), kInvalidArgument, what,
+           " keeps its data in '", location,
+           "', which is not a relative path inside the model's folder");
+  auto number = [&](const char* key, int64_t fallback) {
+    long long v = fallback;
+    if (entry.count(key)) {
+      TT_CHECK(parse_int(entry[key], &v) && v >= 0, kParse, what, ": external data ", key, " '",
+               entry[key], "' is not a size");
+    }
+    return static_cast<uint64_t>(v);
+  };
+  uint64_t offset = number("offset", 0), length = number("length", static_cast<int64_t>(nbytes));
+  TT_CHECK(length == nbytes, kParse, what, " needs ", nbytes, " bytes but its external data has ",
+           length);
+  std::ifstream in(file, std::ios::binary);
+  TT_CHECK(in, kNotFound, what, " keeps its data in '", location, "', which cannot be read");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  TT_CHECK(offset <= size && nbytes <= size - offset, kParse, what, ": '", location, "' holds ",
+           size, " bytes, fewer than offset ", offset, " + ", nbytes);
+  std::string bytes(nbytes, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(bytes.data(), static_cast<std::streamsize>(nbytes));
+  TT_CHECK(in, kParse, what, ": reading '", location, "' failed");
+  return bytes;
+}
+
+/// The array a TensorProto holds; external data is read from `model_dir`.
+te::NDArray to_array(const onnx::TensorProto& t, const std::string& model_dir = "") {
   std::string what = "tensor '" + t.name() + "'";
-  TT_CHECK(t.data_location() != onnx::TensorProto::EXTERNAL, kInvalidArgument, what,
-           " keeps its data in an external file, which is not supported");
   DataType dtype = dtype_of(t.data_type(), what);
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   for (int64_t d : shape) TT_CHECK(d >= 0, kParse, what, " has a negative dimension");
   te::NDArray a(dtype, shape);
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes = external_bytes(t, what, model_dir, a.nbytes());
+    std::memcpy(a.data(), bytes.data(), a.nbytes());
+    return a;
+  }
   const size_t n = static_cast<size_t>(a.size());
   if (t.has_raw_data()) {
     TT_CHECK(t.raw_data().size() == a.nbytes(), kParse, what, " is ", a.describe(), " (",
@@ -136,7 +185,9 @@ Ref<T> attrs(std::shared_ptr<T> n) {
 
 class Importer {
  public:
-  explicit Importer(const OnnxImportOptions& options) : options_(options) {}
+  /// `model_dir`: the folder of the model's file, where external data is; "" for none.
+  Importer(const OnnxImportOptions& options, std::string model_dir)
+      : options_(options), model_dir_(std::move(model_dir)) {}
 
   graph::Graph run(const onnx::ModelProto& model) {
     for (const auto& o : model.opset_import()) {
@@ -160,7 +211,7 @@ class Importer {
       }
       te::NDArray a;
       try {
-        a = to_array(init);
+        a = to_array(init, model_dir_);
       } catch (const UserError& e) {
         if (e.kind() == ErrorKind::kParse) throw;
         add_gap("tensor", e.what(), "", init.name());
@@ -498,6 +549,7 @@ class Importer {
   const std::map<std::string, Handler>& handlers();
 
   const OnnxImportOptions& options_;
+  const std::string model_dir_;
   int64_t opset_ = 0;
   std::map<std::string, Value> values_;
   std::set<std::string> unavailable_;
@@ -573,7 +625,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // ---- shapes and constants ----
   h["Constant"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>&) {
     if (const auto* v = attr(n, "value")) {
-      te::NDArray a = to_array(v->t());
+      te::NDArray a = to_array(v->t(), model_dir_);
       return one(a.size() == 0 ? Value() : graph::constant(std::move(a), n.output(0)));
     }
     if (const auto* v = attr(n, "value_float")) {
@@ -627,7 +679,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["ConstantOfShape"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     std::vector<int64_t> shape = const_ints(n, in, 0, "shape");
     te::NDArray fill_value(DataType::float32(), {1});
-    if (const auto* v = attr(n, "value")) fill_value = to_array(v->t());
+    if (const auto* v = attr(n, "value")) fill_value = to_array(v->t(), model_dir_);
     te::NDArray a(fill_value.dtype(), shape);
     for (int64_t i = 0; i < a.size(); ++i) {
       a.dtype().is_float() ? a.set(i, fill_value.get(0)) : a.set_int(i, fill_value.get_int(0));
@@ -1409,24 +1461,34 @@ OnnxUnsupportedError::OnnxUnsupportedError(std::vector<OnnxGap> gaps, const std:
 
 std::vector<std::string> supported_onnx_ops() {
   OnnxImportOptions none;
-  Importer importer(none);
+  Importer importer(none, "");
   return importer.handled_ops();
 }
 
-graph::Graph import_onnx_bytes(std::string_view bytes, const OnnxImportOptions& options) {
+namespace {
+
+graph::Graph import_model(std::string_view bytes, const OnnxImportOptions& options,
+                          const std::string& model_dir) {
   onnx::ModelProto model;
   TT_CHECK(bytes.size() < (size_t{1} << 31) &&
                model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
            kParse, "not a valid ONNX model (the protobuf does not parse; is the file truncated?)");
-  Importer importer(options);
+  Importer importer(options, model_dir);
   return importer.run(model);
+}
+
+}  // namespace
+
+graph::Graph import_onnx_bytes(std::string_view bytes, const OnnxImportOptions& options) {
+  return import_model(bytes, options, "");
 }
 
 graph::Graph import_onnx(const std::string& path, const OnnxImportOptions& options) {
   std::optional<std::string> bytes = read_file_if_exists(path);
   TT_CHECK(bytes, kNotFound, "cannot read the model file '", path, "'");
   try {
-    return import_onnx_bytes(*bytes, options);
+    std::string dir = std::filesystem::absolute(path).parent_path().string();
+    return import_model(*bytes, options, dir);
   } catch (const OnnxUnsupportedError& e) {
     throw OnnxUnsupportedError(e.gaps(), path + ": ");
   } catch (const UserError& e) {

@@ -47,6 +47,7 @@ class G:
         self.rng = rng
         self.inputs, self.data, self.inits, self.nodes, self.outputs = [], [], [], [], []
         self.unsorted = False  # write the nodes in reverse order (after the checker, which wants them sorted)
+        self.external = False  # keep the initializers in NAME.weights beside the model
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -127,6 +128,14 @@ def _(g):
     g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 5, 5]), g.weight("w", [4, 3, 3, 3]),
                                       g.weight("b", [3])],
                     strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+
+
+@case("external_data_weights")
+def _(g):
+    # Weights in a file beside the model, as exporters write models over 2 GB.
+    g.external = True
+    y = g.node("Conv", [g.input("x", [1, 3, 6, 6]), g.weight("w", [4, 3, 3, 3]), g.weight("b", [4])])
+    g.output(g.node("Gemm", [g.node("Flatten", [y]), g.weight("fc", [64, 5])]))
 
 
 @case("unsorted_nodes")
@@ -737,6 +746,18 @@ def _(g):
     g.output(g.node("Add", [g.input("x", [2]), "a"]), shape=[2])
 
 
+@bad("bad_external_path", "tensor 'w' keeps its data in '../outside.bin', which is not a relative path "
+     "inside the model's folder")
+def _(g):
+    w = TensorProto(name="w", data_type=F, dims=[2])
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "../outside.bin"), ("offset", "0"), ("length", "8")):
+        entry = w.external_data.add()
+        entry.key, entry.value = k, v
+    g.inits.append(w)
+    g.output(g.node("Add", [g.input("x", [2]), "w"]), shape=[2])
+
+
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
      kind="parse")
 def _(g):
@@ -807,7 +828,11 @@ def main():
     manifest = []
     for n in names:
         model, g = build(n, args.seed)
-        onnx.save(model, os.path.join(args.out, n + ".onnx"))
+        if g.external:
+            onnx.save_model(model, os.path.join(args.out, n + ".onnx"), save_as_external_data=True,
+                            all_tensors_to_one_file=True, location=n + ".weights", size_threshold=0)
+        else:
+            onnx.save(model, os.path.join(args.out, n + ".onnx"))
         inputs = []
         for k, (vi, data) in enumerate(zip(g.inputs, g.data)):
             file = f"{n}.in_{k}.npy"
