@@ -688,9 +688,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Gather"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& data = need(in, 0, "data");
+    int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
+    if (!constant_of(need(in, 1, "indices"))) {
+      // Indices known at run time only (an embedding lookup).
+      return one(make("take", {data, in[1]}, axis_attrs(axis), n));
+    }
     std::vector<int64_t> indices = const_ints(n, in, 1, "indices");
     const auto* index_const = constant_of(in[1]);
-    int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
     int64_t extent = data->shape[axis];
     for (auto& i : indices) {
       if (i < 0) i += extent;

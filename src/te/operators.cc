@@ -377,6 +377,11 @@ bool register_all() {
   register_op({"where", "condition ? x : y, the three broadcast", 3, 3, "", OpPattern::kBroadcast,
                nullptr,
                [](const Tensors& a, const AttrsNode*) { return te::where(a[0], a[1], a[2]); }});
+  register_op({"take", "the slices of data along `axis` that run-time indices pick (Gather)", 2, 2,
+               AxisAttrsNode::kTypeKey, OpPattern::kInjective, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::take(a[0], a[1], static_cast<int>(attrs_as<AxisAttrsNode>(attrs).axis));
+               }});
   register_op({"expand", "x broadcast with `shape`", 1, 1, ReshapeAttrsNode::kTypeKey,
                OpPattern::kBroadcast, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
                  return te::expand(a[0], attrs_as<ReshapeAttrsNode>(attrs).shape);

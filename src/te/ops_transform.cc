@@ -244,6 +244,34 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
                  std::move(name), "injective", {{"op", "concat"}, {"axis", ax}});
 }
 
+Tensor take(const Tensor& data, const Tensor& indices, int axis, std::string name) {
+  check_defined(data, name, "the data");
+  check_defined(indices, name, "the indices");
+  if (!indices.dtype().is_int() && !indices.dtype().is_uint()) {
+    fail(ErrorKind::kTypeMismatch, name, ": the indices are ", indices.dtype().str(),
+         ", not integers");
+  }
+  const auto rank = static_cast<int64_t>(data.shape().size());
+  const auto a = static_cast<size_t>(normalize_axis(axis, rank, name));
+  const size_t index_rank = indices.shape().size();
+  std::vector<int64_t> shape(data.shape().begin(), data.shape().begin() + a);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), data.shape().begin() + a + 1, data.shape().end());
+  const int64_t extent = data.shape()[a];
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> at(v.begin() + a, v.begin() + a + index_rank);
+                   Expr i = ir::cast(DataType::int32(), indices(at));
+                   i = ir::select(i < index_const(0), i + index_const(extent), i);
+                   i = ir::min(ir::max(i, index_const(0)), index_const(extent - 1));
+                   std::vector<Expr> source(v.begin(), v.begin() + a);
+                   source.push_back(i);
+                   source.insert(source.end(), v.begin() + a + index_rank, v.end());
+                   return data(source);
+                 },
+                 std::move(name), "injective", {{"axis", a}});
+}
+
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
              const std::vector<int64_t>& strides, std::string name) {
   check_defined(x, "slice", "the operand");

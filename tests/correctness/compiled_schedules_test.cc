@@ -48,6 +48,8 @@ std::vector<OpCase> op_cases() {
   add("compare_logic_where", {x, y},
       te::where(te::logical_xor(te::greater(x, y), te::logical_not(te::less_equal(y, x))),
                 te::expand(y, {3, 5, 6}), x));
+  Tensor ids = input({2, 4}, "ids", DT::int64());
+  add("take", {x, ids}, te::take(x, ids, 1));
   add("equal_cast", {x, v},
       te::cast(te::logical_or(te::equal(x, v), te::greater_equal(x, v)), DT::float32()));
   add("softmax", {x}, te::softmax(x, -1));

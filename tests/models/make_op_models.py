@@ -494,6 +494,15 @@ def _(g):
     g.output(g.node("Size", [ids]), elem=TensorProto.INT64, shape=[])
 
 
+@case("gather_runtime_indices")
+def _(g):
+    # An embedding lookup: ids known at run time, negative ones counting from the end.
+    ids = g.input("ids", [2, 5], low=-10, high=10, dtype=np.int64)
+    g.output(g.node("Gather", [g.weight("table", [10, 6]), ids]))
+    g.output(g.node("Gather", [g.input("x", [3, 4, 2]), g.input("j", [3], low=0, high=4, dtype=np.int64)],
+                    axis=1))
+
+
 @case("variadic_max_min_sum_mean")
 def _(g):
     a, b, c = g.input("a", [2, 3]), g.input("b", [3]), g.input("c", [2, 1])

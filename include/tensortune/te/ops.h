@@ -256,6 +256,12 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm = {},
 /// The tensors joined along `axis`; other extents and dtypes must match.
 Tensor concat(const std::vector<Tensor>& xs, int axis = 0, std::string name = "concat");
 
+/// The slices of `data` along `axis` that `indices` (an integer tensor,
+/// read at run time) pick: out shape data[:axis] + indices + data[axis+1:]
+/// (ONNX's Gather: an embedding lookup). A negative index counts from the
+/// end; one out of range is clamped into it, so no read leaves `data`.
+Tensor take(const Tensor& data, const Tensor& indices, int axis = 0, std::string name = "take");
+
 /// numpy's x[begin:end:stride] per dimension (missing trailing entries take
 /// the whole dimension; negative begin/end count from the end; begin/end are
 /// clamped; a negative stride walks backwards). An empty result is kInvalidArgument.
