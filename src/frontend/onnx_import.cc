@@ -672,6 +672,101 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         0, std::accumulate(x->shape.begin(), x->shape.end(), int64_t{1}, std::multiplies<>()));
     return one(graph::constant(std::move(size), n.output(0)));
   };
+  h["GatherElements"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& data = need(in, 0, "data");
+    int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
+    return one(make("gather_elements", {data, need(in, 1, "indices")}, axis_attrs(axis), n));
+  };
+  h["Tile"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto a = make_node<te::TileAttrsNode>();
+    a->repeats = const_ints(n, in, 1, "repeats");
+    return one(make("tile", {need(in, 0, "input")}, te::Attrs(attrs(std::move(a))), n));
+  };
+  h["CumSum"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "x");
+    std::vector<int64_t> axis = const_ints(n, in, 1, "axis");
+    TT_CHECK(axis.size() == 1, kInvalidArgument, "axis must hold one value");
+    auto a = make_node<te::CumSumAttrsNode>();
+    a->axis = normalise(axis[0], x->shape.size());
+    a->exclusive = attr_int(n, "exclusive", 0) != 0;
+    a->reverse = attr_int(n, "reverse", 0) != 0;
+    return one(make("cumsum", {x}, te::Attrs(attrs(std::move(a))), n));
+  };
+  h["OneHot"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& indices = need(in, 0, "indices");
+    std::vector<int64_t> depth = const_ints(n, in, 1, "depth");
+    TT_CHECK(depth.size() == 1, kInvalidArgument, "depth must hold one value");
+    const auto* values = constant_of(need(in, 2, "values"));
+    TT_CHECK(values && values->data.array().size() == 2, kInvalidArgument,
+             "values must be a constant [off_value, on_value]");
+    auto a = make_node<te::OneHotAttrsNode>();
+    a->depth = depth[0];
+    a->off_value = values->data.array().get(0);
+    a->on_value = values->data.array().get(1);
+    a->dtype = values->data.array().dtype();
+    a->axis = attr_int(n, "axis", -1);
+    return one(make("one_hot", {indices}, te::Attrs(attrs(std::move(a))), n));
+  };
+  h["Range"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    // Constant bounds (every exporter's case with static shapes): a constant.
+    auto scalar = [&](size_t k, const char* what) {
+      TT_CHECK(k < in.size() && in[k] && constant_of(in[k]), kInvalidArgument, "its ", what,
+               " must be a constant (or computed from static shapes)");
+      return constant_of(in[k])->data.array();
+    };
+    te::NDArray start = scalar(0, "start"), limit = scalar(1, "limit"), delta = scalar(2, "delta");
+    TT_CHECK(delta.get(0) != 0, kInvalidArgument, "delta must not be 0");
+    double count = std::ceil((limit.get(0) - start.get(0)) / delta.get(0));
+    TT_CHECK(count >= 1 && count < 1e9, kInvalidArgument, "the range [", start.get(0), ", ",
+             limit.get(0), ") by ", delta.get(0), " has ", std::max(count, 0.0),
+             " elements; at least 1 is needed");
+    te::NDArray out(start.dtype(), {static_cast<int64_t>(count)});
+    for (int64_t i = 0; i < out.size(); ++i) {
+      if (out.dtype().is_float()) {
+        out.set(i, start.get(0) + static_cast<double>(i) * delta.get(0));
+      } else {
+        out.set_int(i, start.get_int(0) + i * delta.get_int(0));
+      }
+    }
+    return one(graph::constant(std::move(out), n.output(0)));
+  };
+  // DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    bool to_space = std::string(op) == "DepthToSpace";
+    h[op] = [this, need, one, to_space](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      const Value& x = need(in, 0, "input");
+      TT_CHECK(x->shape.size() == 4, kInvalidArgument, "needs 4-D data, got ",
+               shape_text(x->shape));
+      int64_t b = attr_int(n, "blocksize", 0);
+      TT_CHECK(b >= 1, kInvalidArgument, "needs a blocksize >= 1");
+      int64_t c = x->shape[1], hh = x->shape[2], w = x->shape[3], nn = x->shape[0];
+      std::vector<int64_t> split, perm, out;
+      if (to_space) {
+        TT_CHECK(c % (b * b) == 0, kInvalidArgument, "the channels (", c,
+                 ") are not a multiple of blocksize^2 (", b * b, ")");
+        std::string mode = attr_string(n, "mode", "DCR");
+        TT_CHECK(mode == "DCR" || mode == "CRD", kInvalidArgument, "mode '", mode,
+                 "' is not supported (DCR or CRD)");
+        if (mode == "DCR") {
+          split = {nn, b, b, c / (b * b), hh, w};
+          perm = {0, 3, 4, 1, 5, 2};
+        } else {
+          split = {nn, c / (b * b), b, b, hh, w};
+          perm = {0, 1, 4, 2, 5, 3};
+        }
+        out = {nn, c / (b * b), hh * b, w * b};
+      } else {
+        TT_CHECK(hh % b == 0 && w % b == 0, kInvalidArgument, "the spatial extents ", hh, "x", w,
+                 " are not multiples of the blocksize ", b);
+        split = {nn, c, hh / b, b, w / b, b};
+        perm = {0, 3, 5, 1, 2, 4};
+        out = {nn, c * b * b, hh / b, w / b};
+      }
+      Value v = make("reshape", {x}, reshape_attrs(split), n);
+      v = make("transpose", {v}, transpose_attrs(perm), n);
+      return one(make("reshape", {v}, reshape_attrs(out), n));
+    };
+  }
   h["Expand"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     return one(
         make("expand", {need(in, 0, "input")}, reshape_attrs(const_ints(n, in, 1, "shape")), n));
@@ -772,10 +867,17 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
     return one(one_d ? unlift_1d(n, out) : out);
   };
-  h["ConvTranspose"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    const Value& x = need(in, 0, "data");
+  h["ConvTranspose"] = [this, need, one, lift_1d, window_ints, check_window_rank, unlift_1d](
+                           const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    Value w = need(in, 1, "weight");
+    const bool one_d = check_window_rank(x, "transposed convolutions");
+    if (one_d) {
+      x = lift_1d(n, x);
+      w = lift_1d(n, w);
+    }
     TT_CHECK(attr_int(n, "group", 1) == 1, kInvalidArgument, "group must be 1");
-    for (int64_t d : attr_ints(n, "dilations", {1, 1})) {
+    for (int64_t d : attr_ints(n, "dilations", {})) {
       TT_CHECK(d == 1, kInvalidArgument, "dilations must be 1");
     }
     TT_CHECK(attr(n, "output_shape") == nullptr, kInvalidArgument,
@@ -784,14 +886,15 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     TT_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID", kInvalidArgument, "auto_pad '", auto_pad,
              "' is not supported (NOTSET or VALID)");
     auto a = make_node<te::Conv2dTransposeAttrsNode>();
-    a->strides = attr_ints(n, "strides", {1, 1});
-    a->padding =
-        auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0} : attr_ints(n, "pads", {0, 0, 0, 0});
-    a->output_padding = attr_ints(n, "output_padding", {0, 0});
-    Value out =
-        make("nn.conv2d_transpose", {x, need(in, 1, "weight")}, te::Attrs(attrs(std::move(a))), n);
+    a->strides = window_ints(n, "strides", one_d, {1, 1});
+    a->padding = auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0}
+                                     : window_ints(n, "pads", one_d, {0, 0, 0, 0});
+    std::vector<int64_t> extra = attr_ints(n, "output_padding", {});
+    if (one_d && extra.size() == 1) extra.insert(extra.begin(), 0);
+    a->output_padding = extra.empty() ? std::vector<int64_t>{0, 0} : extra;
+    Value out = make("nn.conv2d_transpose", {x, w}, te::Attrs(attrs(std::move(a))), n);
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
-    return one(out);
+    return one(one_d ? unlift_1d(n, out) : out);
   };
   h["Gemm"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value a = need(in, 0, "A"), b = need(in, 1, "B");

@@ -382,6 +382,28 @@ bool register_all() {
                [](const Tensors& a, const AttrsNode* attrs) {
                  return te::take(a[0], a[1], static_cast<int>(attrs_as<AxisAttrsNode>(attrs).axis));
                }});
+  register_op({"gather_elements", "data with run-time indices along `axis` (GatherElements)", 2, 2,
+               AxisAttrsNode::kTypeKey, OpPattern::kInjective, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::gather_elements(a[0], a[1],
+                                            static_cast<int>(attrs_as<AxisAttrsNode>(attrs).axis));
+               }});
+  register_op({"tile", "x repeated along each dimension", 1, 1, TileAttrsNode::kTypeKey,
+               OpPattern::kInjective, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::tile(a[0], attrs_as<TileAttrsNode>(attrs).repeats);
+               }});
+  register_op({"cumsum", "running sums along `axis`", 1, 1, CumSumAttrsNode::kTypeKey,
+               OpPattern::kReduction, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<CumSumAttrsNode>(attrs);
+                 return te::cumsum(a[0], static_cast<int>(c.axis), c.exclusive, c.reverse);
+               }});
+  register_op({"one_hot", "on_value at each index along a new axis, off_value elsewhere", 1, 1,
+               OneHotAttrsNode::kTypeKey, OpPattern::kInjective, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& o = attrs_as<OneHotAttrsNode>(attrs);
+                 return te::one_hot(a[0], o.depth, o.on_value, o.off_value, o.dtype,
+                                    static_cast<int>(o.axis));
+               }});
   register_op({"expand", "x broadcast with `shape`", 1, 1, ReshapeAttrsNode::kTypeKey,
                OpPattern::kBroadcast, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
                  return te::expand(a[0], attrs_as<ReshapeAttrsNode>(attrs).shape);
@@ -789,6 +811,24 @@ void ScalarAttrsNode::declare(FieldList<ScalarAttrsNode>& f) {
   f.def("alpha", &ScalarAttrsNode::alpha).def("beta", &ScalarAttrsNode::beta);
 }
 void CastAttrsNode::declare(FieldList<CastAttrsNode>& f) { f.def("dtype", &CastAttrsNode::dtype); }
+void TileAttrsNode::declare(FieldList<TileAttrsNode>& f) {
+  f.def("repeats", &TileAttrsNode::repeats).validate([](const TileAttrsNode& a) {
+    for (int64_t r : a.repeats) TT_CHECK(r >= 1, kInvalidArgument, "repeats must be >= 1");
+  });
+}
+void CumSumAttrsNode::declare(FieldList<CumSumAttrsNode>& f) {
+  f.def("axis", &CumSumAttrsNode::axis)
+      .def("exclusive", &CumSumAttrsNode::exclusive)
+      .def("reverse", &CumSumAttrsNode::reverse);
+}
+void OneHotAttrsNode::declare(FieldList<OneHotAttrsNode>& f) {
+  f.def("depth", &OneHotAttrsNode::depth)
+      .range(1, 1 << 30)
+      .def("on_value", &OneHotAttrsNode::on_value)
+      .def("off_value", &OneHotAttrsNode::off_value)
+      .def("dtype", &OneHotAttrsNode::dtype)
+      .def("axis", &OneHotAttrsNode::axis);
+}
 void ResizeAttrsNode::declare(FieldList<ResizeAttrsNode>& f) {
   f.def("size", &ResizeAttrsNode::size)
       .def("method", &ResizeAttrsNode::method)
@@ -810,6 +850,9 @@ TT_REGISTER_NODE(ReduceAttrsNode);
 TT_REGISTER_NODE(ScalarAttrsNode);
 TT_REGISTER_NODE(CastAttrsNode);
 TT_REGISTER_NODE(ResizeAttrsNode);
+TT_REGISTER_NODE(TileAttrsNode);
+TT_REGISTER_NODE(CumSumAttrsNode);
+TT_REGISTER_NODE(OneHotAttrsNode);
 
 namespace {
 std::map<std::string, OpInfo>& op_table() {

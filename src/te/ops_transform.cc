@@ -244,13 +244,28 @@ Tensor concat(const std::vector<Tensor>& xs, int axis, std::string name) {
                  std::move(name), "injective", {{"op", "concat"}, {"axis", ax}});
 }
 
+namespace {
+
+/// An index read at run time as a position in [0, extent): negative ones
+/// count from the end, out-of-range ones are clamped.
+Expr checked_position(const Expr& index, int64_t extent) {
+  Expr i = ir::cast(DataType::int32(), index);
+  i = ir::select(i < index_const(0), i + index_const(extent), i);
+  return ir::min(ir::max(i, index_const(0)), index_const(extent - 1));
+}
+
+void check_integer(const Tensor& t, std::string_view op, std::string_view what) {
+  if (!t.dtype().is_integer()) {
+    fail(ErrorKind::kTypeMismatch, op, ": ", what, " are ", t.dtype().str(), ", not integers");
+  }
+}
+
+}  // namespace
+
 Tensor take(const Tensor& data, const Tensor& indices, int axis, std::string name) {
   check_defined(data, name, "the data");
   check_defined(indices, name, "the indices");
-  if (!indices.dtype().is_int() && !indices.dtype().is_uint()) {
-    fail(ErrorKind::kTypeMismatch, name, ": the indices are ", indices.dtype().str(),
-         ", not integers");
-  }
+  check_integer(indices, name, "the indices");
   const auto rank = static_cast<int64_t>(data.shape().size());
   const auto a = static_cast<size_t>(normalize_axis(axis, rank, name));
   const size_t index_rank = indices.shape().size();
@@ -270,6 +285,95 @@ Tensor take(const Tensor& data, const Tensor& indices, int axis, std::string nam
                    return data(source);
                  },
                  std::move(name), "injective", {{"axis", a}});
+}
+
+Tensor gather_elements(const Tensor& data, const Tensor& indices, int axis) {
+  check_defined(data, "gather_elements", "the data");
+  check_defined(indices, "gather_elements", "the indices");
+  check_integer(indices, "gather_elements", "the indices");
+  const auto rank = static_cast<int64_t>(data.shape().size());
+  if (static_cast<int64_t>(indices.shape().size()) != rank) {
+    fail(ErrorKind::kInvalidArgument, "gather_elements: the indices ", shape_text(indices.shape()),
+         " and the data ", shape_text(data.shape()), " differ in rank");
+  }
+  const auto a = static_cast<size_t>(normalize_axis(axis, rank, "gather_elements"));
+  for (size_t d = 0; d < data.shape().size(); ++d) {
+    if (d != a && indices.shape()[d] > data.shape()[d]) {
+      fail(ErrorKind::kInvalidArgument, "gather_elements: the indices ",
+           shape_text(indices.shape()), " are larger than the data ", shape_text(data.shape()),
+           " in dimension ", d);
+    }
+  }
+  const int64_t extent = data.shape()[a];
+  return compute(indices.shape(),
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> source = as_exprs(v);
+                   source[a] = checked_position(indices(as_exprs(v)), extent);
+                   return data(source);
+                 },
+                 "gather_elements", "injective", {{"axis", a}});
+}
+
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
+  check_defined(x, "tile", "the operand");
+  if (repeats.size() != x.shape().size()) {
+    fail(ErrorKind::kInvalidArgument, "tile: ", repeats.size(), " repeats for a tensor of rank ",
+         x.shape().size());
+  }
+  std::vector<int64_t> shape = x.shape();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (repeats[d] < 1) fail(ErrorKind::kInvalidArgument, "tile: repeats must be >= 1");
+    shape[d] *= repeats[d];
+  }
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> source;
+                   for (size_t d = 0; d < v.size(); ++d) {
+                     source.push_back(repeats[d] == 1
+                                          ? Expr(v[d])
+                                          : ir::floormod(v[d], index_const(x.shape()[d])));
+                   }
+                   return x(source);
+                 },
+                 "tile", "injective", {{"repeats", repeats}});
+}
+
+Tensor cumsum(const Tensor& x, int axis, bool exclusive, bool reverse) {
+  check_defined(x, "cumsum", "the operand");
+  const auto a =
+      static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(x.shape().size()), "cumsum"));
+  IterVar r = reduce_axis(x.shape()[a], "r");
+  return compute(x.shape(),
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> source = as_exprs(v);
+                   source[a] = r.expr();
+                   Expr i = v[a], j = r.expr();
+                   Expr taken =
+                       reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+                   return sum(x(source), {r}, taken);
+                 },
+                 "cumsum", "reduce", {{"axis", a}, {"exclusive", exclusive}, {"reverse", reverse}});
+}
+
+Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off_value,
+               DataType dtype, int axis) {
+  check_defined(indices, "one_hot", "the indices");
+  check_integer(indices, "one_hot", "the indices");
+  if (depth < 1) fail(ErrorKind::kInvalidArgument, "one_hot: depth must be >= 1, got ", depth);
+  const auto rank = static_cast<int64_t>(indices.shape().size()) + 1;
+  const auto a = static_cast<size_t>(normalize_axis(axis, rank, "one_hot"));
+  std::vector<int64_t> shape = indices.shape();
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(a), depth);
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> at = as_exprs(v);
+                   at.erase(at.begin() + static_cast<std::ptrdiff_t>(a));
+                   Expr i = ir::cast(DataType::int32(), indices(at));
+                   i = ir::select(i < index_const(0), i + index_const(depth), i);
+                   return ir::select(i == Expr(v[a]), value_const(dtype, on_value),
+                                     value_const(dtype, off_value));
+                 },
+                 "one_hot", "injective", {{"depth", depth}, {"axis", a}});
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,

@@ -112,6 +112,25 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
   s["graph.CastAttrs"] = [] {
     return attrs<te::CastAttrsNode>([](auto& a) { a.dtype = ir::DataType::int64(); });
   };
+  s["graph.TileAttrs"] = [] {
+    return attrs<te::TileAttrsNode>([](auto& a) { a.repeats = {2, 1, 3}; });
+  };
+  s["graph.CumSumAttrs"] = [] {
+    return attrs<te::CumSumAttrsNode>([](auto& a) {
+      a.axis = -1;
+      a.exclusive = true;
+      a.reverse = true;
+    });
+  };
+  s["graph.OneHotAttrs"] = [] {
+    return attrs<te::OneHotAttrsNode>([](auto& a) {
+      a.depth = 7;
+      a.on_value = 3;
+      a.off_value = -1;
+      a.dtype = ir::DataType::int64();
+      a.axis = 0;
+    });
+  };
   s["graph.ResizeAttrs"] = [] {
     return attrs<te::ResizeAttrsNode>([](auto& a) {
       a.size = {16, 12};

@@ -50,6 +50,10 @@ std::vector<OpCase> op_cases() {
                 te::expand(y, {3, 5, 6}), x));
   Tensor ids = input({2, 4}, "ids", DT::int64());
   add("take", {x, ids}, te::take(x, ids, 1));
+  Tensor gi = input({3, 2, 6}, "gi", DT::int32());
+  add("gather_elements_tile", {x, gi}, te::tile(te::gather_elements(x, gi, 1), {1, 2, 1}));
+  add("cumsum", {x}, te::add(te::cumsum(x, 1), te::cumsum(x, 2, true, true)));
+  add("one_hot", {ids}, te::one_hot(ids, 5, 2.0, -1.0, DT::float32(), 1));
   add("equal_cast", {x, v},
       te::cast(te::logical_or(te::equal(x, v), te::greater_equal(x, v)), DT::float32()));
   add("softmax", {x}, te::softmax(x, -1));

@@ -503,6 +503,37 @@ def _(g):
                     axis=1))
 
 
+@case("gather_elements_tile_cumsum")
+def _(g):
+    x = g.input("x", [3, 4])
+    idx = g.input("idx", [3, 2], low=-4, high=4, dtype=np.int64)
+    g.output(g.node("GatherElements", [x, idx], axis=1))
+    g.output(g.node("Tile", [x, g.const("rep", np.int64([2, 3]))]))
+    g.output(g.node("CumSum", [x, g.const("ax", np.int64(1))]))
+    g.output(g.node("CumSum", [x, g.const("ax0", np.int64(0))], exclusive=1, reverse=1))
+
+
+@case("one_hot_range")
+def _(g):
+    ids = g.input("ids", [2, 3], low=-5, high=5, dtype=np.int64)
+    g.output(g.node("OneHot", [ids, g.const("depth", np.int64(5)), g.const("vals", np.float32([-1, 2]))], axis=1))
+    r = g.node("Range", [g.const("s", np.float32(0.5)), g.const("l", np.float32(3)), g.const("d", np.float32(0.75))])
+    g.output(g.node("Add", [g.input("x", [2, 4]), r]))
+
+
+@case("depth_space_roundtrip")
+def _(g):
+    x = g.input("x", [1, 8, 3, 2])
+    g.output(g.node("DepthToSpace", [x], blocksize=2, mode="DCR"), g.node("DepthToSpace", [x], blocksize=2, mode="CRD"))
+    g.output(g.node("SpaceToDepth", [g.input("y", [1, 2, 4, 6])], blocksize=2))
+
+
+@case("conv_transpose_1d")
+def _(g):
+    g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 9]), g.weight("w", [4, 3, 5]), g.weight("b", [3])],
+                    strides=[3], pads=[1, 2], output_padding=[1]))
+
+
 @case("variadic_max_min_sum_mean")
 def _(g):
     a, b, c = g.input("a", [2, 3]), g.input("b", [3]), g.input("c", [2, 1])

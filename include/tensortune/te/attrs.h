@@ -155,4 +155,32 @@ struct ResizeAttrsNode : AttrsNode {
   static void declare(FieldList<ResizeAttrsNode>& f);
 };
 
+/// tile: how many times each dimension repeats.
+struct TileAttrsNode : AttrsNode {
+  std::vector<int64_t> repeats;
+  TT_NODE(TileAttrsNode, "graph.TileAttrs")
+  static void declare(FieldList<TileAttrsNode>& f);
+};
+
+/// cumsum: along `axis`; exclusive leaves the element itself out, reverse
+/// sums from the end.
+struct CumSumAttrsNode : AttrsNode {
+  int64_t axis = 0;
+  bool exclusive = false;
+  bool reverse = false;
+  TT_NODE(CumSumAttrsNode, "graph.CumSumAttrs")
+  static void declare(FieldList<CumSumAttrsNode>& f);
+};
+
+/// one_hot: `depth` positions along the new `axis`, on_value at the index,
+/// off_value elsewhere, in `dtype`.
+struct OneHotAttrsNode : AttrsNode {
+  int64_t depth = 1;
+  double on_value = 1, off_value = 0;
+  ir::DataType dtype = ir::DataType::float32();
+  int64_t axis = -1;
+  TT_NODE(OneHotAttrsNode, "graph.OneHotAttrs")
+  static void declare(FieldList<OneHotAttrsNode>& f);
+};
+
 }  // namespace tensortune::te

@@ -262,6 +262,24 @@ Tensor concat(const std::vector<Tensor>& xs, int axis = 0, std::string name = "c
 /// end; one out of range is clamped into it, so no read leaves `data`.
 Tensor take(const Tensor& data, const Tensor& indices, int axis = 0, std::string name = "take");
 
+/// out[i...] = data[i...] but along `axis`, where it is indices[i...]
+/// (ONNX's GatherElements; indices has data's rank, read at run time,
+/// negative ones counting from the end, out-of-range ones clamped).
+Tensor gather_elements(const Tensor& data, const Tensor& indices, int axis = 0);
+
+/// x repeated `repeats[d]` times along each dimension d (numpy's tile).
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+
+/// Running sums along `axis`: out[..., i, ...] sums x over j <= i (j < i
+/// when exclusive; j >= i, or j > i, when reverse).
+Tensor cumsum(const Tensor& x, int axis, bool exclusive = false, bool reverse = false);
+
+/// [indices..., depth] with `axis` the new one (-1: last): on_value where
+/// the index (negative counting from depth) equals the position, off_value
+/// elsewhere, in `dtype`.
+Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off_value,
+               DataType dtype, int axis = -1);
+
 /// numpy's x[begin:end:stride] per dimension (missing trailing entries take
 /// the whole dimension; negative begin/end count from the end; begin/end are
 /// clamped; a negative stride walks backwards). An empty result is kInvalidArgument.
