@@ -374,6 +374,8 @@ class Importer {
         check(a.name(), "the attribute name");
         check(a.s(), "the string attribute");
         for (const auto& x : a.strings()) check(x, "the string attribute");
+        if (a.has_g()) check_names_are_utf8(a.g());  // If's branches, Loop's body
+        for (const auto& sub : a.graphs()) check_names_are_utf8(sub);
       }
     }
   }
@@ -548,6 +550,31 @@ class Importer {
 
   const std::map<std::string, Handler>& handlers();
 
+  /// The outputs of subgraph `g` (an If's branch) imported into this graph:
+  /// its initializers and nodes join the values by name, as ONNX's names are
+  /// unique across a model's graphs. A gap inside it is reported as any
+  /// other, and the node `parent` then fails as a whole.
+  std::vector<Value> import_branch(const onnx::GraphProto& g, const onnx::NodeProto& parent) {
+    for (const auto& init : g.initializer()) {
+      TT_CHECK(!values_.count(init.name()), kParse, "its branch's initializer '", init.name(),
+               "' repeats a name of the outer graph");
+      te::NDArray a = to_array(init, model_dir_);
+      values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
+    }
+    for (int i : topological_order(g)) import_node(g.node(i), i);
+    std::vector<Value> out;
+    for (const auto& o : g.output()) {
+      TT_CHECK(!failed_.count(o.name()), kInvalidArgument, "its branch uses what is not supported");
+      auto it = values_.find(o.name());
+      TT_CHECK(it != values_.end() && it->second, kParse, "its branch's output '", o.name(),
+               "' is computed by no node of it");
+      out.push_back(it->second);
+    }
+    TT_CHECK(out.size() == static_cast<size_t>(parent.output_size()), kParse, "its branch has ",
+             out.size(), " outputs, the node ", parent.output_size());
+    return out;
+  }
+
   const OnnxImportOptions& options_;
   const std::string model_dir_;
   int64_t opset_ = 0;
@@ -649,6 +676,21 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     fail(ErrorKind::kInvalidArgument,
          "needs a value, value_float(s) or value_int(s) attribute (sparse values are not "
          "supported)");
+  };
+  // If: the branch its condition picks, when the condition is constant once
+  // the input shapes are known (a sample rate, a shape test), imported in
+  // place; a branch reads the outer graph's values by name.
+  h["If"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const auto* cond = constant_of(need(in, 0, "cond"));
+    TT_CHECK(cond, kInvalidArgument,
+             "its condition is known only at run time; an If is supported when its condition "
+             "is constant for the given input shapes");
+    TT_CHECK(cond->data.array().size() == 1, kInvalidArgument, "its condition has ",
+             cond->data.array().size(), " elements, not 1");
+    const bool then = cond->data.array().get_int(0) != 0;
+    const auto* branch = attr(n, then ? "then_branch" : "else_branch");
+    TT_CHECK(branch && branch->has_g(), kParse, "has no ", then ? "then_branch" : "else_branch");
+    return import_branch(branch->g(), n);
   };
   h["Identity"] = [need, one](const onnx::NodeProto&, const std::vector<Value>& in) {
     return one(need(in, 0, "data"));
@@ -1170,6 +1212,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(one_d ? unlift_1d(n, out) : out);
     };
   }
+  h["LRN"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto a = make_node<te::LrnAttrsNode>();
+    a->size = attr_int(n, "size", 0);
+    a->alpha = attr_float(n, "alpha", 1e-4);
+    a->beta = attr_float(n, "beta", 0.75);
+    a->bias = attr_float(n, "bias", 1.0);
+    return one(make("nn.lrn", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
+  };
   h["GlobalMaxPool"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     auto a = make_node<te::LayoutAttrsNode>();
     return one(make("nn.global_max_pool2d", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));

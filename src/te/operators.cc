@@ -531,6 +531,12 @@ bool register_all() {
                    return is_max ? te::max_pool2d_nhwc(a[0], p) : te::avg_pool2d_nhwc(a[0], p);
                  }});
   }
+  register_op({"nn.lrn", "local response normalisation across channels (NCHW)", 1, 1,
+               LrnAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& l = attrs_as<LrnAttrsNode>(attrs);
+                 return te::lrn(a[0], l.size, l.alpha, l.beta, l.bias);
+               }});
   register_op({"nn.global_max_pool2d", "max over the two spatial axes (kept with extent 1)", 1, 1,
                LayoutAttrsNode::kTypeKey, OpPattern::kReduction,
                [](const Types& a, const AttrsNode* attrs) {
@@ -821,6 +827,13 @@ void CumSumAttrsNode::declare(FieldList<CumSumAttrsNode>& f) {
       .def("exclusive", &CumSumAttrsNode::exclusive)
       .def("reverse", &CumSumAttrsNode::reverse);
 }
+void LrnAttrsNode::declare(FieldList<LrnAttrsNode>& f) {
+  f.def("size", &LrnAttrsNode::size)
+      .range(1, 1 << 20)
+      .def("alpha", &LrnAttrsNode::alpha)
+      .def("beta", &LrnAttrsNode::beta)
+      .def("bias", &LrnAttrsNode::bias);
+}
 void OneHotAttrsNode::declare(FieldList<OneHotAttrsNode>& f) {
   f.def("depth", &OneHotAttrsNode::depth)
       .range(1, 1 << 30)
@@ -853,6 +866,7 @@ TT_REGISTER_NODE(ResizeAttrsNode);
 TT_REGISTER_NODE(TileAttrsNode);
 TT_REGISTER_NODE(CumSumAttrsNode);
 TT_REGISTER_NODE(OneHotAttrsNode);
+TT_REGISTER_NODE(LrnAttrsNode);
 
 namespace {
 std::map<std::string, OpInfo>& op_table() {

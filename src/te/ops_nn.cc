@@ -11,6 +11,7 @@ using detail::add_index;
 using detail::check_rank;
 using detail::check_same_dtype;
 using detail::index_const;
+using detail::json_number;
 using detail::mul_index;
 using detail::value_const;
 
@@ -741,6 +742,38 @@ Tensor global_max_pool2d_nchw(const Tensor& data, std::string name) {
                    return max(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx});
                  },
                  std::move(name), "pool_max", {{"global", true}, {"layout", "NCHW"}});
+}
+
+Tensor lrn(const Tensor& data, int64_t size, double alpha, double beta, double bias) {
+  const char* op = "lrn";
+  check_rank(data, 4, op, "data");
+  detail::check_float(data, op);
+  if (size < 1) fail(ErrorKind::kInvalidArgument, op, ": size must be >= 1, got ", size);
+  // The window of channel c: from c - floor((size - 1) / 2) to c + ceil((size - 1) / 2),
+  // the channels past either end counting as zeros.
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const DataType t = data.dtype();
+  Tensor padded = detail::pad_stage(data, {0, before, 0, 0}, {0, after, 0, 0}, value_const(t, 0),
+                                    "pad_data", 0.0);
+  IterVar r = reduce_axis(size, "rc");
+  Tensor squares = compute(data.shape(),
+                           [&](const std::vector<Var>& v) {
+                             Expr e = padded(v[0], Expr(v[1]) + r.expr(), v[2], v[3]);
+                             return sum(e * e, {r});
+                           },
+                           "lrn_sum", "reduce", {{"size", size}});
+  return compute(data.shape(),
+                 [&](const std::vector<Var>& v) {
+                   Expr scale =
+                       value_const(t, bias) + value_const(t, alpha / static_cast<double>(size)) *
+                                                  squares(detail::as_exprs(v));
+                   return data(detail::as_exprs(v)) / ir::pow(scale, value_const(t, beta));
+                 },
+                 "lrn", "elemwise",
+                 {{"size", size},
+                  {"alpha", json_number(alpha)},
+                  {"beta", json_number(beta)},
+                  {"bias", json_number(bias)}});
 }
 
 }  // namespace tensortune::te

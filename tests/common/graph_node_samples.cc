@@ -131,6 +131,14 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
       a.axis = 0;
     });
   };
+  s["graph.LrnAttrs"] = [] {
+    return attrs<te::LrnAttrsNode>([](auto& a) {
+      a.size = 5;
+      a.alpha = 2e-4;
+      a.beta = 0.5;
+      a.bias = 2;
+    });
+  };
   s["graph.ResizeAttrs"] = [] {
     return attrs<te::ResizeAttrsNode>([](auto& a) {
       a.size = {16, 12};

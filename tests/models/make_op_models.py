@@ -534,6 +534,21 @@ def _(g):
                     strides=[3], pads=[1, 2], output_padding=[1]))
 
 
+@case("if_constant_condition")
+def _(g):
+    # As voice-activity models branch on their sample rate: constant once
+    # the inputs are known, so only the branch taken is imported.
+    x = g.input("x", [2, 3])
+    cond = g.node("Equal", [g.const("sr", np.int64(16000)), g.const("want", np.int64(16000))])
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu"),
+                              helper.make_node("Mul", ["t", "x"], ["t2"], name="then_mul")],
+                             "then", [], [helper.make_tensor_value_info("t2", F, [2, 3])])
+    other = helper.make_graph([helper.make_node("Unique", ["x"], ["u"], name="else_unique")],
+                              "else", [], [helper.make_tensor_value_info("u", F, None)])
+    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=then, else_branch=other))
+    g.output(g.node("Add", ["y", x]), shape=[2, 3])
+
+
 @case("variadic_max_min_sum_mean")
 def _(g):
     a, b, c = g.input("a", [2, 3]), g.input("b", [3]), g.input("c", [2, 1])
@@ -560,6 +575,12 @@ def _(g):
     x = g.input("x", [3, 4, 5], low=-2, high=2)
     y = g.node("Dropout", [g.node("Floor", [g.node("Abs", [x])])])
     g.output(g.node("ReduceMax", [y], axes=[1], keepdims=1))
+
+
+@case("lrn")
+def _(g):
+    x = g.input("x", [1, 6, 3, 4])
+    g.output(g.node("LRN", [x], size=3, alpha=1e-3, beta=0.75, bias=2.0), g.node("LRN", [x], size=5))
 
 
 @case("global_max_pool")
@@ -796,6 +817,16 @@ def _(g):
         entry.key, entry.value = k, v
     g.inits.append(w)
     g.output(g.node("Add", [g.input("x", [2]), "w"]), shape=[2])
+
+
+@bad("bad_if_runtime_condition", "node 'If_0' (If): its condition is known only at run time")
+def _(g):
+    x = g.input("x", [3])
+    cond = g.node("Greater", [g.node("ReduceSum", [x], keepdims=0), g.const("z", np.float32(0))])
+    branch = helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "b", [],
+                               [helper.make_tensor_value_info("r", F, [3])])
+    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=branch, else_branch=branch))
+    g.output("y", shape=[3])
 
 
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",

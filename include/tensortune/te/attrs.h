@@ -183,4 +183,12 @@ struct OneHotAttrsNode : AttrsNode {
   static void declare(FieldList<OneHotAttrsNode>& f);
 };
 
+/// lrn: the window of channels and the normalisation's constants.
+struct LrnAttrsNode : AttrsNode {
+  int64_t size = 1;
+  double alpha = 1e-4, beta = 0.75, bias = 1.0;
+  TT_NODE(LrnAttrsNode, "graph.LrnAttrs")
+  static void declare(FieldList<LrnAttrsNode>& f);
+};
+
 }  // namespace tensortune::te

@@ -145,6 +145,12 @@ Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name = "global_avg
 /// Max over H and W of data[N, C, H, W], giving [N, C, 1, 1].
 Tensor global_max_pool2d_nchw(const Tensor& data, std::string name = "global_max_pool2d");
 
+/// Local response normalisation across channels of data[N, C, H, W] (ONNX's
+/// LRN): x / (bias + alpha / size * sum of x^2 over `size` channels around
+/// c)^beta. Two stages: "lrn_sum" and "lrn".
+Tensor lrn(const Tensor& data, int64_t size, double alpha = 1e-4, double beta = 0.75,
+           double bias = 1.0);
+
 // ---- elementwise -------------------------------------------------------------
 
 /// out[i...] = f(x[i...]): the generic elementwise stage (tag "elemwise").
