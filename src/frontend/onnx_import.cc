@@ -498,14 +498,14 @@ class Importer {
     for (const auto& name : n.input()) {
       if (failed_.count(name)) return give_up();
     }
-    if (!n.domain().empty() && n.domain() != "ai.onnx") {
-      add_gap("operator", n.op_type() + " (domain " + n.domain() + ")", "", label);
-      return give_up();
-    }
+    // Operators of other domains (ONNX Runtime's com.microsoft) are keyed
+    // "DOMAIN.OP".
+    const bool standard = n.domain().empty() || n.domain() == "ai.onnx";
     const auto& table = handlers();
-    auto h = table.find(n.op_type());
+    auto h = table.find(standard ? n.op_type() : n.domain() + "." + n.op_type());
     if (h == table.end()) {
-      add_gap("operator", n.op_type(), "", label);
+      add_gap("operator", standard ? n.op_type() : n.op_type() + " (domain " + n.domain() + ")", "",
+              label);
       return give_up();
     }
     std::vector<Value> in;
@@ -1561,6 +1561,58 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Resize"] = resize;
   h["Upsample"] = resize;
+
+  // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
+  h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,
+                                              const std::vector<Value>& in) {
+    return one(make("gelu", {need(in, 0, "X")}, te::Attrs(), n));
+  };
+  h["com.microsoft.BiasGelu"] = [this, need, one](const onnx::NodeProto& n,
+                                                  const std::vector<Value>& in) {
+    Value sum = make("add", {need(in, 0, "A"), need(in, 1, "B")}, te::Attrs(), n);
+    return one(make("gelu", {sum}, te::Attrs(), n));
+  };
+  h["com.microsoft.FastGelu"] = [this, need, one](const onnx::NodeProto& n,
+                                                  const std::vector<Value>& in) {
+    Value x = need(in, 0, "X");
+    if (in.size() > 1 && in[1]) x = make("add", {x, in[1]}, te::Attrs(), n);
+    return one(make("gelu_tanh", {x}, te::Attrs(), n));
+  };
+  h["com.microsoft.FusedMatMul"] = [this, need, one](const onnx::NodeProto& n,
+                                                     const std::vector<Value>& in) {
+    TT_CHECK(attr_int(n, "transBatchA", 0) == 0 && attr_int(n, "transBatchB", 0) == 0,
+             kInvalidArgument, "transBatchA and transBatchB are not supported");
+    auto transposed = [&](Value v) {
+      TT_CHECK(v->shape.size() >= 2, kInvalidArgument, "a transposed operand needs rank >= 2");
+      std::vector<int64_t> perm(v->shape.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      return make("transpose", {v}, transpose_attrs(perm), n);
+    };
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    if (attr_int(n, "transA", 0)) a = transposed(a);
+    if (attr_int(n, "transB", 0)) b = transposed(b);
+    Value out = handlers_.at("MatMul")(n, {a, b})[0];
+    double alpha = attr_float(n, "alpha", 1.0);
+    if (alpha != 1.0) {
+      te::NDArray s(out->dtype, {});
+      s.set(0, alpha);
+      out = make("multiply", {out, graph::constant(std::move(s), n.name() + ".alpha")}, te::Attrs(),
+                 n);
+    }
+    return one(out);
+  };
+  // Outputs: the normalised sum, its mean and inverse deviation (not
+  // computed), and the sum itself.
+  h["com.microsoft.SkipLayerNormalization"] = [this, need](const onnx::NodeProto& n,
+                                                           const std::vector<Value>& in) {
+    Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
+    if (in.size() > 4 && in[4]) sum = make("add", {sum, in[4]}, te::Attrs(), n);
+    std::vector<Value> norm_in = {sum, need(in, 2, "gamma")};
+    if (in.size() > 3 && in[3]) norm_in.push_back(in[3]);
+    Value out = handlers_.at("LayerNormalization")(n, norm_in)[0];
+    return std::vector<Value>{out, Value(), Value(), sum};
+  };
   return handlers_;
 }
 

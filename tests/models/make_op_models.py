@@ -48,6 +48,7 @@ class G:
         self.inputs, self.data, self.inits, self.nodes, self.outputs = [], [], [], [], []
         self.unsorted = False  # write the nodes in reverse order (after the checker, which wants them sorted)
         self.external = False  # keep the initializers in NAME.weights beside the model
+        self.microsoft = False  # uses ONNX Runtime's com.microsoft operators (not checkable here)
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -549,6 +550,25 @@ def _(g):
     g.output(g.node("Add", ["y", x]), shape=[2, 3])
 
 
+@case("microsoft_transformer_ops")
+def _(g):
+    # What ONNX Runtime's transformer optimizer writes into a BERT.
+    g.microsoft = True
+    x, skip = g.input("x", [2, 3, 8]), g.input("skip", [2, 3, 8])
+
+    def ms(op, inputs, outputs, **attrs):
+        g.nodes.append(helper.make_node(op, inputs, outputs, name=op + "_" + outputs[0], domain="com.microsoft",
+                                        **attrs))
+        return outputs[0]
+
+    ln = ms("SkipLayerNormalization", [x, skip, g.weight("gamma", [8]), g.weight("beta", [8]),
+                                       g.weight("bias", [8])], ["ln", "", "", "sum"], epsilon=1e-5)
+    h = ms("FusedMatMul", [ln, g.weight("w", [6, 8])], ["mm"], transB=1, alpha=0.5)
+    g.output(ms("FastGelu", [h, g.weight("fb", [6])], ["fg"]), ms("BiasGelu", [h, g.weight("bb", [6])], ["bg"]),
+             ms("Gelu", [h], ["ge"]), shape=[2, 3, 6])
+    g.output("sum", shape=[2, 3, 8])
+
+
 @case("variadic_max_min_sum_mean")
 def _(g):
     a, b, c = g.input("a", [2, 3]), g.input("b", [3]), g.input("c", [2, 1])
@@ -851,9 +871,11 @@ def build(name, seed):
     g = G(np.random.default_rng([seed, zlib.crc32(name.encode())]))
     fn(g)
     graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
-    model = helper.make_model(graph, producer_name="make_op_models",
-                              opset_imports=[helper.make_opsetid("", opset)])
-    if opset > onnx.defs.onnx_opset_version():
+    opsets = [helper.make_opsetid("", opset)]
+    if g.microsoft:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, producer_name="make_op_models", opset_imports=opsets)
+    if opset > onnx.defs.onnx_opset_version() or g.microsoft:
         # Newer than this python3-onnx knows: neither inferred nor checked, so
         # the case gives its outputs' shapes; ONNX Runtime checks the model.
         model.ir_version = 10
@@ -910,7 +932,8 @@ def main():
             np.save(os.path.join(args.out, file), data)
             inputs.append({"name": vi.name, "file": file})
         manifest.append({"name": n, "model": n + ".onnx", "inputs": inputs,
-                         "ops": sorted({nd.op_type for nd in model.graph.node})})
+                         "ops": sorted({(nd.domain + "." if nd.domain not in ("", "ai.onnx") else "") + nd.op_type
+                                        for nd in model.graph.node})})
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     bad_manifest = []
