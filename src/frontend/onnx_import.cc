@@ -1212,6 +1212,17 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(one_d ? unlift_1d(n, out) : out);
     };
   }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    std::string ours = std::string(op) == "ArgMax" ? "argmax" : "argmin";
+    h[op] = [this, need, one, ours](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      const Value& x = need(in, 0, "data");
+      auto a = make_node<te::ArgReduceAttrsNode>();
+      a->axis = normalise(attr_int(n, "axis", 0), x->shape.size());
+      a->keepdims = attr_int(n, "keepdims", 1) != 0;
+      a->select_last = attr_int(n, "select_last_index", 0) != 0;
+      return one(make(ours, {x}, te::Attrs(attrs(std::move(a))), n));
+    };
+  }
   h["LRN"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     auto a = make_node<te::LrnAttrsNode>();
     a->size = attr_int(n, "size", 0);

@@ -531,6 +531,18 @@ bool register_all() {
                    return is_max ? te::max_pool2d_nhwc(a[0], p) : te::avg_pool2d_nhwc(a[0], p);
                  }});
   }
+  for (const char* name : {"argmax", "argmin"}) {
+    const bool largest = std::string(name) == "argmax";
+    register_op({name,
+                 largest ? "position of the largest along `axis` (int64)"
+                         : "position of the smallest along `axis` (int64)",
+                 1, 1, ArgReduceAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
+                 [largest](const Tensors& a, const AttrsNode* attrs) {
+                   const auto& r = attrs_as<ArgReduceAttrsNode>(attrs);
+                   return te::arg_reduce(a[0], static_cast<int>(r.axis), r.keepdims, largest,
+                                         r.select_last, largest ? "argmax" : "argmin");
+                 }});
+  }
   register_op({"nn.lrn", "local response normalisation across channels (NCHW)", 1, 1,
                LrnAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
                [](const Tensors& a, const AttrsNode* attrs) {
@@ -827,6 +839,11 @@ void CumSumAttrsNode::declare(FieldList<CumSumAttrsNode>& f) {
       .def("exclusive", &CumSumAttrsNode::exclusive)
       .def("reverse", &CumSumAttrsNode::reverse);
 }
+void ArgReduceAttrsNode::declare(FieldList<ArgReduceAttrsNode>& f) {
+  f.def("axis", &ArgReduceAttrsNode::axis)
+      .def("keepdims", &ArgReduceAttrsNode::keepdims)
+      .def("select_last", &ArgReduceAttrsNode::select_last);
+}
 void LrnAttrsNode::declare(FieldList<LrnAttrsNode>& f) {
   f.def("size", &LrnAttrsNode::size)
       .range(1, 1 << 20)
@@ -867,6 +884,7 @@ TT_REGISTER_NODE(TileAttrsNode);
 TT_REGISTER_NODE(CumSumAttrsNode);
 TT_REGISTER_NODE(OneHotAttrsNode);
 TT_REGISTER_NODE(LrnAttrsNode);
+TT_REGISTER_NODE(ArgReduceAttrsNode);
 
 namespace {
 std::map<std::string, OpInfo>& op_table() {

@@ -376,6 +376,51 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off
                  "one_hot", "injective", {{"depth", depth}, {"axis", a}});
 }
 
+Tensor arg_reduce(const Tensor& x, int axis, bool keepdims, bool largest, bool select_last,
+                  std::string name) {
+  check_defined(x, name, "the operand");
+  const auto a =
+      static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(x.shape().size()), name));
+  const int64_t extent = x.shape()[a];
+  std::vector<int64_t> kept = x.shape();
+  kept[a] = 1;
+  IterVar r = reduce_axis(extent, "r");
+  auto along = [&](const std::vector<Var>& v) {
+    std::vector<Expr> at = as_exprs(v);
+    at[a] = r.expr();
+    return at;
+  };
+  Tensor extreme = compute(
+      kept,
+      [&](const std::vector<Var>& v) {
+        return largest ? max(x(along(v)), {r}) : min(x(along(v)), {r});
+      },
+      name + "_value", "reduce");
+  IterVar q = reduce_axis(extent, "q");
+  std::vector<int64_t> shape = keepdims ? kept : x.shape();
+  if (!keepdims) shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(a));
+  return compute(
+      shape.empty() ? std::vector<int64_t>{1} : shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> out(v.begin(), v.end());
+        if (!keepdims) {
+          out.insert(out.begin() + static_cast<std::ptrdiff_t>(a), index_const(0));
+          if (shape.empty()) out.erase(out.begin());
+        }
+        std::vector<Expr> at = out;
+        at[a] = q.expr();
+        out[a] = index_const(0);
+        Expr position = ir::cast(DataType::int64(), q.expr());
+        Expr here = x(at) == extreme(out);
+        // The first position holding the extreme, or the last.
+        return select_last
+                   ? max(ir::select(here, position, ir::make_const(DataType::int64(), -1)), {q})
+                   : min(ir::select(here, position, ir::make_const(DataType::int64(), extent)),
+                         {q});
+      },
+      std::move(name), "reduce", {{"axis", a}, {"largest", largest}, {"select_last", select_last}});
+}
+
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
              const std::vector<int64_t>& strides, std::string name) {
   check_defined(x, "slice", "the operand");

@@ -131,6 +131,13 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
       a.axis = 0;
     });
   };
+  s["graph.ArgReduceAttrs"] = [] {
+    return attrs<te::ArgReduceAttrsNode>([](auto& a) {
+      a.axis = 2;
+      a.keepdims = false;
+      a.select_last = true;
+    });
+  };
   s["graph.LrnAttrs"] = [] {
     return attrs<te::LrnAttrsNode>([](auto& a) {
       a.size = 5;

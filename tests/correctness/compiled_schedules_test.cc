@@ -72,6 +72,8 @@ std::vector<OpCase> op_cases() {
       te::avg_pool2d_nchw(te::max_pool2d_nchw(img, te::Pool2dAttrsNode::uniform(3, 1, 1)),
                           te::Pool2dAttrsNode::uniform(2, 2, 0)));
   add("lrn", {img}, te::lrn(img, 3, 1e-3, 0.75, 2.0));
+  add("argmax", {x}, te::arg_reduce(te::floor(x), 1, false, true, false));
+  add("argmin_last", {x}, te::arg_reduce(te::floor(x), 2, true, false, true));
   add("global_pool", {img},
       te::add(te::global_avg_pool2d_nchw(img), te::global_max_pool2d_nchw(img)));
   Tensor w = input({3, 4, 3, 3}, "w"), dw = input({4, 1, 3, 3}, "dw");

@@ -597,6 +597,15 @@ def _(g):
     g.output(g.node("ReduceMax", [y], axes=[1], keepdims=1))
 
 
+@case("argmax_argmin")
+def _(g):
+    # Ties on purpose (rounded inputs): the first position, or the last.
+    x = g.node("Floor", [g.node("Mul", [g.input("x", [3, 5, 4]), g.const("k", np.float32(2))])])
+    g.output(g.node("ArgMax", [x], axis=1), g.node("ArgMin", [x], axis=-1, keepdims=0),
+             g.node("ArgMax", [x], axis=2, select_last_index=1), g.node("ArgMin", [x], axis=0, select_last_index=1),
+             elem=TensorProto.INT64)
+
+
 @case("lrn")
 def _(g):
     x = g.input("x", [1, 6, 3, 4])

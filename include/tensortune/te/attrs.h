@@ -191,4 +191,14 @@ struct LrnAttrsNode : AttrsNode {
   static void declare(FieldList<LrnAttrsNode>& f);
 };
 
+/// argmax, argmin: the axis, whether it is kept (extent 1), and whether
+/// ties give the last position rather than the first.
+struct ArgReduceAttrsNode : AttrsNode {
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last = false;
+  TT_NODE(ArgReduceAttrsNode, "graph.ArgReduceAttrs")
+  static void declare(FieldList<ArgReduceAttrsNode>& f);
+};
+
 }  // namespace tensortune::te

@@ -286,6 +286,12 @@ Tensor cumsum(const Tensor& x, int axis, bool exclusive = false, bool reverse = 
 Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off_value,
                DataType dtype, int axis = -1);
 
+/// The position (int64) of the largest (or smallest) element along `axis`:
+/// the first such position, or the last with select_last. Two stages: the
+/// extreme value ("<name>_value") and the position where it is.
+Tensor arg_reduce(const Tensor& x, int axis, bool keepdims, bool largest, bool select_last,
+                  std::string name = "arg_reduce");
+
 /// numpy's x[begin:end:stride] per dimension (missing trailing entries take
 /// the whole dimension; negative begin/end count from the end; begin/end are
 /// clamped; a negative stride walks backwards). An empty result is kInvalidArgument.
