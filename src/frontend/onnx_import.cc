@@ -1178,6 +1178,48 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              te::Attrs(attrs(std::move(a))), n);
     return one(make("reshape", {y}, reshape_attrs(x->shape), n));
   };
+  // GroupNormalization: a layer norm over each group's channels and
+  // positions (data as [N * G, C / G * spatial]), then the scale and bias
+  // per channel (opset 21) or per group (opset 18, spread over its channels).
+  h["GroupNormalization"] = [this, need, one](const onnx::NodeProto& n,
+                                              const std::vector<Value>& in) {
+    Value x = need(in, 0, "X"), scale = need(in, 1, "scale"), bias = need(in, 2, "bias");
+    TT_CHECK(x->shape.size() >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
+             shape_text(x->shape));
+    const int64_t groups = attr_int(n, "num_groups", 0), c = x->shape[1];
+    TT_CHECK(groups >= 1 && c % groups == 0, kInvalidArgument, "num_groups ", groups,
+             " must divide the ", c, " channels");
+    int64_t spatial = 1;
+    for (size_t d = 2; d < x->shape.size(); ++d) spatial *= x->shape[d];
+    const int64_t rows = x->shape[0] * groups, row = c / groups * spatial;
+    auto filled = [&](double v, const char* what) {
+      te::NDArray a(x->dtype, {row});
+      for (int64_t i = 0; i < row; ++i) a.set(i, v);
+      return graph::constant(std::move(a), n.name() + what);
+    };
+    auto a = make_node<te::NormAttrsNode>();
+    a->axis = -1;
+    a->epsilon = attr_float(n, "epsilon", 1e-5);
+    Value y = make("nn.layer_norm",
+                   {make("reshape", {x}, reshape_attrs({rows, row}), n), filled(1, ".ones"),
+                    filled(0, ".zeros")},
+                   te::Attrs(attrs(std::move(a))), n);
+    y = make("reshape", {y}, reshape_attrs(x->shape), n);
+    auto per_channel = [&](Value v, const char* what) {
+      TT_CHECK(v->shape.size() == 1 && (v->shape[0] == c || v->shape[0] == groups),
+               kInvalidArgument, "its ", what, " ", shape_text(v->shape),
+               " is neither per channel (", c, ") nor per group (", groups, ")");
+      if (v->shape[0] != c) {  // per group: each value over its group's channels
+        v = make("reshape", {v}, reshape_attrs({groups, 1}), n);
+        v = make("expand", {v}, reshape_attrs({groups, c / groups}), n);
+      }
+      std::vector<int64_t> shape(x->shape.size() - 1, 1);
+      shape[0] = c;
+      return make("reshape", {v}, reshape_attrs(shape), n);
+    };
+    y = make("multiply", {y, per_channel(scale, "scale")}, te::Attrs(), n);
+    return one(make("add", {y, per_channel(bias, "bias")}, te::Attrs(), n));
+  };
   h["InstanceNormalization"] = [this, need, one](const onnx::NodeProto& n,
                                                  const std::vector<Value>& in) {
     auto a = make_node<te::NormAttrsNode>();

@@ -606,6 +606,18 @@ def _(g):
              elem=TensorProto.INT64)
 
 
+@case("group_norm_opset21", opset=21)
+def _(g):
+    g.output(g.node("GroupNormalization", [g.input("x", [2, 6, 3, 4]), g.weight("s", [6]), g.weight("b", [6])],
+                    num_groups=3, epsilon=1e-4), shape=[2, 6, 3, 4])
+
+
+@case("group_norm_per_group_opset18", opset=18)
+def _(g):
+    g.output(g.node("GroupNormalization", [g.input("x", [1, 4, 5]), g.weight("s", [2]), g.weight("b", [2])],
+                    num_groups=2), shape=[1, 4, 5])
+
+
 @case("lrn")
 def _(g):
     x = g.input("x", [1, 6, 3, 4])
