@@ -1615,6 +1615,91 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["Resize"] = resize;
   h["Upsample"] = resize;
 
+  // Einsum of one operand (a transpose with sums) or two (a batched matmul
+  // between transposes and reshapes). No ellipsis, no letter repeated
+  // within an operand (a diagonal).
+  h["Einsum"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    std::string eq;
+    for (char ch : attr_string(n, "equation", "")) {
+      if (ch != ' ') eq += ch;
+    }
+    size_t arrow = eq.find("->");
+    TT_CHECK(arrow != std::string::npos, kInvalidArgument, "equation '", eq,
+             "' has no '->' (the implicit output form is not supported)");
+    TT_CHECK(eq.find("...") == std::string::npos, kInvalidArgument, "equation '", eq,
+             "' has an ellipsis, which is not supported");
+    std::vector<std::string> terms = split(eq.substr(0, arrow), ',');
+    const std::string out_term = eq.substr(arrow + 2);
+    TT_CHECK(terms.size() == in.size() && (in.size() == 1 || in.size() == 2), kInvalidArgument,
+             "equation '", eq, "' for ", in.size(), " inputs: one or two operands are supported");
+    std::map<char, int64_t> extent;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      TT_CHECK(in[k] && terms[k].size() == in[k]->shape.size(), kInvalidArgument, "operand ", k,
+               " '", terms[k], "' does not match its rank");
+      for (size_t d = 0; d < terms[k].size(); ++d) {
+        char ch = terms[k][d];
+        TT_CHECK(std::count(terms[k].begin(), terms[k].end(), ch) == 1, kInvalidArgument,
+                 "operand ", k, " repeats '", ch, "' (a diagonal), which is not supported");
+        auto [it, fresh] = extent.emplace(ch, in[k]->shape[d]);
+        TT_CHECK(fresh || it->second == in[k]->shape[d], kInvalidArgument, "'", ch,
+                 "' has extents ", it->second, " and ", in[k]->shape[d]);
+      }
+    }
+    auto has = [](const std::string& t, char ch) { return t.find(ch) != std::string::npos; };
+    // One operand's letters in `order`, its others summed away first.
+    auto arrange = [&](Value v, std::string term, const std::string& order) {
+      std::vector<int64_t> summed;
+      for (size_t d = 0; d < term.size(); ++d) {
+        if (!has(order, term[d])) summed.push_back(static_cast<int64_t>(d));
+      }
+      if (!summed.empty()) {
+        auto r = make_node<te::ReduceAttrsNode>();
+        r->axes = summed;
+        r->keepdims = false;
+        v = make("reduce_sum", {v}, te::Attrs(attrs(std::move(r))), n);
+        std::string kept;
+        for (char ch : term) {
+          if (has(order, ch)) kept += ch;
+        }
+        term = kept;
+      }
+      std::vector<int64_t> perm;
+      for (char ch : order) perm.push_back(static_cast<int64_t>(term.find(ch)));
+      bool moved = false;
+      for (size_t d = 0; d < perm.size(); ++d) moved |= perm[d] != static_cast<int64_t>(d);
+      return moved ? make("transpose", {v}, transpose_attrs(perm), n) : v;
+    };
+    auto extents = [&](const std::string& letters) {
+      int64_t e = 1;
+      for (char ch : letters) e *= extent.at(ch);
+      return e;
+    };
+    for (char ch : out_term) {
+      TT_CHECK(extent.count(ch), kInvalidArgument, "the output's '", ch, "' is in no operand");
+    }
+    if (in.size() == 1) return one(arrange(in[0], terms[0], out_term));
+    const std::string &a = terms[0], &b = terms[1];
+    std::string batch, left, right, contracted;
+    for (char ch : out_term) {
+      (has(a, ch) && has(b, ch) ? batch : has(a, ch) ? left : right) += ch;
+    }
+    for (char ch : a) {
+      if (has(b, ch) && !has(out_term, ch)) contracted += ch;
+    }
+    Value x = arrange(in[0], a, batch + left + contracted);
+    Value y = arrange(in[1], b, batch + contracted + right);
+    const int64_t nb = extents(batch), m = extents(left), k = extents(contracted),
+                  nn = extents(right);
+    x = make("reshape", {x}, reshape_attrs({nb, m, k}), n);
+    y = make("reshape", {y}, reshape_attrs({nb, k, nn}), n);
+    Value out = make("nn.matmul", {x, y}, te::Attrs(), n);
+    std::vector<int64_t> shape;
+    for (char ch : batch + left + right) shape.push_back(extent.at(ch));
+    if (shape.empty()) shape = {1};
+    out = make("reshape", {out}, reshape_attrs(shape), n);
+    return one(arrange(out, batch + left + right, out_term));
+  };
+
   // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
   h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,
                                               const std::vector<Value>& in) {

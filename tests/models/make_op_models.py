@@ -618,6 +618,15 @@ def _(g):
                     num_groups=2), shape=[1, 4, 5])
 
 
+@case("einsum_matmul_like")
+def _(g):
+    q, k = g.input("q", [2, 3, 4, 5]), g.input("k", [2, 3, 6, 5])
+    g.output(g.node("Einsum", [q, k], equation="bhid,bhjd->bhij"))
+    g.output(g.node("Einsum", [g.input("a", [4, 6]), g.input("b", [6, 3])], equation="ik, kj -> ji"))
+    g.output(g.node("Einsum", [g.input("x", [3, 4, 5]), g.weight("w", [5, 7])], equation="bsd,de->bes"))
+    g.output(g.node("Einsum", [g.input("t", [2, 3, 4])], equation="abc->cb"))
+
+
 @case("lrn")
 def _(g):
     x = g.input("x", [1, 6, 3, 4])
@@ -868,6 +877,13 @@ def _(g):
                                [helper.make_tensor_value_info("r", F, [3])])
     g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=branch, else_branch=branch))
     g.output("y", shape=[3])
+
+
+@bad("bad_einsum_ellipsis", "node 'Einsum_0' (Einsum): equation '...ij,...jk->...ik' has an ellipsis, which "
+     "is not supported")
+def _(g):
+    g.output(g.node("Einsum", [g.input("a", [2, 3, 4]), g.input("b", [2, 4, 5])], equation="...ij,...jk->...ik"),
+             shape=[2, 3, 5])
 
 
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
