@@ -35,36 +35,36 @@ std::string onnx_type_name(int32_t elem_type) {
   return "number " + std::to_string(elem_type);
 }
 
+/// The element types the importer reads, with ours; one table for the
+/// check, the conversion and the error's list.
+constexpr std::pair<int32_t, DataType (*)()> kTypes[] = {
+    {onnx::TensorProto::FLOAT, [] { return DataType::float32(); }},
+    {onnx::TensorProto::DOUBLE, [] { return DataType::float64(); }},
+    {onnx::TensorProto::FLOAT16, [] { return DataType::float16(); }},
+    {onnx::TensorProto::INT64, [] { return DataType::int64(); }},
+    {onnx::TensorProto::INT32, [] { return DataType::int32(); }},
+    {onnx::TensorProto::INT8, [] { return DataType::int_(8); }},
+    {onnx::TensorProto::UINT8, [] { return DataType::uint(8); }},
+    {onnx::TensorProto::BOOL, [] { return DataType::boolean(); }},
+};
+
 bool supported_type(int32_t elem_type) {
-  switch (elem_type) {
-    case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::INT32:
-    case onnx::TensorProto::INT8:
-    case onnx::TensorProto::UINT8:
-    case onnx::TensorProto::BOOL: return true;
-    default: return false;
-  }
+  return std::any_of(std::begin(kTypes), std::end(kTypes),
+                     [&](const auto& t) { return t.first == elem_type; });
 }
 
-constexpr const char* kSupportedTypes = "FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT8, UINT8, BOOL";
+std::string supported_types_text() {
+  std::vector<std::string> names;
+  for (const auto& t : kTypes) names.push_back(onnx_type_name(t.first));
+  return join(names, ", ");
+}
 
 DataType dtype_of(int32_t elem_type, const std::string& what) {
-  switch (elem_type) {
-    case onnx::TensorProto::FLOAT: return DataType::float32();
-    case onnx::TensorProto::DOUBLE: return DataType::float64();
-    case onnx::TensorProto::FLOAT16: return DataType::float16();
-    case onnx::TensorProto::INT64: return DataType::int64();
-    case onnx::TensorProto::INT32: return DataType::int32();
-    case onnx::TensorProto::INT8: return DataType::int_(8);
-    case onnx::TensorProto::UINT8: return DataType::uint(8);
-    case onnx::TensorProto::BOOL: return DataType::boolean();
-    default:
-      fail(ErrorKind::kInvalidArgument, what, " has element type ", onnx_type_name(elem_type),
-           ", not supported (", kSupportedTypes, ")");
+  for (const auto& t : kTypes) {
+    if (t.first == elem_type) return t.second();
   }
+  fail(ErrorKind::kInvalidArgument, what, " has element type ", onnx_type_name(elem_type),
+       ", not supported (", supported_types_text(), ")");
 }
 
 /// The `nbytes` bytes of a tensor kept in a file beside the model (ONNX's
@@ -79,14 +79,11 @@ std::string external_bytes(const onnx::TensorProto& t, const std::string& what,
   TT_CHECK(!location.empty(), kParse, what, " keeps its data in an external file but names none");
   TT_CHECK(!model_dir.empty(), kInvalidArgument, what, " keeps its data in the file '", location,
            "' beside the model, which can only be read when the model is read from its file");
-  namespace fs = std::filesystem;
-  fs::path relative(location);
-  bool inside = relative.is_relative() && std::none_of(relative.begin(), relative.end(),
-                                                       [](const fs::path& p) { return p == ".."; });
-  const std::string file = (fs::path(model_dir) / relative).string();
-  TT_CHECK(inside && path_is_within(file, model_dir), kInvalidArgument, what,
-           " keeps its data in '", location,
-           "', which is not a relative path inside the model's folder");
+  // An absolute location replaces model_dir in the join; ".." and links
+  // are resolved by path_is_within.
+  const std::string file = (std::filesystem::path(model_dir) / location).string();
+  TT_CHECK(path_is_within(file, model_dir), kInvalidArgument, what, " keeps its data in '",
+           location, "', which is not a relative path inside the model's folder");
   auto number = [&](const char* key, int64_t fallback) {
     long long v = fallback;
     if (entry.count(key)) {
@@ -203,25 +200,7 @@ class Importer {
     }
     const onnx::GraphProto& g = model.graph();
     check_names_are_utf8(g);
-    for (const auto& init : g.initializer()) {
-      if (!supported_type(init.data_type())) {
-        add_gap("dtype", onnx_type_name(init.data_type()), "", init.name());
-        failed_.insert(init.name());
-        continue;
-      }
-      te::NDArray a;
-      try {
-        a = to_array(init, model_dir_);
-      } catch (const UserError& e) {
-        if (e.kind() == ErrorKind::kParse) throw;
-        add_gap("tensor", e.what(), "", init.name());
-        failed_.insert(init.name());
-        continue;
-      }
-      // An empty tensor (Resize's roi, an unused scales) reads as an
-      // omitted input: no graph value can have a zero extent.
-      values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
-    }
+    for (const auto& init : g.initializer()) import_initializer(init);
     std::set<std::string> given;
     for (const auto& [name, shape] : options_.input_shapes) given.insert(name);
     for (const auto& in : g.input()) {
@@ -339,6 +318,28 @@ class Importer {
 
   static std::string node_label(const onnx::NodeProto& n, int index) {
     return n.name().empty() ? n.op_type() + " #" + std::to_string(index) : n.name();
+  }
+
+  /// A weight as a constant value; an element type or a storage that is
+  /// not supported is a gap, and the value is left uncomputed.
+  void import_initializer(const onnx::TensorProto& init) {
+    if (!supported_type(init.data_type())) {
+      add_gap("dtype", onnx_type_name(init.data_type()), "", init.name());
+      failed_.insert(init.name());
+      return;
+    }
+    te::NDArray a;
+    try {
+      a = to_array(init, model_dir_);
+    } catch (const UserError& e) {
+      if (e.kind() == ErrorKind::kParse) throw;
+      add_gap("tensor", e.what(), "", init.name());
+      failed_.insert(init.name());
+      return;
+    }
+    // An empty tensor (Resize's roi, an unused scales) reads as an
+    // omitted input: no graph value can have a zero extent.
+    values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
   }
 
   /// Notes a gap at `where`: one entry per kind, what and operator.
@@ -556,10 +557,9 @@ class Importer {
   /// other, and the node `parent` then fails as a whole.
   std::vector<Value> import_branch(const onnx::GraphProto& g, const onnx::NodeProto& parent) {
     for (const auto& init : g.initializer()) {
-      TT_CHECK(!values_.count(init.name()), kParse, "its branch's initializer '", init.name(),
-               "' repeats a name of the outer graph");
-      te::NDArray a = to_array(init, model_dir_);
-      values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
+      TT_CHECK(!values_.count(init.name()) && !failed_.count(init.name()), kParse,
+               "its branch's initializer '", init.name(), "' repeats a name of the outer graph");
+      import_initializer(init);
     }
     for (int i : topological_order(g)) import_node(g.node(i), i);
     std::vector<Value> out;
@@ -1771,7 +1771,7 @@ std::string gap_text(const OnnxGap& g) {
     return "operator " + g.what + " is not supported (" + nodes + some_names(g.where) + ")";
   }
   if (g.kind == "dtype") {
-    return "element type " + g.what + " is not supported (" + kSupportedTypes +
+    return "element type " + g.what + " is not supported (" + supported_types_text() +
            "): " + (n == 1 ? "tensor " : "tensors ") + some_names(g.where);
   }
   if (g.kind == "node") {

@@ -204,11 +204,6 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 }
 namespace {
 
-Tensor compare(const Tensor& a, const Tensor& b, const char* name,
-               Expr (*f)(const Expr&, const Expr&)) {
-  return broadcast_binary(a, b, f, name);
-}
-
 void check_bool(const Tensor& t, std::string_view op, std::string_view what) {
   check_defined(t, op, what);
   if (!t.dtype().is_bool()) {
@@ -226,19 +221,24 @@ Tensor logic(const Tensor& a, const Tensor& b, const char* name, ir::LogicalOp o
 }  // namespace
 
 Tensor equal(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "equal", [](const Expr& x, const Expr& y) { return x == y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x == y; }, "equal");
 }
 Tensor greater(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "greater", [](const Expr& x, const Expr& y) { return x > y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x > y; }, "greater");
 }
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "greater_equal", [](const Expr& x, const Expr& y) { return x >= y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x >= y; }, "greater_equal");
 }
 Tensor less(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "less", [](const Expr& x, const Expr& y) { return x < y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x < y; }, "less");
 }
 Tensor less_equal(const Tensor& a, const Tensor& b) {
-  return compare(a, b, "less_equal", [](const Expr& x, const Expr& y) { return x <= y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x <= y; }, "less_equal");
 }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
@@ -251,7 +251,8 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
   // On bools, xor is inequality.
   check_bool(a, "logical_xor", "the first operand");
   check_bool(b, "logical_xor", "the second operand");
-  return compare(a, b, "logical_xor", [](const Expr& x, const Expr& y) { return x != y; });
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return x != y; }, "logical_xor");
 }
 Tensor logical_not(const Tensor& x) {
   check_bool(x, "logical_not", "the operand");
