@@ -23,7 +23,8 @@ void LocalBuilderOptions::declare(FieldList<LocalBuilderOptions>& f) {
       .option("candidates-per-build", "candidates compiled together by one compiler run")
       .range(1, 1024)
       .def("cache_dir", &LocalBuilderOptions::cache_dir)
-      .def("pool", &LocalBuilderOptions::pool);
+      .def("pool", &LocalBuilderOptions::pool)
+      .validate([](const LocalBuilderOptions& o) { validate(o.pool); });
 }
 TT_REGISTER_NODE(LocalBuilderOptions);
 
@@ -36,20 +37,23 @@ void LocalRunnerOptions::declare(FieldList<LocalRunnerOptions>& f) {
       .range(0.001, 86400 * 7)
       .def("pin_threads", &LocalRunnerOptions::pin_threads)
       .option("pin-threads", "bind the kernel's threads to cores (OMP_PROC_BIND)")
-      .def("pool", &LocalRunnerOptions::pool);
+      .def("pool", &LocalRunnerOptions::pool)
+      .validate([](const LocalRunnerOptions& o) {
+        validate(o.timing);
+        validate(o.pool);
+      });
 }
 TT_REGISTER_NODE(LocalRunnerOptions);
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// `options` once they are checked: ranges first, so that no pool is
-/// started from options that are out of range.
+/// `options` once they are checked (the option sets they hold too), so
+/// that no pool is started from options that are out of range.
 template <class Options>
 Options checked(Options options, const char* what) {
   try {
     validate(options);
-    validate(options.pool);
   } catch (const UserError& e) {
     fail(e.kind(), what, ": ", e.what());
   }
@@ -279,11 +283,6 @@ LocalRunner::LocalRunner(LocalRunnerOptions options)
     : options_(checked(std::move(options), "runner options")),
       pool_(runner_pool(options_), hello_handshake()) {
   const RunnerOptions& t = options_.timing;
-  try {
-    validate(t);
-  } catch (const UserError& e) {
-    fail(e.kind(), "runner options: ", e.what());
-  }
   int64_t least_ms = static_cast<int64_t>(t.repeat) * (t.min_repeat_ms + t.cooldown_ms);
   TT_CHECK(least_ms < options_.timeout.count(), kInvalidArgument,
            "a run takes at least repeat x (min_repeat_ms + cooldown_ms) = ", least_ms,
