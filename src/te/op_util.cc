@@ -32,6 +32,34 @@ Expr clamp_index(const Expr& e, int64_t low, int64_t high, bool clamp_low, bool 
 
 Expr value_const(DataType dtype, double value) { return ir::make_const(dtype, value); }
 
+DataType accumulation_type(DataType dtype) {
+  bool half = dtype.is_float() && dtype.bits() == 16;
+  return half ? DataType::float32(dtype.lanes()) : dtype;
+}
+
+Expr widen(const Expr& e) { return as_type(e, accumulation_type(e.dtype())); }
+
+Expr as_type(const Expr& e, DataType dtype) { return e.dtype() == dtype ? e : ir::cast(dtype, e); }
+
+std::string accumulator_name(const std::string& name, DataType dtype) {
+  return accumulation_type(dtype) == dtype ? name : name + "_acc";
+}
+
+Tensor narrow(const Tensor& wide, DataType dtype, std::string name) {
+  if (wide.dtype() == dtype) return wide;
+  return compute(wide.shape(),
+                 [&](const std::vector<Var>& v) { return ir::cast(dtype, wide(as_exprs(v))); },
+                 std::move(name), "injective", {{"dtype", dtype.str()}, {"rounds", wide.name()}});
+}
+
+Tensor wide_source(const Tensor& t) {
+  if (!t) return t;
+  Ref<ComputeOpNode> op = t.compute_op();
+  if (!op || !op->attrs.contains("rounds")) return t;
+  std::vector<Tensor> inputs = input_tensors(t);
+  return inputs.size() == 1 && inputs[0].name() == op->attrs["rounds"] ? inputs[0] : t;
+}
+
 std::vector<Expr> as_exprs(const std::vector<Var>& vars) {
   return std::vector<Expr>(vars.begin(), vars.end());
 }

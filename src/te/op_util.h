@@ -46,6 +46,31 @@ void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op);
 /// Fails unless `t` has a floating-point dtype.
 void check_float(const Tensor& t, std::string_view op);
 
+/// The type a sum over `dtype` values accumulates in: float32 for float16
+/// and bfloat16, as production runtimes do (a dot product rounded to 11 or 8
+/// bits after every add loses most of its digits); `dtype` otherwise.
+DataType accumulation_type(DataType dtype);
+
+/// `e` in its accumulation type (itself when that is its own type).
+Expr widen(const Expr& e);
+
+/// `e` converted to `dtype` (itself when it has that type already).
+Expr as_type(const Expr& e, DataType dtype);
+
+/// The name of a stage that accumulates in the accumulation type of `dtype`:
+/// `name` itself, or `name + "_acc"` when `narrow` will round it back.
+std::string accumulator_name(const std::string& name, DataType dtype);
+
+/// `wide` rounded to `dtype` as its own stage named `name` (tag "cast");
+/// `wide` itself when it already has `dtype`.
+Tensor narrow(const Tensor& wide, DataType dtype, std::string name);
+
+/// What an elementwise stage reads in place of `t`: when `t` only rounds
+/// a wider sum (a `narrow` stage), that sum, so an elementwise chain after a
+/// convolution or matmul (bias, residual add) rounds once, at its end, as a
+/// runtime that fuses them does; `t` itself otherwise.
+Tensor wide_source(const Tensor& t);
+
 /// `x` padded by `before`/`after` (one entry per dimension) with `pad_value`
 /// (an expression of x's dtype), as its own stage with tag "pad"; `x` itself
 /// when nothing is padded. Reads clamp their index, so the select never

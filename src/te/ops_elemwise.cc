@@ -8,14 +8,20 @@
 
 namespace tensortune::te {
 
+using detail::accumulation_type;
+using detail::accumulator_name;
 using detail::as_exprs;
+using detail::as_type;
 using detail::check_defined;
 using detail::check_float;
 using detail::check_rank;
 using detail::check_same_dtype;
 using detail::index_const;
 using detail::json_number;
+using detail::narrow;
 using detail::value_const;
+using detail::wide_source;
+using detail::widen;
 
 // ---- unary --------------------------------------------------------------------
 
@@ -170,6 +176,20 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b,
   } catch (const UserError& e) {
     fail(e.kind(), name, ": ", e.what());
   }
+  auto body = [&](const Tensor& x, const Tensor& y) {
+    return [&, x, y](const std::vector<Var>& v) {
+      return f(widen(x(broadcast_index(x, v))), widen(y(broadcast_index(y, v))));
+    };
+  };
+  // Arithmetic on a rounded sum works on the sum and rounds once.
+  Tensor wa = wide_source(a), wb = wide_source(b);
+  if (!wa.same_as(a) || !wb.same_as(b)) {
+    Tensor wide =
+        compute(shape, body(wa, wb), accumulator_name(name, a.dtype()), "broadcast", attrs);
+    if (wide.dtype() == accumulation_type(a.dtype())) {
+      return narrow(wide, a.dtype(), std::move(name));
+    }
+  }
   return compute(
       shape,
       [&](const std::vector<Var>& v) {
@@ -309,9 +329,18 @@ Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
     fail(ErrorKind::kInvalidArgument, "bias_add: bias ", shape_text(bias.shape()),
          " does not match dimension ", ax, " of data ", shape_text(data.shape()));
   }
-  return compute(data.shape(),
-                 [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); },
-                 "bias_add", "broadcast", {{"op", "bias_add"}, {"axis", ax}});
+  nlohmann::json attrs = {{"op", "bias_add"}, {"axis", ax}};
+  // A bias on a rounded sum is added to the sum, which is rounded once.
+  if (Tensor wide = wide_source(data); !wide.same_as(data)) {
+    Tensor out = compute(
+        data.shape(),
+        [&](const std::vector<Var>& v) { return wide(as_exprs(v)) + widen(bias(v[ax])); },
+        accumulator_name("bias_add", data.dtype()), "broadcast", attrs);
+    return narrow(out, data.dtype(), "bias_add");
+  }
+  return compute(
+      data.shape(), [&](const std::vector<Var>& v) { return data(as_exprs(v)) + bias(v[ax]); },
+      "bias_add", "broadcast", std::move(attrs));
 }
 
 // ---- normalisation --------------------------------------------------------------
@@ -355,7 +384,9 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
       name + "_max", "softmax", attrs("max"));
   Tensor e = compute(
       x.shape(),
-      [&](const std::vector<Var>& v) { return ir::exp(x(as_exprs(v)) - mx(drop_axis(v, ax))); },
+      [&](const std::vector<Var>& v) {
+        return ir::exp(widen(x(as_exprs(v))) - widen(mx(drop_axis(v, ax))));
+      },
       name + "_exp", "softmax", attrs("exp"));
   IterVar k2 = reduce_axis(x.shape()[ax], "k");
   Tensor total = compute(
@@ -364,10 +395,12 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
       name + "_sum", "softmax", attrs("sum"));
   // One division per row and a multiplication per element, as ONNX Runtime
   // normalises: a vector division costs several multiplications.
-  Expr one = value_const(x.dtype(), 1.0);
+  Expr one = value_const(total.dtype(), 1.0);
   return compute(
       x.shape(),
-      [&](const std::vector<Var>& v) { return e(as_exprs(v)) * (one / total(drop_axis(v, ax))); },
+      [&](const std::vector<Var>& v) {
+        return as_type(e(as_exprs(v)) * (one / total(drop_axis(v, ax))), x.dtype());
+      },
       std::move(name), "softmax", attrs("norm"));
 }
 
@@ -386,14 +419,15 @@ Tensor log_softmax(const Tensor& x, int axis, std::string name) {
   Tensor total = compute(
       reduced,
       [&](const std::vector<Var>& v) {
-        return sum(ir::exp(x(insert_axis(v, ax, k2.expr())) - mx(as_exprs(v))), {k2});
+        return sum(widen(ir::exp(x(insert_axis(v, ax, k2.expr())) - mx(as_exprs(v)))), {k2});
       },
       name + "_sum", "log_softmax", attrs("sum"));
   return compute(
       x.shape(),
       [&](const std::vector<Var>& v) {
         std::vector<Expr> outer = drop_axis(v, ax);
-        return x(as_exprs(v)) - mx(outer) - ir::log(total(outer));
+        Expr shifted = widen(x(as_exprs(v)) - mx(outer));
+        return as_type(shifted - ir::log(total(outer)), x.dtype());
       },
       std::move(name), "log_softmax", attrs("norm"));
 }
@@ -415,7 +449,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
            " must have the extent of the normalised axis (", d, ")");
     }
   }
-  DataType t = x.dtype();
+  // The sums, and the arithmetic on them, are in the accumulation type.
+  DataType t = accumulation_type(x.dtype());
   std::vector<int64_t> outer = without(x.shape(), last);
   auto attrs = [&](const char* stage) {
     return nlohmann::json{{"axis", last}, {"epsilon", json_number(epsilon)}, {"stage", stage}};
@@ -424,13 +459,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   IterVar k1 = reduce_axis(d, "k");
   Tensor total = compute(
       outer,
-      [&](const std::vector<Var>& v) { return sum(x(insert_axis(v, last, k1.expr())), {k1}); },
+      [&](const std::vector<Var>& v) {
+        return sum(widen(x(insert_axis(v, last, k1.expr()))), {k1});
+      },
       name + "_sum", op, attrs("sum"));
   IterVar k2 = reduce_axis(d, "k");
   Tensor squares = compute(
       outer,
       [&](const std::vector<Var>& v) {
-        Expr dev = x(insert_axis(v, last, k2.expr())) - total(as_exprs(v)) * inv_d;
+        Expr dev = widen(x(insert_axis(v, last, k2.expr()))) - total(as_exprs(v)) * inv_d;
         return sum(dev * dev, {k2});
       },
       name + "_var_sum", op, attrs("var_sum"));
@@ -440,10 +477,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
         std::vector<Expr> o = drop_axis(v, last);
         Expr mean = total(o) * inv_d;
         Expr inv_std = ir::rsqrt(squares(o) * inv_d + value_const(t, epsilon));
-        Expr out = (x(as_exprs(v)) - mean) * inv_std;
-        if (gamma) out = out * gamma(v[last]);
-        if (beta) out = out + beta(v[last]);
-        return out;
+        Expr out = (widen(x(as_exprs(v))) - mean) * inv_std;
+        if (gamma) out = out * widen(gamma(v[last]));
+        if (beta) out = out + widen(beta(v[last]));
+        return as_type(out, x.dtype());
       },
       std::move(name), op, attrs("norm"));
 }

@@ -7,13 +7,18 @@
 
 namespace tensortune::te {
 
+using detail::accumulator_name;
 using detail::add_index;
+using detail::as_exprs;
+using detail::as_type;
 using detail::check_rank;
 using detail::check_same_dtype;
 using detail::index_const;
 using detail::json_number;
 using detail::mul_index;
+using detail::narrow;
 using detail::value_const;
+using detail::widen;
 
 namespace {
 
@@ -120,14 +125,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
          (transpose_b ? " (transposed)" : ""), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
-  return compute({m, n},
-                 [&](const std::vector<Var>& v) {
-                   Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
-                   Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
-                   return sum(lhs * rhs, {k});
-                 },
-                 std::move(name), "matmul",
-                 {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  Tensor out = compute({m, n},
+                       [&](const std::vector<Var>& v) {
+                         Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
+                         Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
+                         return sum(widen(lhs) * widen(rhs), {k});
+                       },
+                       accumulator_name(name, a.dtype()), "matmul",
+                       {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  return narrow(out, a.dtype(), std::move(name));
 }
 
 Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::string name) {
@@ -142,10 +148,10 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
   Tensor out = compute(
       {data.shape()[0], weight.shape()[0]},
       [&](const std::vector<Var>& v) {
-        return sum(data(v[0], k.expr()) * weight(v[1], k.expr()), {k});
+        return sum(widen(data(v[0], k.expr())) * widen(weight(v[1], k.expr())), {k});
       },
-      bias ? name + "_matmul" : name, "dense");
-  if (!bias) return out;
+      accumulator_name(bias ? name + "_matmul" : name, data.dtype()), "dense");
+  if (!bias) return narrow(out, data.dtype(), std::move(name));
   check_rank(bias, 1, "dense", "bias");
   check_same_dtype(data, bias, "dense");
   if (bias.shape()[0] != weight.shape()[0]) {
@@ -153,7 +159,9 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
          " does not match the ", weight.shape()[0], " output features");
   }
   return compute(out.shape(),
-                 [&](const std::vector<Var>& v) { return out(v[0], v[1]) + bias(v[1]); },
+                 [&](const std::vector<Var>& v) {
+                   return as_type(out(v[0], v[1]) + widen(bias(v[1])), data.dtype());
+                 },
                  std::move(name), "broadcast", {{"op", "bias_add"}, {"axis", 1}});
 }
 
@@ -176,16 +184,17 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool tra
          shape_text(a.shape()), " has K = ", ka, ", B ", shape_text(b.shape()), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
-  return compute({std::max(ba, bb), m, n},
-                 [&](const std::vector<Var>& v) {
-                   Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
-                   Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
-                   Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
-                   Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
-                   return sum(lhs * rhs, {k});
-                 },
-                 std::move(name), "batch_matmul",
-                 {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  Tensor out = compute({std::max(ba, bb), m, n},
+                       [&](const std::vector<Var>& v) {
+                         Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
+                         Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
+                         Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
+                         Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
+                         return sum(widen(lhs) * widen(rhs), {k});
+                       },
+                       accumulator_name(name, a.dtype()), "batch_matmul",
+                       {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  return narrow(out, a.dtype(), std::move(name));
 }
 
 Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
@@ -215,7 +224,7 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
   shape.push_back(sb.back());
   // Not "k": that is the name of the output's third axis.
   IterVar k = reduce_axis(sa.back(), "r");
-  return compute(
+  Tensor out = compute(
       shape,
       [&](const std::vector<Var>& v) {
         // A side's batch axes are the output's last ones, or all 0 where
@@ -232,9 +241,10 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
         ia.push_back(k.expr());
         ib.push_back(k.expr());
         ib.push_back(v[rank + 1]);
-        return sum(a(ia) * b(ib), {k});
+        return sum(widen(a(ia)) * widen(b(ib)), {k});
       },
-      std::move(name), "batch_matmul");
+      accumulator_name(name, a.dtype()), "batch_matmul");
+  return narrow(out, a.dtype(), std::move(name));
 }
 
 // ---- convolutions -------------------------------------------------------------
@@ -260,17 +270,19 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNo
                                     value_const(data.dtype(), 0), "pad_data", 0.0);
   IterVar rc = reduce_axis(cg, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
   int64_t kg = k / groups;
-  return compute(
+  Tensor out = compute(
       {n, k, oh, ow},
       [&](const std::vector<Var>& v) {
         Expr channel = groups == 1 ? rc.expr()
                                    : mul_index(ir::floordiv(v[1], index_const(kg)), cg) + rc.expr();
         Expr y = mul_index(v[2], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[3], sw) + mul_index(rx.expr(), dw);
-        return sum(padded(v[0], channel, y, x) * kernel(v[1], rc.expr(), ry.expr(), rx.expr()),
+        return sum(widen(padded(v[0], channel, y, x)) *
+                       widen(kernel(v[1], rc.expr(), ry.expr(), rx.expr())),
                    {rc, ry, rx});
       },
-      std::move(name), op, conv_attrs_json(attrs, "NCHW"));
+      accumulator_name(name, data.dtype()), op, conv_attrs_json(attrs, "NCHW"));
+  return narrow(out, data.dtype(), std::move(name));
 }
 
 Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs,
@@ -294,17 +306,19 @@ Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNo
                                     value_const(data.dtype(), 0), "pad_data", 0.0);
   IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"), rc = reduce_axis(cg, "rc");
   int64_t kg = k / groups;
-  return compute(
+  Tensor out = compute(
       {n, oh, ow, k},
       [&](const std::vector<Var>& v) {
         Expr channel = groups == 1 ? rc.expr()
                                    : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
         Expr y = mul_index(v[1], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[2], sw) + mul_index(rx.expr(), dw);
-        return sum(padded(v[0], y, x, channel) * kernel(ry.expr(), rx.expr(), rc.expr(), v[3]),
+        return sum(widen(padded(v[0], y, x, channel)) *
+                       widen(kernel(ry.expr(), rx.expr(), rc.expr(), v[3])),
                    {ry, rx, rc});
       },
-      std::move(name), op, conv_attrs_json(attrs, "NHWC"));
+      accumulator_name(name, data.dtype()), op, conv_attrs_json(attrs, "NHWC"));
+  return narrow(out, data.dtype(), std::move(name));
 }
 
 WinogradMatrices winograd_matrices(int64_t tile) {
@@ -471,17 +485,19 @@ Tensor depthwise_conv2d_nchw(const Tensor& data, const Tensor& kernel, const Con
   nlohmann::json json_attrs = conv_attrs_json(attrs, "NCHW");
   json_attrs["groups"] = c;
   json_attrs["channel_multiplier"] = mult;
-  return compute(
+  Tensor out = compute(
       {n, c * mult, oh, ow},
       [&](const std::vector<Var>& v) {
         Expr in_channel = mult == 1 ? Expr(v[1]) : ir::floordiv(v[1], index_const(mult));
         Expr m = mult == 1 ? index_const(0) : ir::floormod(v[1], index_const(mult));
         Expr y = mul_index(v[2], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[3], sw) + mul_index(rx.expr(), dw);
-        return sum(padded(v[0], in_channel, y, x) * kernel(in_channel, m, ry.expr(), rx.expr()),
+        return sum(widen(padded(v[0], in_channel, y, x)) *
+                       widen(kernel(in_channel, m, ry.expr(), rx.expr())),
                    {ry, rx});
       },
-      std::move(name), op, std::move(json_attrs));
+      accumulator_name(name, data.dtype()), op, std::move(json_attrs));
+  return narrow(out, data.dtype(), std::move(name));
 }
 
 Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
@@ -543,18 +559,20 @@ Tensor conv2d_transpose_nchw(const Tensor& data, const Tensor& kernel,
        {"after", {r - 1 - pb + oph, s - 1 - pr + opw}}});
   int64_t oh = ph - r + 1, ow = pw - s + 1;
   IterVar rc = reduce_axis(c, "rc"), ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx");
-  return compute({n, k, oh, ow},
-                 [&](const std::vector<Var>& v) {
-                   Expr flipped_y = index_const(r - 1) - ry.expr();
-                   Expr flipped_x = index_const(s - 1) - rx.expr();
-                   return sum(spread(v[0], rc.expr(), v[2] + ry.expr(), v[3] + rx.expr()) *
-                                  kernel(rc.expr(), v[1], flipped_y, flipped_x),
-                              {rc, ry, rx});
-                 },
-                 std::move(name), op,
-                 {{"stride", attrs.strides},
-                  {"padding", attrs.padding},
-                  {"output_padding", attrs.output_padding}});
+  Tensor out =
+      compute({n, k, oh, ow},
+              [&](const std::vector<Var>& v) {
+                Expr flipped_y = index_const(r - 1) - ry.expr();
+                Expr flipped_x = index_const(s - 1) - rx.expr();
+                return sum(widen(spread(v[0], rc.expr(), v[2] + ry.expr(), v[3] + rx.expr())) *
+                               widen(kernel(rc.expr(), v[1], flipped_y, flipped_x)),
+                           {rc, ry, rx});
+              },
+              accumulator_name(name, data.dtype()), op,
+              {{"stride", attrs.strides},
+               {"padding", attrs.padding},
+               {"output_padding", attrs.output_padding}});
+  return narrow(out, data.dtype(), std::move(name));
 }
 
 // ---- pooling ------------------------------------------------------------------
@@ -677,7 +695,7 @@ Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrsNode& att
   Tensor total = compute(
       pool_shape(data, g, h_axis),
       [&](const std::vector<Var>& v) {
-        return sum(window_element(padded, v, attrs, ry, rx, h_axis), {ry, rx});
+        return sum(widen(window_element(padded, v, attrs, ry, rx, h_axis)), {ry, rx});
       },
       name + "_sum", "pool_sum", json_attrs);
   // The divisor is index arithmetic: the window's start and end, clipped.
@@ -693,7 +711,8 @@ Tensor avg_pool2d(const char* op, const Tensor& data, const Pool2dAttrsNode& att
       total.shape(),
       [&](const std::vector<Var>& v) {
         Expr n = count(v[ha], sh, pt, pb, r, h) * count(v[ha + 1], sw, pl, pr, s, w);
-        return total(std::vector<Expr>(v.begin(), v.end())) / ir::cast(data.dtype(), n);
+        Expr mean = total(as_exprs(v)) / ir::cast(total.dtype(), n);
+        return as_type(mean, data.dtype());
       },
       std::move(name), "pool_avg", std::move(json_attrs));
 }
@@ -723,13 +742,14 @@ Tensor global_avg_pool2d_nchw(const Tensor& data, std::string name) {
   std::vector<int64_t> shape{data.shape()[0], data.shape()[1], 1, 1};
   Tensor total = compute(shape,
                          [&](const std::vector<Var>& v) {
-                           return sum(data(v[0], v[1], ry.expr(), rx.expr()), {ry, rx});
+                           return sum(widen(data(v[0], v[1], ry.expr(), rx.expr())), {ry, rx});
                          },
                          name + "_sum", "pool_sum", {{"global", true}, {"layout", "NCHW"}});
   return compute(shape,
                  [&](const std::vector<Var>& v) {
-                   return total(v[0], v[1], v[2], v[3]) /
-                          value_const(data.dtype(), static_cast<double>(h * w));
+                   Expr mean = total(v[0], v[1], v[2], v[3]) /
+                               value_const(total.dtype(), static_cast<double>(h * w));
+                   return as_type(mean, data.dtype());
                  },
                  std::move(name), "pool_avg", {{"global", true}, {"layout", "NCHW"}});
 }
@@ -758,16 +778,18 @@ Tensor lrn(const Tensor& data, int64_t size, double alpha, double beta, double b
   IterVar r = reduce_axis(size, "rc");
   Tensor squares = compute(data.shape(),
                            [&](const std::vector<Var>& v) {
-                             Expr e = padded(v[0], Expr(v[1]) + r.expr(), v[2], v[3]);
+                             Expr e = widen(padded(v[0], Expr(v[1]) + r.expr(), v[2], v[3]));
                              return sum(e * e, {r});
                            },
                            "lrn_sum", "reduce", {{"size", size}});
   return compute(data.shape(),
                  [&](const std::vector<Var>& v) {
-                   Expr scale =
-                       value_const(t, bias) + value_const(t, alpha / static_cast<double>(size)) *
-                                                  squares(detail::as_exprs(v));
-                   return data(detail::as_exprs(v)) / ir::pow(scale, value_const(t, beta));
+                   const DataType wide = squares.dtype();
+                   Expr scale = value_const(wide, bias) +
+                                value_const(wide, alpha / static_cast<double>(size)) *
+                                    squares(detail::as_exprs(v));
+                   Expr x = widen(data(detail::as_exprs(v)));
+                   return as_type(x / ir::pow(scale, value_const(wide, beta)), t);
                  },
                  "lrn", "elemwise",
                  {{"size", size},

@@ -9,15 +9,19 @@
 
 namespace tensortune::te {
 
+using detail::accumulator_name;
 using detail::add_index;
 using detail::as_exprs;
+using detail::as_type;
 using detail::check_defined;
 using detail::check_same_dtype;
 using detail::clamp_index;
 using detail::index_const;
 using detail::json_number;
 using detail::mul_index;
+using detail::narrow;
 using detail::value_const;
+using detail::widen;
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
            double pad_value, std::string name) {
@@ -343,16 +347,18 @@ Tensor cumsum(const Tensor& x, int axis, bool exclusive, bool reverse) {
   const auto a =
       static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(x.shape().size()), "cumsum"));
   IterVar r = reduce_axis(x.shape()[a], "r");
-  return compute(x.shape(),
-                 [&](const std::vector<Var>& v) {
-                   std::vector<Expr> source = as_exprs(v);
-                   source[a] = r.expr();
-                   Expr i = v[a], j = r.expr();
-                   Expr taken =
-                       reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
-                   return sum(x(source), {r}, taken);
-                 },
-                 "cumsum", "reduce", {{"axis", a}, {"exclusive", exclusive}, {"reverse", reverse}});
+  Tensor total =
+      compute(x.shape(),
+              [&](const std::vector<Var>& v) {
+                std::vector<Expr> source = as_exprs(v);
+                source[a] = r.expr();
+                Expr i = v[a], j = r.expr();
+                Expr taken = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+                return sum(widen(x(source)), {r}, taken);
+              },
+              accumulator_name("cumsum", x.dtype()), "reduce",
+              {{"axis", a}, {"exclusive", exclusive}, {"reverse", reverse}});
+  return narrow(total, x.dtype(), "cumsum");
 }
 
 Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off_value,
@@ -510,7 +516,8 @@ Tensor reduce_stage(const Tensor& x, const ReducePlan& plan, bool keepdims, ir::
                        index.push_back(v[next_out++]);
                      }
                    }
-                   return ir::reduce(op, x(index), axis);
+                   Expr value = x(index);
+                   return ir::reduce(op, op == ir::ReduceOp::kSum ? widen(value) : value, axis);
                  },
                  std::move(name), "reduce",
                  {{"op", op_name}, {"axes", plan.axes}, {"keepdims", keepdims}});
@@ -520,7 +527,9 @@ Tensor reduce_stage(const Tensor& x, const ReducePlan& plan, bool keepdims, ir::
 
 Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_sum");
-  return reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, std::move(name), "sum");
+  Tensor total =
+      reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, accumulator_name(name, x.dtype()), "sum");
+  return narrow(total, x.dtype(), std::move(name));
 }
 
 Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
@@ -530,7 +539,9 @@ Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims,
   Tensor total = reduce_stage(x, plan, keepdims, ir::ReduceOp::kSum, name + "_sum", "sum");
   return compute(total.shape(),
                  [&](const std::vector<Var>& v) {
-                   return total(as_exprs(v)) / value_const(x.dtype(), static_cast<double>(count));
+                   Expr mean =
+                       total(as_exprs(v)) / value_const(total.dtype(), static_cast<double>(count));
+                   return as_type(mean, x.dtype());
                  },
                  std::move(name), "elemwise", {{"op", "mean"}, {"count", count}});
 }

@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -149,6 +151,40 @@ std::vector<te::NDArray> compile_and_run(const graph::Graph& model,
   return ::testing::AssertionSuccess();
 }
 
+/// How far half outputs `ours` are from a float32 `reference` of the same
+/// values, in float16 ulps at the reference's value.
+struct HalfUlps {
+  double max = 0;            ///< the largest distance
+  double over_one = 0;       ///< the fraction of outputs more than one ulp off
+  bool within_bound = true;  ///< every output within 1 ulp + 2^-14 of the largest |reference|
+};
+
+HalfUlps half_ulps(const te::NDArray& ours, const te::NDArray& reference) {
+  double scale = 0;
+  for (int64_t i = 0; i < reference.size(); ++i)
+    scale = std::max(scale, std::abs(reference.get(i)));
+  // Float32 sums in another order than the reference's differ by a few
+  // float32 ulps of the sum's terms, which is many half ulps of an output
+  // near zero; 2^-14 of the largest output is far below half's resolution
+  // (2^-11), which a sum accumulated in half would exceed.
+  const double slack = std::ldexp(scale, -14);
+  HalfUlps r;
+  int over = 0;
+  for (int64_t i = 0; i < reference.size(); ++i) {
+    double exact = reference.get(i);
+    double rounded = std::abs(te::cast_value(ir::DataType::float16(), exact));
+    // Half has 10 fraction bits; below 2^-14 the spacing is the subnormals'.
+    double ulp = rounded < std::ldexp(1.0, -14) ? std::ldexp(1.0, -24)
+                                                : std::ldexp(1.0, std::ilogb(rounded) - 10);
+    double error = std::abs(ours.get(i) - exact);
+    r.max = std::max(r.max, error / ulp);
+    over += error > ulp;
+    r.within_bound = r.within_bound && error <= ulp + slack;
+  }
+  r.over_one = reference.size() ? static_cast<double>(over) / reference.size() : 0;
+  return r;
+}
+
 // Found by onnx_loader_fuzz: a name that is not UTF-8 imported, and saving
 // the graph then threw nlohmann's exception instead of a user error.
 TEST(OnnxImport, NamesThatAreNotUtf8AreRefused) {
@@ -183,7 +219,21 @@ TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
       EXPECT_TRUE(matches(outputs[i], npy(ort_dir + "/" + files[i])))
           << "output " << model->output_names[i];
     }
+    // Half outputs, against the same model computed in float32: summed in
+    // float32 and rounded once, almost all are within an ulp (summed in
+    // half, most of a 576-product convolution's would not be).
+    if (c.contains("wide_reference")) {
+      std::string wide_dir = g.dir + "/ops_ort/" + c["wide_reference"].get<std::string>();
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        HalfUlps u = half_ulps(outputs[i], npy(wide_dir + "/" + files[i]));
+        std::cout << name << " " << model->output_names[i] << ": at most " << u.max
+                  << " half ulps from float32; " << 100 * u.over_one << "% more than 1\n";
+        EXPECT_TRUE(u.within_bound) << "output " << model->output_names[i];
+        EXPECT_LE(u.over_one, 0.01) << "output " << model->output_names[i];
+      }
+    }
   }
+
   // Every operator the importer maps is in at least one case.
   for (const std::string& op : frontend::supported_onnx_ops()) {
     EXPECT_TRUE(covered.count(op)) << op << " has no case in tests/models/make_op_models.py";

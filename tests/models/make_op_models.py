@@ -49,6 +49,7 @@ class G:
         self.unsorted = False  # write the nodes in reverse order (after the checker, which wants them sorted)
         self.external = False  # keep the initializers in NAME.weights beside the model
         self.microsoft = False  # uses ONNX Runtime's com.microsoft operators (not checkable here)
+        self.wide_twin = False  # also write NAME_wide: the same model computed in float32 (a reference for ulps)
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -60,8 +61,8 @@ class G:
         self.inits.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    def weight(self, name, shape, scale=0.5):
-        return self.const(name, (self.rng.standard_normal(shape) * scale).astype(np.float32))
+    def weight(self, name, shape, scale=0.5, dtype=np.float32):
+        return self.const(name, (self.rng.standard_normal(shape) * scale).astype(dtype))
 
     def node(self, op, inputs, outputs=None, **attrs):
         outputs = outputs or [f"{op.lower()}_{len(self.nodes)}"]
@@ -754,6 +755,81 @@ def _(g):
     g.output(g.node("Add", [x, ones]))
 
 
+# ---- float16: storage in half, sums in float32 --------------------------------------
+# Each has a twin NAME_wide computing the same values (half weights and inputs
+# converted exactly) in float32, the reference our half outputs are measured
+# against in ulps.
+
+H = TensorProto.FLOAT16
+h16 = np.float16
+
+
+@case("half_conv_wide_reduction")
+def _(g):
+    # 576 products per output, as in a real layer: summed in half, most
+    # outputs would be more than an ulp off.
+    g.wide_twin = True
+    g.output(g.node("Conv", [g.input("x", [1, 64, 10, 10], dtype=h16), g.weight("w", [32, 64, 3, 3], 0.1, h16),
+                             g.weight("b", [32], dtype=h16)], pads=[1, 1, 1, 1]), elem=H)
+
+
+@case("half_depthwise_and_pool")
+def _(g):
+    # Each output is one operator on the inputs, so the wide twin differs
+    # from it only in the final rounding.
+    g.wide_twin = True
+    x = g.input("x", [1, 16, 14, 14], dtype=h16)
+    g.output(g.node("Conv", [x, g.weight("w", [16, 1, 5, 5], 0.3, h16)], group=16, pads=[2, 2, 2, 2]), elem=H)
+    g.output(g.node("AveragePool", [x], kernel_shape=[7, 7], strides=[7, 7]), elem=H)
+    g.output(g.node("GlobalAveragePool", [x]), elem=H)
+
+
+@case("half_matmul_gemm")
+def _(g):
+    g.wide_twin = True
+    x = g.input("x", [4, 768], dtype=h16)
+    g.output(g.node("MatMul", [x, g.weight("w", [768, 96], 0.1, h16)]), elem=H)
+    g.output(g.node("Gemm", [x, g.weight("w2", [64, 768], 0.1, h16), g.weight("b", [64], dtype=h16)], transB=1),
+             elem=H)
+
+
+@case("half_reduce_softmax_layernorm")
+def _(g):
+    g.wide_twin = True
+    x = g.input("x", [3, 1000], dtype=h16)
+    g.output(g.node("ReduceMean", [x], axes=[1]), elem=H)
+    g.output(g.node("ReduceSum", [x, g.const("axes", np.int64([1]))]), elem=H)
+    g.output(g.node("Softmax", [x], axis=-1), elem=H)
+    g.output(g.node("LayerNormalization", [x, g.weight("s", [1000], dtype=h16), g.weight("b", [1000], dtype=h16)],
+                    axis=-1), elem=H)
+
+
+def wide_twin(model):
+    """`model` (half inputs, weights and outputs) computed in float32: its
+    inputs cast up, its weights converted, its outputs in float32."""
+    twin = onnx.ModelProto()
+    twin.CopyFrom(model)
+    g = twin.graph
+    g.name += "_wide"
+    for t in g.initializer:
+        if t.data_type == H:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+    casts = []
+    for vi in g.input:
+        if vi.type.tensor_type.elem_type == H:
+            wide = vi.name + "_wide"
+            for nd in g.node:
+                nd.input[:] = [wide if i == vi.name else i for i in nd.input]
+            casts.append(helper.make_node("Cast", [vi.name], [wide], name="Cast_" + wide, to=F))
+    nodes = casts + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    for vi in g.output:
+        vi.type.tensor_type.elem_type = F
+    onnx.checker.check_model(twin, full_check=True)
+    return twin
+
+
 # ---- bad models: each with a piece of the error the importer must give ------------
 
 BAD = {}
@@ -956,6 +1032,11 @@ def main():
             sys.exit(f"unknown case {n!r}; the cases are: {', '.join(CASES)}")
     os.makedirs(args.out, exist_ok=True)
     manifest = []
+
+    def ops_of(model):
+        return sorted({(nd.domain + "." if nd.domain not in ("", "ai.onnx") else "") + nd.op_type
+                       for nd in model.graph.node})
+
     for n in names:
         model, g = build(n, args.seed)
         if g.external:
@@ -968,9 +1049,14 @@ def main():
             file = f"{n}.in_{k}.npy"
             np.save(os.path.join(args.out, file), data)
             inputs.append({"name": vi.name, "file": file})
-        manifest.append({"name": n, "model": n + ".onnx", "inputs": inputs,
-                         "ops": sorted({(nd.domain + "." if nd.domain not in ("", "ai.onnx") else "") + nd.op_type
-                                        for nd in model.graph.node})})
+        entry = {"name": n, "model": n + ".onnx", "inputs": inputs, "ops": ops_of(model)}
+        if g.wide_twin:
+            twin = wide_twin(model)
+            onnx.save(twin, os.path.join(args.out, n + "_wide.onnx"))
+            manifest.append({"name": n + "_wide", "model": n + "_wide.onnx", "inputs": inputs,
+                             "ops": ops_of(twin)})
+            entry["wide_reference"] = n + "_wide"
+        manifest.append(entry)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     bad_manifest = []

@@ -483,6 +483,48 @@ TEST(Ops, CastAndFloat16) {
   EXPECT_EQ(h.compute_op()->tag, "injective");
 }
 
+// 3000 ones summed in float16 stop at 2048 (2048 + 1 rounds back to 2048);
+// every summing operator accumulates half types in float32 and rounds once.
+TEST(Ops, HalfSumsAccumulateInFloat32) {
+  for (DataType half : {DataType::float16(), DataType::bfloat16()}) {
+    SCOPED_TRACE(half.str());
+    const int64_t n = 3000;
+    Tensor row = placeholder({1, n}, half, "row");
+    Tensor col = placeholder({n, 1}, half, "col");
+    Tensor image = placeholder({1, n, 1, 1}, half, "image");
+    Tensor kernel = placeholder({1, n, 1, 1}, half, "kernel");
+    Tensor plane = placeholder({1, 1, 1, n}, half, "plane");
+    Tensor weight = placeholder({1, n}, half, "weight");
+    std::vector<Tensor> sums = {
+        matmul(row, col),
+        dense(row, weight, Tensor()),
+        batch_matmul(reshape(row, {1, 1, n}), reshape(col, {1, n, 1})),
+        conv2d_nchw(image, kernel, Conv2dAttrsNode::uniform(1, 0)),
+        reduce_sum(row, {1}, false),
+        global_avg_pool2d_nchw(image),
+        avg_pool2d_nchw(plane,
+                        [] {
+                          Pool2dAttrsNode a = Pool2dAttrsNode::uniform(1, 1, 0);
+                          a.kernel = {1, 3000};
+                          return a;
+                        }()),
+    };
+    std::vector<Tensor> inputs = {row, col, image, kernel, plane, weight};
+    std::vector<NDArray> values;
+    for (const Tensor& t : inputs) {
+      values.push_back(make_array(half, t.shape(), [](const Index&) { return 1.0; }));
+    }
+    std::vector<NDArray> out = evaluate(sums, inputs, values);
+    // 3000 itself rounds to 3008 in bfloat16, which keeps 8 significant bits.
+    const double total = cast_value(half, 3000);
+    const double expected[] = {total, total, total, total, total, 1, 1};
+    for (size_t i = 0; i < sums.size(); ++i) {
+      EXPECT_EQ(sums[i].dtype(), half) << sums[i].name();
+      EXPECT_EQ(out[i].get(0), expected[i]) << sums[i].name();
+    }
+  }
+}
+
 TEST(Ops, BroadcastingBinary) {
   struct Case {
     Index a, b, out;

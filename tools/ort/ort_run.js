@@ -22,6 +22,8 @@ const ort = require('onnxruntime-node');
 
 const DTYPES = {
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array],
+  // float16 travels as its bits: onnxruntime-node takes and gives a Uint16Array.
+  '<f2': ['float16', Uint16Array],
   '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
   '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array], '|b1': ['bool', Uint8Array],
 };
