@@ -428,8 +428,24 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
       const FusedGroup& group = groups[gi];
       if (group.is_view()) {
         const Value& in = group.inputs[0];
-        buffer_of[group.calls[0].get()] =
-            buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
+        const Ref<CallNode>& view = group.calls[0];
+        int64_t source = buffer_of.count(in.get()) ? buffer_of.at(in.get()) : constant_buffer(in);
+        int64_t offset = *view_offset(*view);
+        int64_t bytes =
+            checked_bytes(view->shape, view->dtype.bytes(), "the view '" + view->name + "'");
+        if (offset == 0 && bytes == buffers[static_cast<size_t>(source)]->bytes) {
+          buffer_of[view.get()] = source;  // all of it: the same buffer
+          continue;
+        }
+        // A part of it: a view buffer, into the buffer that holds the memory.
+        if (buffers[static_cast<size_t>(source)]->kind == runtime::BufferKind::kView) {
+          offset += buffers[static_cast<size_t>(source)]->offset;
+          source = buffers[static_cast<size_t>(source)]->source;
+        }
+        auto [id, b] = add_buffer(runtime::BufferKind::kView, bytes, view->dtype);
+        b->source = source;
+        b->offset = offset;
+        buffer_of[view.get()] = id;
         continue;
       }
       const Kernel& kernel = kernels[static_cast<size_t>(partition.task_of_group[gi])];

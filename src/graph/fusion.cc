@@ -6,10 +6,39 @@
 #include <unordered_set>
 
 #include "tensortune/support/strings.h"
+#include "tensortune/te/attrs.h"
 
 namespace tensortune::graph {
 
-bool FusedGroup::is_view() const { return calls.size() == 1 && calls[0]->op == "reshape"; }
+bool FusedGroup::is_view() const { return calls.size() == 1 && view_offset(*calls[0]); }
+
+std::optional<int64_t> view_offset(const CallNode& call) {
+  if (call.op == "reshape") return 0;
+  const auto* a = dynamic_cast<const te::SliceAttrsNode*>(call.attrs.get());
+  if (call.op != "slice" || !a || call.args.size() != 1) return std::nullopt;
+  const std::vector<int64_t>& in = call.args[0]->shape;
+  const std::vector<int64_t>& out = call.shape;
+  const size_t rank = in.size();
+  if (out.size() != rank) return std::nullopt;
+  for (size_t d = 0; d < a->strides.size(); ++d) {
+    if (a->strides[d] != 1) return std::nullopt;
+  }
+  // The axis the rows run along: the first of extent other than 1.
+  size_t axis = 0;
+  while (axis + 1 < rank && out[axis] == 1) ++axis;
+  for (size_t d = axis + 1; d < rank; ++d) {
+    if (out[d] != in[d]) return std::nullopt;
+  }
+  // The first element's position: a begin as te's slice reads it with
+  // stride 1 (negative counts from the end; clamped into the extent).
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t begin = d < a->begin.size() ? a->begin[d] : 0;
+    if (begin < 0) begin = std::max<int64_t>(begin + in[d], 0);
+    offset = offset * in[d] + std::min(begin, in[d]);
+  }
+  return offset * call.dtype.bytes();
+}
 
 std::string FusedGroup::description() const {
   std::vector<std::string> ops;
@@ -88,9 +117,9 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
     te::OpPattern pattern = te::find_op(c->op).pattern;
     std::optional<size_t> joined;
     if (auto it = planned.find(c.get()); it != planned.end()) joined = it->second;
-    // A reshape is a view of its operand's memory, never part of a kernel,
-    // and nothing joins a view.
-    if (!joined && c->op != "reshape" && pattern != te::OpPattern::kAnchor) {
+    // A view is its operand's memory, never part of a kernel, and nothing
+    // joins a view.
+    if (!joined && !view_offset(*c) && pattern != te::OpPattern::kAnchor) {
       for (const auto& a : c->args) {
         auto it = group_of.find(a.get());
         if (it == group_of.end()) continue;

@@ -60,6 +60,7 @@ CompiledModel CompiledModel::from_files(const ModelFiles& files) {
   const size_t n = plan.buffers.size();
   m.constants_.resize(n);
   m.arena_offset_.assign(n, -1);
+  m.view_of_.assign(n, {-1, 0});
   m.buffer_bytes_.resize(n);
   for (size_t id = 0; id < n; ++id) {
     const PlanBufferNode& b = *plan.buffers[id];
@@ -78,6 +79,8 @@ CompiledModel CompiledModel::from_files(const ModelFiles& files) {
       m.constants_[id] = std::move(a);
     } else if (b.kind == BufferKind::kArena) {
       m.arena_offset_[id] = b.offset;
+    } else if (b.kind == BufferKind::kView) {
+      m.view_of_[id] = {b.source, b.offset};
     }
   }
   m.arena_ = te::NDArray(ir::DataType::uint(8), {std::max<int64_t>(plan.arena_bytes, 1)});
@@ -205,9 +208,14 @@ void CompiledModel::run_steps(const std::vector<te::NDArray>& inputs,
     pointer[static_cast<size_t>(output_buffers_[i])] = outputs[i].data();
   }
   auto* arena = static_cast<char*>(arena_.data());
+  // In id order: a view's source comes before it (check_plan).
   for (size_t id = 0; id < pointer.size(); ++id) {
     if (constants_[id].defined()) pointer[id] = constants_[id].data();
     if (arena_offset_[id] >= 0) pointer[id] = arena + arena_offset_[id];
+    if (view_of_[id].first >= 0) {
+      pointer[id] = static_cast<char*>(pointer[static_cast<size_t>(view_of_[id].first)]) +
+                    view_of_[id].second;
+    }
   }
   std::vector<void*> args;
   for (size_t i = 0; i < steps_.size(); ++i) {

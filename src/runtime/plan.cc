@@ -148,6 +148,18 @@ void check_plan(const ModelPlanNode& plan) {
                  ".offset is ", b.offset, " for ", b.bytes, " bytes, outside the arena_bytes ",
                  plan.arena_bytes);
         break;
+      case BufferKind::kView: {
+        const std::string field = where + ".source";
+        TT_CHECK(b.source >= 0 && b.source < id, kInvalidArgument, field, " is ", b.source,
+                 ", not a buffer before it (0 to ", id - 1, ")");
+        const PlanBufferNode& source = buffer(b.source, field);
+        TT_CHECK(source.kind != BufferKind::kView && source.kind != BufferKind::kPacked,
+                 kInvalidArgument, field, " is buffer ", b.source, ", a ", kind_name(source.kind),
+                 " buffer; a view lies in an input, constant, arena or output buffer");
+        TT_CHECK(inside(b.offset, b.bytes, source.bytes), kInvalidArgument, where, ".offset is ",
+                 b.offset, " for ", b.bytes, " bytes, outside its source's ", source.bytes);
+        break;
+      }
     }
   }
 

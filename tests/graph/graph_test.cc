@@ -510,6 +510,45 @@ TEST_F(CompiledGraph, RunsWhatTheReferenceComputesWithAPlanThatReusesMemory) {
                   "output 'y_view' must be float32 of shape float32[2, 32], got float32[32, 2]");
 }
 
+te::Attrs slice_attrs(std::vector<int64_t> begin, std::vector<int64_t> end,
+                      std::vector<int64_t> strides = {}) {
+  auto a = make_node<te::SliceAttrsNode>();
+  a->strides = strides.empty() ? std::vector<int64_t>(begin.size(), 1) : std::move(strides);
+  a->begin = std::move(begin);
+  a->end = std::move(end);
+  return te::Attrs(a);
+}
+
+// A slice of consecutive rows (an LSTM's time step) is a view: a pointer
+// into its operand, no kernel and no task; any other slice is a kernel.
+TEST_F(CompiledGraph, SlicesOfConsecutiveRowsAreViewsIntoTheirOperand) {
+  auto x = input("x", {4, 3, 5}, kF32);
+  Value product = call("relu", {call("add", {x, x})});                       // in the arena
+  Value step = call("slice", {product}, slice_attrs({2, 0, 0}, {3, 3, 5}));  // one row of 15
+  Value rows = call("slice", {step}, slice_attrs({0, 1, 0}, {1, 3, 5}));     // a view of a view
+  Value tail =
+      call("slice", {x}, slice_attrs({-1, 0, 0}, {4, 3, 5}));  // of the input, from the end
+  Value columns = call("slice", {x}, slice_attrs({0, 0, 1}, {4, 3, 3}));  // not contiguous
+  Value strided = call("slice", {x}, slice_attrs({0, 0, 0}, {4, 3, 5}, {2, 1, 1}));
+  EXPECT_EQ(view_offset(*step.as<CallNode>()), 2 * 15 * 4);
+  EXPECT_EQ(view_offset(*rows.as<CallNode>()), 5 * 4);
+  EXPECT_EQ(view_offset(*tail.as<CallNode>()), 3 * 15 * 4);
+  EXPECT_EQ(view_offset(*columns.as<CallNode>()), std::nullopt);
+  EXPECT_EQ(view_offset(*strided.as<CallNode>()), std::nullopt);
+  Value read = call("negative", {rows});  // a kernel reading a view
+  Graph g = Graph::make({x}, {rows, tail, read, columns, strided},
+                        {"rows", "tail", "read", "columns", "strided"});
+  CompileReport report = compile(g, "views");
+  std::vector<std::string> tasks;
+  for (const auto& t : report.tasks) tasks.push_back(t.description);
+  EXPECT_EQ(tasks, (std::vector<std::string>{"add+relu", "negative", "slice", "slice"}));
+  runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/views");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {4, 3, 5}, 3)};
+  std::vector<te::NDArray> ours = m.run(in), ref = evaluate_graph(g, in);
+  ASSERT_EQ(ours.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(te::allclose(ours[i], ref[i])) << i;
+}
+
 TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReferenceDoes) {
   auto x = input("x", {6, 16}, kF32);
   Value d = call("add", {call("nn.dense", {x, weight({24, 16}, 1)}), weight({24}, 2)});

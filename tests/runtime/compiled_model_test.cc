@@ -218,6 +218,26 @@ TEST_F(ModelFolder, APlanPointingOutsideItsBuffersIsRefusedWhenLoaded) {
          ASSERT_GT(arena, 0);
        },
        "outside the arena_bytes"},
+      {"a view past the end of its source",
+       [](ModelPlanNode& p) {
+         auto view = make_node<PlanBufferNode>(*p.buffers[0]);
+         view->kind = BufferKind::kView;
+         view->source = 0;
+         view->offset = p.buffers[0]->bytes - 4;
+         view->bytes = 8;
+         p.buffers.emplace_back(std::move(view));
+       },
+       "for 8 bytes, outside its source's"},
+      {"a view of a view",
+       [](ModelPlanNode& p) {
+         for (int k = 0; k < 2; ++k) {
+           auto view = make_node<PlanBufferNode>(*p.buffers[0]);
+           view->kind = BufferKind::kView;
+           view->source = k == 0 ? 0 : static_cast<int64_t>(p.buffers.size()) - 1;
+           p.buffers.emplace_back(std::move(view));
+         }
+       },
+       "a view buffer; a view lies in an input, constant, arena or output buffer"},
       {"a step's output smaller than its kernel writes",
        [](ModelPlanNode& p) {
          for (auto& b : p.buffers) {

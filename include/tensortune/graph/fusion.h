@@ -7,6 +7,7 @@
 /// constant inputs. partition_model() (partition.h) applies both to a model.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,19 @@ struct FusedGroup {
   std::vector<Value> inputs;         ///< what it reads from outside, in first-use order
   /// The operators, e.g. "nn.conv2d+nn.bias_add+relu".
   std::string description() const;
-  /// A reshape alone: the same memory as its input, seen in another shape;
-  /// no kernel and no task.
+  /// A call alone whose value is a contiguous part of its operand's memory
+  /// (see view_offset): no kernel and no task.
   bool is_view() const;
 };
 
-/// The groups of `graph` in an order that runs producers first. A reshape
-/// is a group of its own (a view, see is_view()). Another call joins
+/// Where `call`'s value lies in its operand's memory, in bytes, when it is
+/// a contiguous part of it: a reshape (0), or a slice of consecutive rows
+/// (a unit-stride slice of one axis, every axis before it of extent 1 and
+/// every one after it whole: an LSTM's time step). nullopt otherwise.
+std::optional<int64_t> view_offset(const CallNode& call);
+
+/// The groups of `graph` in an order that runs producers first. A view
+/// (see view_offset) is a group of its own. Another call joins
 /// the group of the call it reads when that call has no other reader, is no
 /// output of the graph, ends its group, and the two fit: elementwise
 /// operations join any group, injective ones only groups without a

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensortune/codegen/module.h"
@@ -78,7 +79,8 @@ class CompiledModel {
   std::vector<int64_t> input_buffers_, output_buffers_;
   std::vector<te::NDArray> constants_;  ///< by buffer id (weights and packed weights)
   te::NDArray arena_;
-  std::vector<int64_t> arena_offset_;  ///< by buffer id, -1 when not in the arena
+  std::vector<int64_t> arena_offset_;                 ///< by buffer id, -1 when not in the arena
+  std::vector<std::pair<int64_t, int64_t>> view_of_;  ///< by buffer id: (source, offset), or -1
   std::vector<size_t> buffer_bytes_;
   std::vector<Step> steps_;
 };

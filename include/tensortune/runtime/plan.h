@@ -24,6 +24,7 @@ enum class BufferKind {
   kPacked,    ///< a weight packed at load time by `packer` from buffer `source`
   kArena,     ///< an intermediate, at `offset` in the arena
   kOutput,    ///< the caller's output array
+  kView,      ///< `bytes` at `offset` inside buffer `source` (an LSTM's time step)
 };
 
 }  // namespace tensortune::runtime
@@ -31,8 +32,8 @@ enum class BufferKind {
 namespace tensortune {
 template <>
 struct EnumNames<runtime::BufferKind> {
-  static constexpr std::array<std::string_view, 5> names = {"input", "constant", "packed", "arena",
-                                                            "output"};
+  static constexpr std::array<std::string_view, 6> names = {"input", "constant", "packed",
+                                                            "arena", "output",   "view"};
 };
 }  // namespace tensortune
 
@@ -44,10 +45,10 @@ struct PlanBufferNode : Object {
   int64_t bytes = 0;
   ir::DataType dtype = ir::DataType::uint(8);
   std::vector<int64_t> shape;  ///< input, constant, output
-  int64_t offset = 0;          ///< constant: in weights.bin; arena: in the arena
-  std::string name;            ///< constant: the weight's name
-  int64_t source = -1;         ///< packed: the constant buffer it is packed from
-  std::string packer;          ///< packed: the library function that packs it
+  int64_t offset = 0;   ///< constant: in weights.bin; arena: in the arena; view: in its source
+  std::string name;     ///< constant: the weight's name
+  int64_t source = -1;  ///< packed: the constant it is packed from; view: the buffer it lies in
+  std::string packer;   ///< packed: the library function that packs it
   TT_NODE(PlanBufferNode, "runtime.PlanBuffer")
   static void declare(FieldList<PlanBufferNode>& f);
 };
