@@ -575,6 +575,11 @@ class Importer {
     return out;
   }
 
+  enum class Recurrent { kRnn, kGru, kLstm };
+  /// An RNN, GRU or LSTM node unrolled over its sequence (defined below).
+  std::vector<Value> recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
+                               Recurrent kind);
+
   const OnnxImportOptions& options_;
   const std::string model_dir_;
   int64_t opset_ = 0;
@@ -1181,6 +1186,15 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // GroupNormalization: a layer norm over each group's channels and
   // positions (data as [N * G, C / G * spatial]), then the scale and bias
   // per channel (opset 21) or per group (opset 18, spread over its channels).
+  h["RNN"] = [this](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return recurrent(n, in, Recurrent::kRnn);
+  };
+  h["GRU"] = [this](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return recurrent(n, in, Recurrent::kGru);
+  };
+  h["LSTM"] = [this](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return recurrent(n, in, Recurrent::kLstm);
+  };
   h["GroupNormalization"] = [this, need, one](const onnx::NodeProto& n,
                                               const std::vector<Value>& in) {
     Value x = need(in, 0, "X"), scale = need(in, 1, "scale"), bias = need(in, 2, "bias");
@@ -1793,6 +1807,235 @@ std::string gaps_text(const std::vector<OnnxGap>& gaps) {
       std::any_of(gaps.begin(), gaps.end(), [](const OnnxGap& g) { return g.kind == "operator"; });
   if (operators) text += "\nthe supported operators are: " + join(supported_onnx_ops(), ", ");
   return text;
+}
+
+/// The recurrent operators unrolled: the input projection of every time step
+/// is one matmul over the whole sequence ([seq * batch, I] x [I, G * H], G
+/// gates), and each step adds its state's projection ([batch, H] x [H, G * H])
+/// and applies the gates. Steps of equal shape are one tuning task. A
+/// sequence length shorter than the sequence holds the state and writes
+/// zeros past it, as ONNX says.
+std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
+                                       Recurrent kind) {
+  const int gates = kind == Recurrent::kLstm ? 4 : kind == Recurrent::kGru ? 3 : 1;
+  const int acts_per_dir = kind == Recurrent::kLstm ? 3 : kind == Recurrent::kGru ? 2 : 1;
+  auto call = [&](const std::string& op, std::vector<Value> args, te::Attrs a = te::Attrs()) {
+    return make(op, std::move(args), std::move(a), n);
+  };
+  auto input = [&](size_t k, const char* what) -> Value {
+    TT_CHECK(k < in.size() && in[k], kInvalidArgument, "needs its ", what, " input");
+    return in[k];
+  };
+  auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+  Value x = input(0, "X"), w = input(1, "W"), r = input(2, "R");
+  const std::string direction = attr_string(n, "direction", "forward");
+  TT_CHECK(direction == "forward" || direction == "reverse" || direction == "bidirectional",
+           kInvalidArgument, "direction '", direction, "' (forward, reverse, bidirectional)");
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const bool batch_first = attr_int(n, "layout", 0) == 1;
+  TT_CHECK(x->shape.size() == 3, kInvalidArgument, "needs X of rank 3, got ", shape_text(x->shape));
+  if (batch_first) x = call("transpose", {x}, transpose_attrs({1, 0, 2}));
+  const int64_t seq = x->shape[0], batch = x->shape[1], isize = x->shape[2];
+  const int64_t hidden = attr_int(n, "hidden_size", w->shape.size() == 3 ? w->shape[1] / gates : 0);
+  const int64_t gh = gates * hidden;
+  TT_CHECK(hidden > 0, kInvalidArgument, "needs hidden_size");
+  auto check_shape = [&](const Value& v, std::vector<int64_t> want, const char* what) {
+    TT_CHECK(v->shape == want, kInvalidArgument, "its ", what, " is ", shape_text(v->shape),
+             "; it must be ", shape_text(want));
+  };
+  check_shape(w, {dirs, gh, isize}, "W");
+  check_shape(r, {dirs, gh, hidden}, "R");
+  TT_CHECK(attr_int(n, "input_forget", 0) == 0, kInvalidArgument,
+           "input_forget = 1 (coupled input and forget gates) is not supported");
+  const double clip = attr_float(n, "clip", 0);
+  const int64_t linear_before_reset = attr_int(n, "linear_before_reset", 0);
+
+  // The activations, per direction: f for the gates, g and h for the
+  // candidate and the output (LSTM), as names with their alpha and beta.
+  std::vector<std::string> acts;
+  if (const auto* a = attr(n, "activations")) {
+    for (const auto& name : a->strings()) acts.push_back(name);
+  }
+  const std::vector<std::string> fallback =
+      kind == Recurrent::kRnn   ? std::vector<std::string>{"Tanh"}
+      : kind == Recurrent::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  if (acts.empty()) {
+    for (int64_t d = 0; d < dirs; ++d) acts.insert(acts.end(), fallback.begin(), fallback.end());
+  }
+  TT_CHECK(static_cast<int64_t>(acts.size()) == acts_per_dir * dirs, kInvalidArgument, "has ",
+           acts.size(), " activations; it needs ", acts_per_dir * dirs);
+  std::vector<float> alphas, betas;
+  if (const auto* a = attr(n, "activation_alpha"))
+    alphas.assign(a->floats().begin(), a->floats().end());
+  if (const auto* a = attr(n, "activation_beta"))
+    betas.assign(a->floats().begin(), a->floats().end());
+  auto activate = [&](size_t k, Value v) {
+    const std::string& name = acts[k];
+    // alpha and beta are listed for the activations that take them, in order.
+    auto param = [&](const std::vector<float>& list, double fallback_value) {
+      size_t taking = 0;
+      for (size_t j = 0; j < k; ++j) {
+        taking += acts[j] == "LeakyRelu" || acts[j] == "HardSigmoid" || acts[j] == "Affine";
+      }
+      return taking < list.size() ? static_cast<double>(list[taking]) : fallback_value;
+    };
+    if (name == "Sigmoid") return call("sigmoid", {v});
+    if (name == "Tanh") return call("tanh", {v});
+    if (name == "Relu") return call("relu", {v});
+    if (name == "LeakyRelu") return call("leaky_relu", {v}, scalar_attrs(param(alphas, 0.01)));
+    if (name == "HardSigmoid") {
+      return call("hard_sigmoid", {v}, scalar_attrs(param(alphas, 0.2), param(betas, 0.5)));
+    }
+    fail(ErrorKind::kInvalidArgument, "activation '", name,
+         "' is not supported (Sigmoid, Tanh, Relu, LeakyRelu, HardSigmoid)");
+  };
+  auto clipped = [&](Value v) {
+    return clip > 0 ? call("clip", {v}, scalar_attrs(-clip, clip)) : v;
+  };
+  auto slice = [&](const Value& v, size_t axis, int64_t begin, int64_t end) {
+    auto a = make_node<te::SliceAttrsNode>();
+    a->begin.assign(v->shape.size(), 0);
+    a->end = v->shape;
+    a->strides.assign(v->shape.size(), 1);
+    a->begin[axis] = begin;
+    a->end[axis] = end;
+    return call("slice", {v}, te::Attrs(attrs(std::move(a))));
+  };
+  auto reshape = [&](const Value& v, std::vector<int64_t> shape) {
+    return call("reshape", {v}, reshape_attrs(std::move(shape)));
+  };
+  auto filled = [&](std::vector<int64_t> shape, double value, const char* what) {
+    te::NDArray a(x->dtype, std::move(shape));
+    for (int64_t i = 0; i < a.size(); ++i) a.set(i, value);
+    return graph::constant(std::move(a), n.name() + what);
+  };
+  // Direction d's slice of a [dirs, ...] input (batch first: [batch, dirs, ...]).
+  auto of_direction = [&](const Value& v, int64_t d, bool state) {
+    Value t = state && batch_first ? call("transpose", {v}, transpose_attrs({1, 0, 2})) : v;
+    std::vector<int64_t> rest(t->shape.begin() + 1, t->shape.end());
+    return reshape(slice(t, 0, d, d + 1), rest);
+  };
+
+  Value b = optional(3), lengths = optional(4), h0 = optional(5), c0 = optional(6), p = optional(7);
+  if (b) check_shape(b, {dirs, 2 * gh}, "B");
+  std::vector<int64_t> state_shape = batch_first ? std::vector<int64_t>{batch, dirs, hidden}
+                                                 : std::vector<int64_t>{dirs, batch, hidden};
+  if (h0) check_shape(h0, state_shape, "initial_h");
+  if (kind == Recurrent::kLstm && c0) check_shape(c0, state_shape, "initial_c");
+  if (kind == Recurrent::kLstm && p) check_shape(p, {dirs, 3 * hidden}, "P");
+  Value mask_zero;
+  if (lengths) {
+    check_shape(lengths, {batch}, "sequence_lens");
+    lengths = reshape(lengths, {batch, 1});
+  }
+
+  std::vector<std::vector<Value>> ys(static_cast<size_t>(seq));  // [t][d]: [batch, hidden]
+  std::vector<Value> last_h, last_c;
+  Value xs = reshape(x, {seq * batch, isize});
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const size_t act0 = static_cast<size_t>(d * acts_per_dir);
+    Value wd = of_direction(w, d, false), rd = of_direction(r, d, false);
+    // Every step's input projection at once, with the biases that add to it.
+    Value xw = call("nn.dense", {xs, wd});
+    Value recurrent_bias_h;  // GRU with linear_before_reset: Rb_h stays inside r * (...)
+    if (b) {
+      Value bd = of_direction(b, d, false);
+      Value wb = slice(bd, 0, 0, gh), rb = slice(bd, 0, gh, 2 * gh);
+      if (kind == Recurrent::kGru && linear_before_reset) {
+        recurrent_bias_h = slice(rb, 0, 2 * hidden, gh);
+        rb = call("concat", {slice(rb, 0, 0, 2 * hidden), filled({hidden}, 0, ".no_rbh")},
+                  axis_attrs(0));
+      }
+      xw = call("add", {xw, call("add", {wb, rb})});
+    }
+    Value h = h0 ? of_direction(h0, d, true) : filled({batch, hidden}, 0, ".h0");
+    Value c;
+    if (kind == Recurrent::kLstm)
+      c = c0 ? of_direction(c0, d, true) : filled({batch, hidden}, 0, ".c0");
+    Value pd = kind == Recurrent::kLstm && p ? of_direction(p, d, false) : Value();
+    // GRU: the update and reset gates' state weights, and the candidate's.
+    Value r_zr = kind == Recurrent::kGru ? slice(rd, 0, 0, 2 * hidden) : Value();
+    Value r_h = kind == Recurrent::kGru ? slice(rd, 0, 2 * hidden, gh) : Value();
+    for (int64_t step = 0; step < seq; ++step) {
+      const int64_t t = reverse ? seq - 1 - step : step;
+      // Rows t * batch ... of [seq * batch, G * H]: a view, no copy.
+      Value xt = slice(xw, 0, t * batch, (t + 1) * batch);
+      Value next_h, next_c;
+      if (kind == Recurrent::kRnn) {
+        next_h = activate(act0, clipped(call("add", {xt, call("nn.dense", {h, rd})})));
+      } else if (kind == Recurrent::kLstm) {
+        Value gates_t = call("add", {xt, call("nn.dense", {h, rd})});
+        auto gate = [&](int k) { return slice(gates_t, 1, k * hidden, (k + 1) * hidden); };
+        auto peep = [&](Value v, int k, const Value& state) {
+          if (!pd) return v;
+          return call("add",
+                      {v, call("multiply", {slice(pd, 0, k * hidden, (k + 1) * hidden), state})});
+        };
+        // ONNX's gate order: input, output, forget, cell; peepholes input, output, forget.
+        Value i = activate(act0, clipped(peep(gate(0), 0, c)));
+        Value f = activate(act0, clipped(peep(gate(2), 2, c)));
+        Value candidate = activate(act0 + 1, clipped(gate(3)));
+        next_c = call("add", {call("multiply", {f, c}), call("multiply", {i, candidate})});
+        Value o = activate(act0, clipped(peep(gate(1), 1, next_c)));
+        next_h = call("multiply", {o, activate(act0 + 2, next_c)});
+      } else {
+        Value zr = call("add", {slice(xt, 1, 0, 2 * hidden), call("nn.dense", {h, r_zr})});
+        Value z = activate(act0, clipped(slice(zr, 1, 0, hidden)));
+        Value reset = activate(act0, clipped(slice(zr, 1, hidden, 2 * hidden)));
+        Value xh = slice(xt, 1, 2 * hidden, gh), hh;
+        if (linear_before_reset) {
+          Value rh = call("nn.dense", {h, r_h});
+          if (recurrent_bias_h) rh = call("add", {rh, recurrent_bias_h});
+          hh = call("add", {xh, call("multiply", {reset, rh})});
+        } else {
+          hh = call("add", {xh, call("nn.dense", {call("multiply", {reset, h}), r_h})});
+        }
+        Value candidate = activate(act0 + 1, clipped(hh));
+        // (1 - z) * candidate + z * h
+        next_h = call("add", {candidate, call("multiply", {z, call("subtract", {h, candidate})})});
+      }
+      Value y = next_h;
+      if (lengths) {
+        // Past a batch entry's length the state holds and the output is zero.
+        te::NDArray step_index(lengths->dtype, {});
+        step_index.set(0, static_cast<double>(t));
+        Value live =
+            call("less", {graph::constant(std::move(step_index), n.name() + ".t"), lengths});
+        if (!mask_zero) mask_zero = filled({}, 0, ".zero");
+        y = call("where", {live, next_h, mask_zero});
+        next_h = call("where", {live, next_h, h});
+        if (next_c) next_c = call("where", {live, next_c, c});
+      }
+      h = next_h;
+      c = next_c;
+      ys[static_cast<size_t>(t)].push_back(y);
+    }
+    last_h.push_back(reshape(h, {1, batch, hidden}));
+    if (c) last_c.push_back(reshape(c, {1, batch, hidden}));
+  }
+  // Y [seq, dirs, batch, hidden]; Y_h and Y_c [dirs, batch, hidden]; batch
+  // first: [batch, seq, dirs, hidden] and [batch, dirs, hidden].
+  auto joined = [&](std::vector<Value> parts, int64_t axis) {
+    return parts.size() == 1 ? parts[0] : call("concat", std::move(parts), axis_attrs(axis));
+  };
+  std::vector<Value> steps;
+  for (auto& per_dir : ys) {
+    std::vector<Value> parts;
+    for (auto& y : per_dir) parts.push_back(reshape(y, {1, 1, batch, hidden}));
+    steps.push_back(joined(std::move(parts), 1));
+  }
+  Value y_all = joined(std::move(steps), 0);
+  Value y_h = joined(last_h, 0), y_c = last_c.empty() ? Value() : joined(last_c, 0);
+  if (batch_first) {
+    y_all = call("transpose", {y_all}, transpose_attrs({2, 0, 1, 3}));
+    y_h = call("transpose", {y_h}, transpose_attrs({1, 0, 2}));
+    if (y_c) y_c = call("transpose", {y_c}, transpose_attrs({1, 0, 2}));
+  }
+  std::vector<Value> out{y_all, y_h};
+  if (y_c) out.push_back(y_c);
+  return out;
 }
 
 }  // namespace

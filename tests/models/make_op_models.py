@@ -33,9 +33,13 @@ F = TensorProto.FLOAT
 CASES = {}
 
 
-def case(name, opset=17):
+def case(name, opset=17, seed_of=None, ort_reference=None):
+    """Registers a case. `seed_of`: draw the random data of that case (a twin
+    computing the same thing another way); `ort_reference`: the case whose
+    ONNX Runtime outputs this one is checked against (for what ONNX Runtime
+    does not run itself)."""
     def register(fn):
-        CASES[name] = (fn, opset)
+        CASES[name] = (fn, opset, seed_of, ort_reference)
         return fn
     return register
 
@@ -50,6 +54,7 @@ class G:
         self.external = False  # keep the initializers in NAME.weights beside the model
         self.microsoft = False  # uses ONNX Runtime's com.microsoft operators (not checkable here)
         self.wide_twin = False  # also write NAME_wide: the same model computed in float32 (a reference for ulps)
+        self.atol = None  # an absolute tolerance for float outputs beyond the test's own
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -755,6 +760,76 @@ def _(g):
     g.output(g.node("Add", [x, ones]))
 
 
+# ---- recurrent: LSTM, GRU, RNN --------------------------------------------------------
+
+def recurrent_weights(g, gates, dirs, hidden, isize, bias=True):
+    ws = [g.weight("W", [dirs, gates * hidden, isize]), g.weight("R", [dirs, gates * hidden, hidden])]
+    return ws + ([g.weight("B", [dirs, 2 * gates * hidden], 0.2)] if bias else [""])
+
+
+@case("lstm_forward")
+def _(g):
+    ys = g.node("LSTM", [g.input("x", [5, 2, 4])] + recurrent_weights(g, 4, 1, 3, 4),
+                ["y", "y_h", "y_c"], hidden_size=3)
+    g.output(*ys)
+
+
+@case("lstm_bidirectional_states_lengths_peepholes")
+def _(g):
+    # Lengths known only at run time: 1 to 5 per batch entry.
+    ins = [g.input("x", [5, 3, 4])] + recurrent_weights(g, 4, 2, 3, 4) + [
+        g.input("lens", [3], low=1, high=5.99, dtype=np.int32),
+        g.input("h0", [2, 3, 3]), g.input("c0", [2, 3, 3]), g.weight("P", [2, 9])]
+    g.output(*g.node("LSTM", ins, ["y", "y_h", "y_c"], hidden_size=3, direction="bidirectional"))
+
+
+def lstm_batch_first(g, layout):
+    x = g.input("x", [2, 4, 3], -3, 3)
+    ins = [x if layout else g.node("Transpose", [x], perm=[1, 0, 2])] + recurrent_weights(g, 4, 1, 5, 3)
+    y, y_h, y_c = g.node("LSTM", ins, ["y0", "y_h0", "y_c0"], hidden_size=5, layout=layout, clip=1.5)
+    if layout:
+        g.output(g.node("Identity", [y], ["y"]), g.node("Identity", [y_h], ["y_h"]),
+                 g.node("Identity", [y_c], ["y_c"]), shape=None)
+        return
+    g.output(g.node("Transpose", [y], ["y"], perm=[2, 0, 1, 3]), g.node("Transpose", [y_h], ["y_h"], perm=[1, 0, 2]),
+             g.node("Transpose", [y_c], ["y_c"], perm=[1, 0, 2]))
+
+
+# ONNX Runtime refuses layout 1 ("batchwise recurrent operations are not
+# supported"): its reference is the same LSTM between transposes.
+@case("lstm_batch_first_clip", opset=14, ort_reference="lstm_batch_first_clip_ref")
+def _(g):
+    lstm_batch_first(g, 1)
+
+
+@case("lstm_batch_first_clip_ref", opset=14, seed_of="lstm_batch_first_clip")
+def _(g):
+    lstm_batch_first(g, 0)
+
+
+@case("gru_bidirectional_linear_before_reset")
+def _(g):
+    ins = [g.input("x", [6, 2, 4])] + recurrent_weights(g, 3, 2, 4, 4) + ["", g.input("h0", [2, 2, 4])]
+    g.output(*g.node("GRU", ins, ["y", "y_h"], hidden_size=4, direction="bidirectional",
+                     linear_before_reset=1))
+
+
+@case("gru_reverse_lengths")
+def _(g):
+    ins = [g.input("x", [4, 2, 3])] + recurrent_weights(g, 3, 1, 5, 3) + [g.const("lens", np.int32([4, 2]))]
+    g.output(*g.node("GRU", ins, ["y", "y_h"], hidden_size=5, direction="reverse"))
+
+
+@case("rnn_relu_and_tanh")
+def _(g):
+    x = g.input("x", [4, 2, 3])
+    g.output(*g.node("RNN", [x] + recurrent_weights(g, 1, 2, 4, 3), ["y", "y_h"], hidden_size=4,
+                     direction="bidirectional", activations=["Relu", "Tanh"]))
+    g.output(g.node("RNN", [x, g.weight("W2", [1, 4, 3]), g.weight("R2", [1, 4, 4])], ["y2", "y2_h"],
+                    hidden_size=4, activations=["HardSigmoid"], activation_alpha=[0.3],
+                    activation_beta=[0.4])[0])
+
+
 # ---- float16: storage in half, sums in float32 --------------------------------------
 # Each has a twin NAME_wide computing the same values (half weights and inputs
 # converted exactly) in float32, the reference our half outputs are measured
@@ -854,6 +929,13 @@ def _(g):
     g.input("x", [2, 3])
     g.inputs[0] = helper.make_tensor_value_info("x", F, ["N", 3])
     g.output(g.node("Relu", ["x"]), shape=["N", 3])
+
+
+@bad("bad_rnn_activation", "activation 'Affine' is not supported (Sigmoid, Tanh, Relu, LeakyRelu, HardSigmoid)")
+def _(g):
+    x = g.input("x", [3, 1, 2])
+    g.output(g.node("RNN", [x, g.weight("W", [1, 2, 2]), g.weight("R", [1, 2, 2])], ["y", "y_h"], hidden_size=2,
+                    activations=["Affine"])[0], shape=[3, 1, 1, 2])
 
 
 @bad("bad_conv_groups", "node 'Conv_0' (Conv): ")
@@ -980,8 +1062,8 @@ def build_bad(name, seed):
 
 
 def build(name, seed):
-    fn, opset = CASES[name]
-    g = G(np.random.default_rng([seed, zlib.crc32(name.encode())]))
+    fn, opset, seed_of, _ = CASES[name]
+    g = G(np.random.default_rng([seed, zlib.crc32((seed_of or name).encode())]))
     fn(g)
     graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
     opsets = [helper.make_opsetid("", opset)]
@@ -1050,6 +1132,10 @@ def main():
             np.save(os.path.join(args.out, file), data)
             inputs.append({"name": vi.name, "file": file})
         entry = {"name": n, "model": n + ".onnx", "inputs": inputs, "ops": ops_of(model)}
+        if CASES[n][3]:
+            entry["ort_reference"] = CASES[n][3]
+        if g.atol is not None:
+            entry["atol"] = g.atol
         if g.wide_twin:
             twin = wide_twin(model)
             onnx.save(twin, os.path.join(args.out, n + "_wide.onnx"))
