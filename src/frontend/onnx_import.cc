@@ -914,6 +914,198 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
     return one(one_d ? unlift_1d(n, out) : out);
   };
+  // ---- quantization: int8 and uint8 as ONNX Runtime's quantizer writes it ----
+  // The integer products run in int32 (exact, as ONNX Runtime's); scales
+  // apply in float32 and a result rounds half to even and saturates.
+  auto cast_to = [this](const Value& v, DataType t, const onnx::NodeProto& n) {
+    if (v->dtype == t) return v;
+    auto c = make_node<te::CastAttrsNode>();
+    c->dtype = t;
+    return make("cast", {v}, te::Attrs(attrs(std::move(c))), n);
+  };
+  // A scale or zero point against data `x`: per tensor (a scalar or [1]) as
+  // it is; per axis ([C]) reshaped to C along `axis` and 1 elsewhere.
+  auto along = [this](const Value& v, const Value& x, int64_t axis, const char* what,
+                      const onnx::NodeProto& n) {
+    int64_t count = 1;
+    for (int64_t d : v->shape) count *= d;
+    if (count == 1) return make("reshape", {v}, reshape_attrs({}), n);
+    size_t a = static_cast<size_t>(normalise(axis, x->shape.size()));
+    TT_CHECK(v->shape.size() == 1 && v->shape[0] == x->shape[a], kInvalidArgument, "its ", what,
+             " ", shape_text(v->shape), " is neither one value nor one per element of axis ", a,
+             " of ", shape_text(x->shape));
+    std::vector<int64_t> shape(x->shape.size(), 1);
+    shape[a] = v->shape[0];
+    return make("reshape", {v}, reshape_attrs(shape), n);
+  };
+  auto integer_type = [](const Value& v, const char* what) {
+    TT_CHECK(v->dtype == DataType::int_(8) || v->dtype == DataType::uint(8), kInvalidArgument,
+             "its ", what, " is ", v->dtype.str(), "; int8 and uint8 are supported");
+  };
+  // round(value) + zero point, saturated to `t`'s range and stored as `t`.
+  auto saturate = [this, cast_to](Value value, const Value& zero_point, DataType t,
+                                  const onnx::NodeProto& n) {
+    Value q = make("round", {value}, te::Attrs(), n);
+    if (zero_point)
+      q = make("add", {q, cast_to(zero_point, DataType::float32(), n)}, te::Attrs(), n);
+    const bool is_signed = t == DataType::int_(8);
+    q = make("clip", {q}, scalar_attrs(is_signed ? -128 : 0, is_signed ? 127 : 255), n);
+    return cast_to(q, t, n);
+  };
+  // `v` - `zero_point` in int32.
+  auto centred = [this, cast_to](const Value& v, const Value& zero_point,
+                                 const onnx::NodeProto& n) {
+    Value wide = cast_to(v, DataType::int32(), n);
+    if (!zero_point) return wide;
+    return make("subtract", {wide, cast_to(zero_point, DataType::int32(), n)}, te::Attrs(), n);
+  };
+  auto optional_input = [](const std::vector<Value>& in, size_t k) {
+    return k < in.size() ? in[k] : Value();
+  };
+  h["QuantizeLinear"] = [this, need, one, along, saturate, optional_input](
+                            const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "x"), zp = optional_input(in, 2);
+    TT_CHECK(x->dtype == DataType::float32(), kInvalidArgument, "quantizes ", x->dtype.str(),
+             "; float32 is supported");
+    const int64_t axis = attr_int(n, "axis", 1);
+    TT_CHECK(attr_int(n, "block_size", 0) == 0, kInvalidArgument,
+             "blocked quantization (block_size) is not supported");
+    DataType t = zp ? zp->dtype : DataType::uint(8);
+    TT_CHECK(t == DataType::int_(8) || t == DataType::uint(8), kInvalidArgument, "quantizes to ",
+             t.str(), "; int8 and uint8 are supported");
+    Value scaled =
+        make("divide", {x, along(need(in, 1, "y_scale"), x, axis, "y_scale", n)}, te::Attrs(), n);
+    return one(saturate(scaled, zp ? along(zp, x, axis, "y_zero_point", n) : Value(), t, n));
+  };
+  h["DequantizeLinear"] = [this, need, one, along, cast_to, optional_input](
+                              const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "x"), zp = optional_input(in, 2);
+    TT_CHECK(x->dtype == DataType::int_(8) || x->dtype == DataType::uint(8) ||
+                 x->dtype == DataType::int32(),
+             kInvalidArgument, "dequantizes ", x->dtype.str(),
+             "; int8, uint8 and int32 are supported");
+    TT_CHECK(attr_int(n, "block_size", 0) == 0, kInvalidArgument,
+             "blocked quantization (block_size) is not supported");
+    const int64_t axis = attr_int(n, "axis", 1);
+    Value v = cast_to(x, DataType::float32(), n);
+    if (zp) {
+      v = make("subtract",
+               {v, cast_to(along(zp, x, axis, "x_zero_point", n), DataType::float32(), n)},
+               te::Attrs(), n);
+    }
+    return one(make("multiply", {v, along(need(in, 1, "x_scale"), x, axis, "x_scale", n)},
+                    te::Attrs(), n));
+  };
+  h["DynamicQuantizeLinear"] = [this, need, saturate](const onnx::NodeProto& n,
+                                                      const std::vector<Value>& in) {
+    Value x = need(in, 0, "x");
+    TT_CHECK(x->dtype == DataType::float32(), kInvalidArgument, "quantizes ", x->dtype.str(),
+             "; float32 is supported");
+    auto whole = [&](const char* op) {
+      auto r = make_node<te::ReduceAttrsNode>();
+      r->keepdims = false;
+      for (size_t d = 0; d < x->shape.size(); ++d) r->axes.push_back(static_cast<int64_t>(d));
+      return make(op, {x}, te::Attrs(attrs(std::move(r))), n);
+    };
+    auto scalar = [&](double v, const char* what) {
+      te::NDArray a(DataType::float32(), {});
+      a.set(0, v);
+      return graph::constant(std::move(a), n.name() + what);
+    };
+    // The range always holds 0, so that 0 quantizes exactly.
+    Value high = make("maximum", {whole("reduce_max"), scalar(0, ".zero")}, te::Attrs(), n);
+    Value low = make("minimum", {whole("reduce_min"), scalar(0, ".zero")}, te::Attrs(), n);
+    Value scale =
+        make("divide", {make("subtract", {high, low}, te::Attrs(), n), scalar(255, ".levels")},
+             te::Attrs(), n);
+    Value zero_point =
+        saturate(make("negative", {make("divide", {low, scale}, te::Attrs(), n)}, te::Attrs(), n),
+                 Value(), DataType::uint(8), n);
+    Value y =
+        saturate(make("divide", {x, scale}, te::Attrs(), n), zero_point, DataType::uint(8), n);
+    return std::vector<Value>{y, scale, zero_point};
+  };
+  h["MatMulInteger"] = [this, need, one, integer_type, centred, optional_input](
+                           const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    integer_type(a, "A");
+    integer_type(b, "B");
+    Value azp = optional_input(in, 2), bzp = optional_input(in, 3);
+    // A's zero point per row ([M]) or one; B's per column ([N]) or one.
+    if (azp && azp->shape.size() == 1 && azp->shape[0] > 1) {
+      azp = make("reshape", {azp}, reshape_attrs({azp->shape[0], 1}), n);
+    }
+    TT_CHECK(a->shape.size() >= 2 && b->shape.size() >= 2, kInvalidArgument,
+             "needs A and B of rank 2 or more, got ", shape_text(a->shape), " and ",
+             shape_text(b->shape));
+    return one(make("nn.matmul", {centred(a, azp, n), centred(b, bzp, n)}, te::Attrs(), n));
+  };
+  h["ConvInteger"] = [this, need, integer_type, centred, optional_input, along](
+                         const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "x"), w = need(in, 1, "w");
+    integer_type(x, "x");
+    integer_type(w, "w");
+    Value xzp = optional_input(in, 2), wzp = optional_input(in, 3);
+    // Padding with the zero point is padding the centred data with 0.
+    if (wzp) wzp = along(wzp, w, 0, "w_zero_point", n);
+    return handlers_.at("Conv")(n, {centred(x, xzp, n), centred(w, wzp, n)});
+  };
+  // QLinearConv and QLinearMatMul: the int32 product, scaled by
+  // a_scale * b_scale / y_scale (per output channel for a per-channel weight)
+  // in float32, rounded and saturated with y's zero point.
+  h["QLinearConv"] = [this, need, one, integer_type, centred, optional_input, along, saturate,
+                      cast_to](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "x"), w = need(in, 3, "w"), yzp = optional_input(in, 7);
+    integer_type(x, "x");
+    integer_type(w, "w");
+    Value wzp = optional_input(in, 5);
+    if (wzp) wzp = along(wzp, w, 0, "w_zero_point", n);
+    std::vector<Value> conv_in{centred(x, optional_input(in, 2), n), centred(w, wzp, n)};
+    if (Value bias = optional_input(in, 8)) conv_in.push_back(bias);
+    Value acc = handlers_.at("Conv")(n, conv_in)[0];
+    Value w_scale = need(in, 4, "w_scale");
+    w_scale = make("reshape", {w_scale},
+                   reshape_attrs({w_scale->shape.empty() ? 1 : w_scale->shape[0]}), n);
+    Value multiplier =
+        make("divide",
+             {make("multiply",
+                   {make("reshape", {need(in, 1, "x_scale")}, reshape_attrs({}), n), w_scale},
+                   te::Attrs(), n),
+              make("reshape", {need(in, 6, "y_scale")}, reshape_attrs({}), n)},
+             te::Attrs(), n);
+    multiplier = along(multiplier, acc, 1, "w_scale", n);
+    Value scaled =
+        make("multiply", {cast_to(acc, DataType::float32(), n), multiplier}, te::Attrs(), n);
+    DataType t = yzp ? yzp->dtype : DataType::uint(8);
+    return one(
+        saturate(scaled, yzp ? make("reshape", {yzp}, reshape_attrs({}), n) : Value(), t, n));
+  };
+  h["QLinearMatMul"] = [this, need, one, integer_type, centred, saturate, cast_to](
+                           const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "a"), b = need(in, 3, "b"), yzp = need(in, 7, "y_zero_point");
+    integer_type(a, "a");
+    integer_type(b, "b");
+    auto per_tensor = [&](size_t k, const char* what) {
+      Value v = need(in, k, what);
+      int64_t count = 1;
+      for (int64_t d : v->shape) count *= d;
+      TT_CHECK(count == 1, kInvalidArgument, "its ", what, " ", shape_text(v->shape),
+               " is not one value; per-axis QLinearMatMul is not supported");
+      return make("reshape", {v}, reshape_attrs({}), n);
+    };
+    Value acc = make("nn.matmul",
+                     {centred(a, per_tensor(2, "a_zero_point"), n),
+                      centred(b, per_tensor(5, "b_zero_point"), n)},
+                     te::Attrs(), n);
+    Value multiplier = make(
+        "divide",
+        {make("multiply", {per_tensor(1, "a_scale"), per_tensor(4, "b_scale")}, te::Attrs(), n),
+         per_tensor(6, "y_scale")},
+        te::Attrs(), n);
+    Value scaled =
+        make("multiply", {cast_to(acc, DataType::float32(), n), multiplier}, te::Attrs(), n);
+    return one(saturate(scaled, per_tensor(7, "y_zero_point"), yzp->dtype, n));
+  };
   h["ConvTranspose"] = [this, need, one, lift_1d, window_ints, check_window_rank, unlift_1d](
                            const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
@@ -1022,7 +1214,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       {"Floor", "floor"},       {"Ceil", "ceil"},         {"Reciprocal", "reciprocal"},
       {"Sin", "sin"},           {"Cos", "cos"},           {"Sign", "sign"},
       {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"Mish", "mish"},
-      {"Not", "logical_not"}};
+      {"Not", "logical_not"},   {"Round", "round"}};
   for (const auto& [op, ours] : unary_ops) {
     std::string name = ours;
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {

@@ -275,6 +275,7 @@ bool register_all() {
             "hard_sigmoid");
       });
   unary("ceil", "round up", te::ceil);
+  unary("round", "round to the nearest integer, ties to even", te::round);
   unary("sin", "sine", te::sin);
   unary("cos", "cosine", te::cos);
   unary(

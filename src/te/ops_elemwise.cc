@@ -54,6 +54,9 @@ Tensor sigmoid(const Tensor& x) { return float_unary(x, "sigmoid", ir::sigmoid);
 Tensor erf(const Tensor& x) { return float_unary(x, "erf", ir::erf); }
 Tensor floor(const Tensor& x) { return float_unary(x, "floor", ir::floor); }
 Tensor ceil(const Tensor& x) { return float_unary(x, "ceil", ir::ceil); }
+Tensor round(const Tensor& x) {
+  return float_unary(x, "round", [](Expr e) { return ir::call(ir::Intrinsic::kRound, {e}); });
+}
 Tensor sin(const Tensor& x) {
   return float_unary(x, "sin", [](Expr e) { return ir::call(ir::Intrinsic::kSin, {e}); });
 }

@@ -830,6 +830,97 @@ def _(g):
                     activation_beta=[0.4])[0])
 
 
+# ---- int8 and uint8: both forms ONNX Runtime's quantizer writes ----------------------
+U8, I8 = TensorProto.UINT8, TensorProto.INT8
+
+
+@case("quantize_dequantize_linear")
+def _(g):
+    x = g.input("x", [2, 3, 4, 4], -2, 2)
+    q8 = g.node("QuantizeLinear", [x, g.const("s", np.float32(0.015)), g.const("zp", np.uint8(128))])
+    qs = g.node("QuantizeLinear", [x, g.const("sc", np.float32([0.01, 0.02, 0.03])),
+                                   g.const("zpc", np.int8([0, -3, 5]))], axis=1)
+    g.output(q8, elem=U8)
+    g.output(qs, elem=I8)
+    g.output(g.node("DequantizeLinear", [q8, g.const("s2", np.float32(0.015)), g.const("zp2", np.uint8(128))]))
+    g.output(g.node("DequantizeLinear", [qs, g.const("sc2", np.float32([0.01, 0.02, 0.03])),
+                                         g.const("zpc2", np.int8([0, -3, 5]))], axis=1))
+    bias = g.const("bias", np.int32([-300, 7, 123456]))
+    g.output(g.node("DequantizeLinear", [bias, g.const("bs", np.float32([1e-4, 2e-4, 3e-4]))], axis=0))
+
+
+@case("dynamic_quantize_matmul_integer")
+def _(g):
+    # What quantize_dynamic writes for a MatMul: the activations quantized
+    # at run time, int8 weights, an int32 product scaled back.
+    y, s, zp = g.node("DynamicQuantizeLinear", [g.input("x", [2, 5, 16], -3, 2)], ["y", "y_scale", "y_zp"])
+    w = g.const("w", g.rng.integers(-127, 128, [16, 6]).astype(np.int8))
+    acc = g.node("MatMulInteger", [y, w, zp, g.const("wzp", np.int8(0))], ["acc"])
+    g.output(y, "y_zp", elem=U8)
+    g.output(s)
+    g.output(acc, elem=TensorProto.INT32)
+    # Per-column weight zero points too (ONNX Runtime refuses per-row ones for A).
+    a = g.input("a", [4, 7], 0, 255.99, dtype=np.uint8)
+    b = g.const("b", g.rng.integers(0, 256, [7, 3]).astype(np.uint8))
+    g.output(g.node("MatMulInteger", [a, b, g.const("azp", np.uint8(3)),
+                                      g.const("bzp", np.uint8([9, 0, 200]))], ["acc2"]), elem=TensorProto.INT32)
+
+
+@case("conv_integer")
+def _(g):
+    x = g.input("x", [1, 3, 7, 7], 0, 255.99, dtype=np.uint8)
+    w = g.const("w", g.rng.integers(0, 256, [4, 3, 3, 3]).astype(np.uint8))
+    g.output(g.node("ConvInteger", [x, w, g.const("xzp", np.uint8(120)), g.const("wzp", np.uint8(131))],
+                    pads=[1, 1, 1, 1], strides=[2, 2]), elem=TensorProto.INT32)
+
+
+@case("qlinear_conv_per_channel")
+def _(g):
+    x = g.input("x", [1, 4, 8, 8], 0, 255.99, dtype=np.uint8)
+    w = g.const("w", g.rng.integers(-127, 128, [6, 2, 3, 3]).astype(np.int8))
+    ins = [x, g.const("xs", np.float32(0.02)), g.const("xzp", np.uint8(128)), w,
+           g.const("ws", np.float32([0.003, 0.004, 0.002, 0.005, 0.001, 0.003])), g.const("wzp", np.int8([0] * 6)),
+           g.const("ys", np.float32(0.05)), g.const("yzp", np.uint8(100)),
+           g.const("b", g.rng.integers(-2000, 2000, [6]).astype(np.int32))]
+    g.output(g.node("QLinearConv", ins, group=2, pads=[1, 1, 1, 1]), elem=U8)
+
+
+@case("qlinear_matmul")
+def _(g):
+    a = g.input("a", [2, 3, 8], 0, 255.99, dtype=np.uint8)
+    b = g.const("b", g.rng.integers(-127, 128, [8, 5]).astype(np.int8))
+    ins = [a, g.const("as", np.float32(0.03)), g.const("azp", np.uint8(127)), b, g.const("bs", np.float32(0.01)),
+           g.const("bzp", np.int8(0)), g.const("ys", np.float32(0.08)), g.const("yzp", np.uint8(128))]
+    g.output(g.node("QLinearMatMul", ins), elem=U8)
+
+
+@case("qdq_conv_relu")
+def _(g):
+    # The QDQ form: float operators between QuantizeLinear/DequantizeLinear
+    # pairs; ONNX Runtime fuses them into integer kernels, we compute the
+    # float operators. A result may land on the other side of a rounding
+    # step: one quantum (y's scale) apart is allowed.
+    g.atol = 0.04
+    x = g.input("x", [1, 3, 8, 8], -1, 1)
+    xq = g.node("QuantizeLinear", [x, g.const("xs", np.float32(0.008)), g.const("xzp", np.uint8(128))])
+    xd = g.node("DequantizeLinear", [xq, g.const("xs_d", np.float32(0.008)), g.const("xzp_d", np.uint8(128))])
+    ws = np.float32([0.004, 0.006, 0.005, 0.003])
+    wq = g.const("wq", g.rng.integers(-127, 128, [4, 3, 3, 3]).astype(np.int8))
+    wd = g.node("DequantizeLinear", [wq, g.const("ws", ws), g.const("wzp", np.int8([0] * 4))], axis=0)
+    bq = g.const("bq", g.rng.integers(-500, 500, [4]).astype(np.int32))
+    bd = g.node("DequantizeLinear", [bq, g.const("bs", (np.float32(0.008) * ws).astype(np.float32))], axis=0)
+    y = g.node("Relu", [g.node("Conv", [xd, wd, bd], pads=[1, 1, 1, 1])])
+    yq = g.node("QuantizeLinear", [y, g.const("ys", np.float32(0.04)), g.const("yzp", np.uint8(0))])
+    g.output(g.node("DequantizeLinear", [yq, g.const("ys_d", np.float32(0.04)), g.const("yzp_d", np.uint8(0))]))
+
+
+@case("round_half_even")
+def _(g):
+    x = g.input("x", [12])
+    g.data[0] = np.float32([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, -0.51, 3.7, -3.2, 1e6 + 0.5, 0.0])
+    g.output(g.node("Round", [x]))
+
+
 # ---- float16: storage in half, sums in float32 --------------------------------------
 # Each has a twin NAME_wide computing the same values (half weights and inputs
 # converted exactly) in float32, the reference our half outputs are measured
@@ -936,6 +1027,15 @@ def _(g):
     x = g.input("x", [3, 1, 2])
     g.output(g.node("RNN", [x, g.weight("W", [1, 2, 2]), g.weight("R", [1, 2, 2])], ["y", "y_h"], hidden_size=2,
                     activations=["Affine"])[0], shape=[3, 1, 1, 2])
+
+
+@bad("bad_qlinear_matmul_per_row", "its a_scale [2] is not one value; per-axis QLinearMatMul is not supported")
+def _(g):
+    a = g.input("a", [2, 4], 0, 255.99, dtype=np.uint8)
+    ins = [a, g.const("as", np.float32([0.1, 0.2])), g.const("azp", np.uint8(0)),
+           g.const("b", np.int8(np.ones([4, 3]))), g.const("bs", np.float32(0.1)), g.const("bzp", np.int8(0)),
+           g.const("ys", np.float32(0.1)), g.const("yzp", np.uint8(0))]
+    g.output(g.node("QLinearMatMul", ins), elem=U8, shape=[2, 3])
 
 
 @bad("bad_conv_groups", "node 'Conv_0' (Conv): ")

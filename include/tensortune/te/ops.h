@@ -168,6 +168,7 @@ Tensor abs(const Tensor& x);       ///< |x|
 Tensor negative(const Tensor& x);  ///< -x
 Tensor floor(const Tensor& x);     ///< round down
 Tensor ceil(const Tensor& x);      ///< round up
+Tensor round(const Tensor& x);     ///< round to the nearest integer, ties to even
 Tensor sin(const Tensor& x);       ///< sine
 Tensor cos(const Tensor& x);       ///< cosine
 Tensor relu(const Tensor& x);      ///< max(x, 0)
