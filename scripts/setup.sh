@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev libxgboost-dev
-          libonnx-dev libprotobuf-dev python3-onnx nodejs
+          libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata nodejs
           googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev libssl-dev
           clang-format "$@")
 

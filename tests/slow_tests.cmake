@@ -11,6 +11,7 @@ set_tests_properties(
     OnnxImport.TuneMeasuresExactlyTheWorkloadsCompileLooksUp
     OnnxImport.EveryOperatorCaseMatchesOnnxRuntime
     OnnxImport.ModelsMatchOnnxRuntime
+    onnx_backend_node_tests
     PROPERTIES LABELS "frontend;slow")
 set_tests_properties(CompiledRandomSchedules.EveryOperatorMatchesTheReference
                      PROPERTIES LABELS "correctness;slow")

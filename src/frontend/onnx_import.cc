@@ -190,9 +190,13 @@ class Importer {
     for (const auto& o : model.opset_import()) {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     }
-    TT_CHECK(opset_ != 0 && model.has_graph(), kParse,
-             "not an ONNX model: it declares no ai.onnx opset or has no graph");
-    if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+    TT_CHECK(model.has_graph(), kParse, "not an ONNX model: it has no graph");
+    if (opset_ == 0) {
+      // Only other domains (ONNX's training operators): each of its
+      // operators is then a gap of its own.
+      add_gap("opset", "the model declares no ai.onnx opset", "", "");
+      opset_ = kMaxOpset;
+    } else if (opset_ < kMinOpset || opset_ > kMaxOpset) {
       add_gap("opset",
               "the model uses ONNX opset " + std::to_string(opset_) + "; supported are opsets " +
                   std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset),
@@ -203,9 +207,16 @@ class Importer {
     for (const auto& init : g.initializer()) import_initializer(init);
     std::set<std::string> given;
     for (const auto& [name, shape] : options_.input_shapes) given.insert(name);
+    std::set<std::string> fixed;
+    for (const auto& [name, value] : options_.input_values) fixed.insert(name);
     for (const auto& in : g.input()) {
       if (values_.count(in.name()) || failed_.count(in.name())) continue;  // an initializer
       given.erase(in.name());
+      if (auto it = options_.input_values.find(in.name()); it != options_.input_values.end()) {
+        fixed.erase(in.name());
+        values_[in.name()] = fixed_input(in, it->second);
+        continue;
+      }
       int32_t type = in.type().tensor_type().elem_type();
       if (in.type().has_tensor_type() && !supported_type(type)) {
         add_gap("dtype", onnx_type_name(type), "", in.name());
@@ -223,11 +234,17 @@ class Importer {
     }
     TT_CHECK(given.empty(), kInvalidArgument, "--input-shape names '", *given.begin(),
              "', which is not an input of the model");
+    TT_CHECK(fixed.empty(), kInvalidArgument, "--input-value names '", *fixed.begin(),
+             "', which is not an input of the model");
     for (int i : topological_order(g)) import_node(g.node(i), i);
     std::vector<Value> outputs;
     std::vector<std::string> names;
     for (const auto& out : g.output()) {
       if (failed_.count(out.name())) continue;  // computed from a gap
+      if (unavailable_.count(out.name())) {
+        add_unavailable_gap(out.name());
+        continue;
+      }
       auto it = values_.find(out.name());
       TT_CHECK(it != values_.end(), kParse, "graph output '", out.name(),
                "' is computed by no node");
@@ -355,6 +372,15 @@ class Importer {
     if (!where.empty()) it->where.push_back(where);
   }
 
+  /// The gap of reading `name`, an output the importer does not compute.
+  void add_unavailable_gap(const std::string& name) {
+    const auto& [label, op_type] = unavailable_.at(name);
+    add_gap("output",
+            "the output '" + name + "' of " + op_type +
+                " is not computed (only its inference outputs are)",
+            op_type, label);
+  }
+
   /// Every name and string attribute of `g` is well-formed UTF-8, as ONNX
   /// requires: the graph's saved form (JSON) cannot hold anything else.
   static void check_names_are_utf8(const onnx::GraphProto& g) {
@@ -408,6 +434,28 @@ class Importer {
          " but computes ", text(inferred));
   }
 
+  /// Input `in` fixed to `value` (--input-value): a constant, of the type
+  /// and the shape the model declares for it.
+  Value fixed_input(const onnx::ValueInfoProto& in, const te::NDArray& value) {
+    const std::string what = "--input-value for input '" + in.name() + "'";
+    TT_CHECK(in.type().has_tensor_type(), kInvalidArgument, what, ": the input is not a tensor");
+    const auto& tt = in.type().tensor_type();
+    DataType dtype = dtype_of(tt.elem_type(), "input '" + in.name() + "'");
+    TT_CHECK(value.dtype() == dtype, kInvalidArgument, what, " is ", value.describe(),
+             "; the model declares ", dtype.str());
+    if (tt.has_shape()) {
+      bool fits = tt.shape().dim_size() == static_cast<int>(value.shape().size());
+      for (int d = 0; fits && d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        fits = !dim.has_dim_value() || dim.dim_value() == value.shape()[static_cast<size_t>(d)];
+      }
+      TT_CHECK(fits, kInvalidArgument, what, " is ", value.describe(),
+               ", not of the shape the model declares");
+    }
+    // Empty, it reads as an omitted input, as an empty initializer does.
+    return value.size() == 0 ? Value() : graph::constant(value, in.name());
+  }
+
   Ref<graph::InputNode> make_input(const onnx::ValueInfoProto& in) {
     TT_CHECK(in.type().has_tensor_type(), kInvalidArgument, "input '", in.name(),
              "' is not a tensor");
@@ -431,6 +479,8 @@ class Importer {
       TT_CHECK(tt.has_shape(), kInvalidArgument, "input '", in.name(),
                "' has no shape; give one with --input-shape ", in.name(), "=D0,D1,...");
       for (const auto& dim : tt.shape().dim()) {
+        TT_CHECK(!dim.has_dim_value() || dim.dim_value() != 0, kInvalidArgument, "input '",
+                 in.name(), "' has an extent of 0; empty tensors are not supported");
         TT_CHECK(dim.has_dim_value() && dim.dim_value() > 0, kInvalidArgument, "input '", in.name(),
                  "' has a dynamic dimension",
                  dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string(),
@@ -498,6 +548,10 @@ class Importer {
     };
     for (const auto& name : n.input()) {
       if (failed_.count(name)) return give_up();
+      if (unavailable_.count(name)) {
+        add_unavailable_gap(name);
+        return give_up();
+      }
     }
     // Operators of other domains (ONNX Runtime's com.microsoft) are keyed
     // "DOMAIN.OP".
@@ -542,7 +596,7 @@ class Importer {
       if (static_cast<size_t>(k) >= out.size() || !out[static_cast<size_t>(k)]) {
         // Outputs the importer does not compute (BatchNorm's training
         // statistics, MaxPool's indices): an error if anything reads them.
-        unavailable_.insert(n.output(k));
+        unavailable_[n.output(k)] = {label, n.op_type()};
         continue;
       }
       values_[n.output(k)] = out[static_cast<size_t>(k)];
@@ -584,7 +638,9 @@ class Importer {
   const std::string model_dir_;
   int64_t opset_ = 0;
   std::map<std::string, Value> values_;
-  std::set<std::string> unavailable_;
+  /// Outputs the importer does not compute, with the node and operator
+  /// that would have: a gap where something reads one.
+  std::map<std::string, std::pair<std::string, std::string>> unavailable_;
   std::set<std::string> failed_;  ///< values a gap left uncomputed
   std::vector<OnnxGap> gaps_;
   std::vector<Ref<graph::InputNode>> inputs_;
@@ -700,7 +756,21 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["Identity"] = [need, one](const onnx::NodeProto&, const std::vector<Value>& in) {
     return one(need(in, 0, "data"));
   };
-  h["Dropout"] = h["Identity"];
+  h["Dropout"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "data");
+    // In inference nothing is dropped: the data passes and the mask is all
+    // true. Training (a random mask) is a gap.
+    if (in.size() > 2 && in[2]) {
+      const auto* training = constant_of(in[2]);
+      TT_CHECK(training, kInvalidArgument,
+               "its training_mode must be a constant (inference: false)");
+      TT_CHECK(training->data.array().get(0) == 0, kInvalidArgument,
+               "training_mode = true (a random mask) is not supported");
+    }
+    te::NDArray mask(DataType::boolean(), x->shape);
+    for (int64_t i = 0; i < mask.size(); ++i) mask.set(i, 1);
+    return std::vector<Value>{x, graph::constant(std::move(mask), n.name() + ".mask")};
+  };
   h["Shape"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     std::vector<int64_t> shape = need(in, 0, "data")->shape;
     int64_t rank = static_cast<int64_t>(shape.size());
@@ -1360,20 +1430,41 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     auto a = make_node<te::NormAttrsNode>();
     a->axis = -1;
     a->epsilon = attr_float(n, "epsilon", 1e-5);
+    const double epsilon = a->epsilon;
+    Value y;
     if (axis + 1 == static_cast<int64_t>(x->shape.size())) {
-      return one(make("nn.layer_norm", {x, scale, bias}, te::Attrs(attrs(std::move(a))), n));
+      y = make("nn.layer_norm", {x, scale, bias}, te::Attrs(attrs(std::move(a))), n);
+    } else {
+      auto flat = [&](const Value& v) {
+        return v->shape.size() == 1 ? v : make("reshape", {v}, reshape_attrs({inner}), n);
+      };
+      TT_CHECK(scale->shape.size() == x->shape.size() - static_cast<size_t>(axis) ||
+                   scale->shape.size() == 1,
+               kInvalidArgument, "Scale must have the shape of the normalised axes");
+      y = make("nn.layer_norm",
+               {make("reshape", {x}, reshape_attrs({outer, inner}), n), flat(scale), flat(bias)},
+               te::Attrs(attrs(std::move(a))), n);
+      y = make("reshape", {y}, reshape_attrs(x->shape), n);
     }
-    auto flat = [&](const Value& v) {
-      return v->shape.size() == 1 ? v : make("reshape", {v}, reshape_attrs({inner}), n);
-    };
-    TT_CHECK(scale->shape.size() == x->shape.size() - static_cast<size_t>(axis) ||
-                 scale->shape.size() == 1,
-             kInvalidArgument, "Scale must have the shape of the normalised axes");
-    Value y =
-        make("nn.layer_norm",
-             {make("reshape", {x}, reshape_attrs({outer, inner}), n), flat(scale), flat(bias)},
-             te::Attrs(attrs(std::move(a))), n);
-    return one(make("reshape", {y}, reshape_attrs(x->shape), n));
+    if (n.output_size() < 2) return one(y);
+    // The training outputs Mean and InvStdDev, when asked for: over the
+    // normalised axes, kept with extent 1.
+    auto r = make_node<te::ReduceAttrsNode>();
+    for (int64_t d = axis; d < static_cast<int64_t>(x->shape.size()); ++d) r->axes.push_back(d);
+    te::Attrs reduce(attrs(std::move(r)));
+    Value mean = make("reduce_mean", {x}, reduce, n);
+    Value dev = make("subtract", {x, mean}, te::Attrs(), n);
+    Value var = make("reduce_mean", {make("multiply", {dev, dev}, te::Attrs(), n)}, reduce, n);
+    te::NDArray eps(x->dtype, {});
+    eps.set(0, epsilon);
+    Value inv_std =
+        make("reciprocal",
+             {make("sqrt",
+                   {make("add", {var, graph::constant(std::move(eps), n.name() + ".epsilon")},
+                         te::Attrs(), n)},
+                   te::Attrs(), n)},
+             te::Attrs(), n);
+    return std::vector<Value>{y, mean, inv_std};
   };
   // GroupNormalization: a layer norm over each group's channels and
   // positions (data as [N * G, C / G * spatial]), then the scale and bias
@@ -1504,17 +1595,16 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(make("reshape", {s}, reshape_attrs(x->shape), n));
     };
   }
-  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
-    static const std::map<std::string, std::string> ours = {{"ReduceMean", "reduce_mean"},
-                                                            {"ReduceSum", "reduce_sum"},
-                                                            {"ReduceMax", "reduce_max"},
-                                                            {"ReduceMin", "reduce_min"}};
-    std::string name = ours.at(op), onnx_op = op;
-    h[op] = [this, need, one, name, onnx_op](const onnx::NodeProto& n,
-                                             const std::vector<Value>& in) {
+  // The reductions, and those ONNX defines as one of them between
+  // elementwise steps (ReduceL2 = sqrt(sum(x * x)), ...).
+  for (const char* op :
+       {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
+    std::string onnx_op = op;
+    h[op] = [this, need, one, onnx_op](const onnx::NodeProto& n, const std::vector<Value>& in) {
       Value x = need(in, 0, "data");
       auto a = make_node<te::ReduceAttrsNode>();
-      a->keepdims = attr_int(n, "keepdims", 1) != 0;
+      const bool keepdims = attr_int(n, "keepdims", 1) != 0;
       if (opset_ >= (onnx_op == "ReduceSum" ? 13 : 18)) {
         if (in.size() > 1 && in[1]) a->axes = const_ints(n, in, 1, "axes");
         if (a->axes.empty() && attr_int(n, "noop_with_empty_axes", 0)) return one(x);
@@ -1522,11 +1612,58 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         a->axes = attr_ints(n, "axes", {});
       }
       for (auto& axis : a->axes) axis = normalise(axis, x->shape.size());
-      return one(make(name, {x}, te::Attrs(attrs(std::move(a))), n));
+      auto unary = [&](const char* name, const Value& v) {
+        return make(name, {v}, te::Attrs(), n);
+      };
+      auto reduce = [&](const char* name, const Value& v, bool keep) {
+        auto r = make_node<te::ReduceAttrsNode>(*a);
+        r->keepdims = keep;
+        return make(name, {v}, te::Attrs(attrs(std::move(r))), n);
+      };
+      static const std::map<std::string, const char*> direct = {{"ReduceMean", "reduce_mean"},
+                                                                {"ReduceSum", "reduce_sum"},
+                                                                {"ReduceMax", "reduce_max"},
+                                                                {"ReduceMin", "reduce_min"},
+                                                                {"ReduceProd", "reduce_prod"}};
+      if (auto it = direct.find(onnx_op); it != direct.end()) {
+        return one(reduce(it->second, x, keepdims));
+      }
+      Value square = make("multiply", {x, x}, te::Attrs(), n);
+      if (onnx_op == "ReduceSumSquare") return one(reduce("reduce_sum", square, keepdims));
+      if (onnx_op == "ReduceL1") return one(reduce("reduce_sum", unary("abs", x), keepdims));
+      if (onnx_op == "ReduceL2") return one(unary("sqrt", reduce("reduce_sum", square, keepdims)));
+      if (onnx_op == "ReduceLogSum") return one(unary("log", reduce("reduce_sum", x, keepdims)));
+      // ReduceLogSumExp: max + log(sum(exp(x - max))), which overflows only
+      // where the result does.
+      Value high = reduce("reduce_max", x, true);
+      Value shifted = unary("exp", make("subtract", {x, high}, te::Attrs(), n));
+      Value out =
+          make("add", {unary("log", reduce("reduce_sum", shifted, true)), high}, te::Attrs(), n);
+      if (keepdims) return one(out);
+      return one(reduce("reduce_max", out, false));  // drops the axes, each of extent 1
     };
   }
 
   // ---- data movement ----
+  h["Trilu"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "input");
+    TT_CHECK(x->shape.size() >= 2, kInvalidArgument, "needs a matrix or a batch of them, got ",
+             shape_text(x->shape));
+    const int64_t k = in.size() > 1 && in[1] ? const_ints(n, in, 1, "k").at(0) : 0;
+    const bool upper = attr_int(n, "upper", 1) != 0;
+    // Kept where column - row >= k (upper) or <= k (lower): a constant mask
+    // over the last two axes.
+    const int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+    te::NDArray keep(DataType::boolean(), {rows, cols});
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) keep.set(i * cols + j, upper ? j - i >= k : j - i <= k);
+    }
+    te::NDArray zero(x->dtype, {});
+    return one(make("where",
+                    {graph::constant(std::move(keep), n.name() + ".mask"), x,
+                     graph::constant(std::move(zero), n.name() + ".zero")},
+                    te::Attrs(), n));
+  };
   h["Flatten"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "input");
     int64_t rank = static_cast<int64_t>(x->shape.size());
@@ -1791,6 +1928,12 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       for (size_t i = 0; i < axes.size(); ++i) {
         auto d = static_cast<size_t>(axes[i]);
         size[d] = static_cast<int64_t>(std::floor(static_cast<double>(x->shape[d]) * scales[i]));
+        // ONNX maps coordinates by the scale given, ours by the extents'
+        // ratio: the same only where the scale is that ratio.
+        TT_CHECK(
+            d < 2 || static_cast<double>(size[d]) == static_cast<double>(x->shape[d]) * scales[i],
+            kInvalidArgument, "a scale (", scales[i], ") that does not give a whole extent (",
+            x->shape[d], " x ", scales[i], ") is not supported; give sizes instead");
         if (before_11 && mode == "nearest") {
           // ONNX Runtime rounds a shrinking nearest resize up before opset 11.
           TT_CHECK(scales[i] >= 1, kInvalidArgument, "a nearest resize that shrinks (scale ",
@@ -1802,7 +1945,12 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              "only the two spatial axes may be resized");
     TT_CHECK(mode == "nearest" || mode == "linear", kInvalidArgument, "mode '", mode,
              "' is not supported (nearest or linear)");
-    if (coord == "pytorch_half_pixel") coord = "half_pixel";
+    if (coord == "pytorch_half_pixel") {
+      // half_pixel, but an output extent of 1 reads source coordinate 0.
+      TT_CHECK(size[2] > 1 && size[3] > 1, kInvalidArgument,
+               "pytorch_half_pixel to an extent of 1 is not supported");
+      coord = "half_pixel";
+    }
     TT_CHECK(coord == "half_pixel" || coord == "asymmetric" || coord == "align_corners",
              kInvalidArgument, "coordinate_transformation_mode '", coord,
              "' is not supported (half_pixel, pytorch_half_pixel, asymmetric, align_corners)");

@@ -587,7 +587,8 @@ bool register_all() {
                    return log ? te::log_softmax(a[0], axis) : te::softmax(a[0], axis);
                  }});
   }
-  for (const char* name : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+  for (const char* name :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     std::string op = name;
     register_op({op, op.substr(7) + " over `axes` (all when empty)", 1, 1,
                  ReduceAttrsNode::kTypeKey, OpPattern::kReduction,
@@ -606,6 +607,7 @@ bool register_all() {
                    if (op == "reduce_sum") return te::reduce_sum(a[0], axes, r.keepdims);
                    if (op == "reduce_mean") return te::reduce_mean(a[0], axes, r.keepdims);
                    if (op == "reduce_min") return te::reduce_min(a[0], axes, r.keepdims);
+                   if (op == "reduce_prod") return te::reduce_prod(a[0], axes, r.keepdims);
                    return te::reduce_max(a[0], axes, r.keepdims);
                  }});
   }

@@ -551,6 +551,11 @@ Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims, 
   return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMax, std::move(name), "max");
 }
 
+Tensor reduce_prod(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
+  ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_prod");
+  return reduce_stage(x, plan, keepdims, ir::ReduceOp::kProd, std::move(name), "prod");
+}
+
 Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims, std::string name) {
   ReducePlan plan = plan_reduce(x, axes, keepdims, "reduce_min");
   return reduce_stage(x, plan, keepdims, ir::ReduceOp::kMin, std::move(name), "min");

@@ -760,6 +760,28 @@ def _(g):
     g.output(g.node("Add", [x, ones]))
 
 
+@case("reductions_derived", opset=13)
+def _(g):
+    x = g.input("x", [2, 3, 4], 0.1, 2)
+    for op in ("ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"):
+        g.output(g.node(op, [x], axes=[1, -1], keepdims=int(op != "ReduceL2")))
+
+
+@case("reductions_axes_input", opset=18)
+def _(g):
+    x = g.input("x", [3, 4, 2], -2, 2)
+    g.output(g.node("ReduceLogSumExp", [x, g.const("axes", np.int64([0, 2]))], keepdims=0), shape=[4])
+    g.output(g.node("ReduceProd", [x, g.const("axes2", np.int64([1]))]), shape=[3, 1, 2])
+
+
+@case("trilu_upper_lower")
+def _(g):
+    x = g.input("x", [2, 4, 5])
+    g.output(g.node("Trilu", [x]))
+    g.output(g.node("Trilu", [x, g.const("k", np.int64(-1))], upper=0))
+    g.output(g.node("Trilu", [x, g.const("k2", np.int64(2))], upper=1))
+
+
 # ---- recurrent: LSTM, GRU, RNN --------------------------------------------------------
 
 def recurrent_weights(g, gates, dirs, hidden, isize, bias=True):

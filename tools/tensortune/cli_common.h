@@ -133,7 +133,11 @@ Command add_run_command(CLI::App& app);
 /// kInvalidArgument error showing the form.
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(
     const std::vector<std::string>& specs);
-/// The ONNX model at `path`, with shapes for its open inputs.
-graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes);
+/// The ONNX model at `path`, with shapes for its open inputs and the
+/// inputs fixed to a value (--input-value NAME=FILE, a .npy or .pb file).
+graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes,
+                        const std::vector<std::string>& input_values = {});
+/// An array from a .npy or ONNX TensorProto .pb file.
+te::NDArray read_input(const std::string& path);
 
 }  // namespace tensortune::cli

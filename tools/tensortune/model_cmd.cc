@@ -43,10 +43,26 @@ std::map<std::string, std::vector<int64_t>> parse_input_shapes(
   return shapes;
 }
 
-graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes) {
+graph::Graph load_model(const std::string& path, const std::vector<std::string>& input_shapes,
+                        const std::vector<std::string>& input_values) {
   frontend::OnnxImportOptions options;
   options.input_shapes = parse_input_shapes(input_shapes);
+  for (const std::string& spec : input_values) {
+    size_t eq = spec.find('=');
+    TT_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), kInvalidArgument,
+             "--input-value '", spec, "' must be NAME=FILE (a .npy or ONNX TensorProto .pb file)");
+    TT_CHECK(
+        options.input_values.emplace(spec.substr(0, eq), read_input(spec.substr(eq + 1))).second,
+        kInvalidArgument, "--input-value names '", spec.substr(0, eq),
+        "' twice; give each input once");
+  }
   return frontend::import_onnx(path, options);
+}
+
+te::NDArray read_input(const std::string& path) {
+  std::string bytes = read_file(path);
+  if (bytes.rfind("\x93NUMPY", 0) == 0) return te::parse_npy(bytes, path);
+  return frontend::read_tensor_proto(path);
 }
 
 namespace {
@@ -60,7 +76,7 @@ std::string mib(int64_t bytes) {
 /// The ONNX model and target of `tasks` and `compile`.
 struct ModelArgs {
   std::string model, target = "native";
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("model", model, "the model (.onnx)")->required();
@@ -69,12 +85,15 @@ struct ModelArgs {
         "target string (default native: this CPU), e.g. \"c -mattr=avx2,fma -num-cores=2\"");
     cmd->add_option("--input-shape", input_shapes,
                     "NAME=DIMS for an input whose shape the model leaves open; repeatable");
+    cmd->add_option("--input-value", input_values,
+                    "NAME=FILE: fix an input to the value in a .npy or .pb file, as a constant "
+                    "the model no longer takes (a shape or axes given as an input); repeatable");
   }
   /// The model. With `as_json`, one that uses what is not supported also
   /// prints {"model", "error", "unsupported": [every gap]} before failing.
   graph::Graph load(bool as_json) const {
     try {
-      return load_model(model, input_shapes);
+      return load_model(model, input_shapes, input_values);
     } catch (const frontend::OnnxUnsupportedError& e) {
       if (as_json) {
         json gaps = json::array();
@@ -255,12 +274,6 @@ std::vector<std::string> output_files(const std::vector<runtime::TensorInfo>& ou
     files.push_back((std::filesystem::path(dir) / name).string());
   }
   return files;
-}
-
-te::NDArray read_input(const std::string& path) {
-  std::string bytes = read_file(path);
-  if (bytes.rfind("\x93NUMPY", 0) == 0) return te::parse_npy(bytes, path);
-  return frontend::read_tensor_proto(path);
 }
 
 int run_run(const RunArgs& args) {

@@ -26,7 +26,7 @@ using json = nlohmann::json;
 
 struct TuneCommandArgs {
   std::string model;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values;
   std::vector<std::string> task_paths;
   std::string tasks_file, workload, workload_args, target = "c", host, log_path;
   bool as_json = false;
@@ -101,8 +101,9 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
   TT_CHECK(sources == 1, kInvalidArgument,
            "give the tasks one way: a model MODEL.onnx, --task FILE (repeatable), --tasks FILE, "
            "or --workload NAME --args A,B,...");
-  TT_CHECK(args.input_shapes.empty() || !args.model.empty(), kInvalidArgument,
-           "--input-shape is for a model (tensortune tune MODEL.onnx)");
+  TT_CHECK((args.input_shapes.empty() && args.input_values.empty()) || !args.model.empty(),
+           kInvalidArgument,
+           "--input-shape and --input-value are for a model (tensortune tune MODEL.onnx)");
   if (!args.model.empty()) {
     // A model is tuned for this CPU unless told otherwise, as `tasks` and
     // `compile` extract and compile it.
@@ -110,7 +111,8 @@ std::pair<std::vector<te::Task>, std::vector<double>> tasks_of(const TuneCommand
     if (!args.host.empty()) target = target.with_host(ir::Target::parse(args.host));
     graph::Partition partition = [&] {
       ir::PassContextGuard guard(context);
-      return graph::partition_model(load_model(args.model, args.input_shapes), target);
+      return graph::partition_model(load_model(args.model, args.input_shapes, args.input_values),
+                                    target);
     }();
     if (!partition.fallback_reason.empty()) {
       std::fprintf(
@@ -464,6 +466,9 @@ Command add_tune_command(CLI::App& app) {
                   "an ONNX model: its tasks (tensortune tasks), weighted by occurrences");
   cmd->add_option("--input-shape", args->input_shapes,
                   "with a model: NAME=DIMS for an input whose shape it leaves open; repeatable");
+  cmd->add_option(
+      "--input-value", args->input_values,
+      "with a model: NAME=FILE to fix an input to a value, as compile does; repeatable");
   cmd->add_option("--task", args->task_paths, "a task file (tensortune task); repeatable");
   add_trust_file_compiler_flag(cmd);
   cmd->add_option("--tasks", args->tasks_file,

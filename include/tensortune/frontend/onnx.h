@@ -23,6 +23,9 @@ namespace tensortune::frontend {
 struct OnnxImportOptions {
   /// Shapes for inputs whose dimensions the model leaves open, by input name.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Inputs fixed to a value, by name: each becomes a constant (so a shape
+  /// or axes given as an input folds) and the imported model no longer takes it.
+  std::map<std::string, te::NDArray> input_values;
 };
 
 /// One thing a model uses that the importer does not support, and where.

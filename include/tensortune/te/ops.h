@@ -322,5 +322,7 @@ Tensor reduce_max(const Tensor& x, const std::vector<int>& axes = {}, bool keepd
 /// Min over `axes`.
 Tensor reduce_min(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
                   std::string name = "reduce_min");
+Tensor reduce_prod(const Tensor& x, const std::vector<int>& axes = {}, bool keepdims = false,
+                   std::string name = "reduce_prod");
 
 }  // namespace tensortune::te
