@@ -43,7 +43,11 @@ constexpr std::pair<int32_t, DataType (*)()> kTypes[] = {
     {onnx::TensorProto::FLOAT16, [] { return DataType::float16(); }},
     {onnx::TensorProto::INT64, [] { return DataType::int64(); }},
     {onnx::TensorProto::INT32, [] { return DataType::int32(); }},
+    {onnx::TensorProto::INT16, [] { return DataType::int_(16); }},
     {onnx::TensorProto::INT8, [] { return DataType::int_(8); }},
+    {onnx::TensorProto::UINT64, [] { return DataType::uint(64); }},
+    {onnx::TensorProto::UINT32, [] { return DataType::uint(32); }},
+    {onnx::TensorProto::UINT16, [] { return DataType::uint(16); }},
     {onnx::TensorProto::UINT8, [] { return DataType::uint(8); }},
     {onnx::TensorProto::BOOL, [] { return DataType::boolean(); }},
 };
@@ -143,14 +147,22 @@ te::NDArray to_array(const onnx::TensorProto& t, const std::string& model_dir = 
       expect(static_cast<size_t>(t.int64_data_size()));
       std::memcpy(a.data(), t.int64_data().data(), a.nbytes());
       break;
-    case onnx::TensorProto::FLOAT16: {
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      expect(static_cast<size_t>(t.uint64_data_size()));
+      for (size_t i = 0; i < n; ++i) {
+        a.set_int(static_cast<int64_t>(i),
+                  static_cast<int64_t>(t.uint64_data(static_cast<int>(i))));
+      }
+      break;
+    case onnx::TensorProto::FLOAT16: {  // its bits, in int32_data
       expect(static_cast<size_t>(t.int32_data_size()));
       auto* out = static_cast<uint16_t*>(a.data());
       for (size_t i = 0; i < n; ++i)
         out[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
       break;
     }
-    default:  // int32, int8, uint8, bool: in int32_data
+    default:  // int32, int16, uint16, int8, uint8, bool: in int32_data
       expect(static_cast<size_t>(t.int32_data_size()));
       for (size_t i = 0; i < n; ++i)
         a.set_int(static_cast<int64_t>(i), t.int32_data(static_cast<int>(i)));
@@ -793,6 +805,83 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const Value& data = need(in, 0, "data");
     int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
     return one(make("gather_elements", {data, need(in, 1, "indices")}, axis_attrs(axis), n));
+  };
+  // NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss as it on the
+  // log-softmax: loss[n, d...] = -input[n, target[n, d...], d...] * weight[target],
+  // 0 where the target is ignore_index; reduced by "none", "sum" or "mean"
+  // (divided by the weights taken, or the targets counted without weights).
+  auto log_likelihood_loss = [this](const onnx::NodeProto& n, const Value& input,
+                                    const Value& target, const Value& weight) {
+    TT_CHECK(input->shape.size() >= 2 && target->shape.size() + 1 == input->shape.size(),
+             kInvalidArgument, "needs input [N, C, ...] and target [N, ...], got ",
+             shape_text(input->shape), " and ", shape_text(target->shape));
+    TT_CHECK(target->dtype.is_integer(), kInvalidArgument, "its target is ", target->dtype.str(),
+             ", not an integer type");
+    const std::string reduction = attr_string(n, "reduction", "mean");
+    TT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean", kInvalidArgument,
+             "reduction '", reduction, "' (none, sum, mean)");
+    auto op = [&](const char* name, std::vector<Value> args, te::Attrs a = te::Attrs()) {
+      return make(name, std::move(args), std::move(a), n);
+    };
+    std::vector<int64_t> picked_shape = input->shape;
+    picked_shape[1] = 1;
+    Value picked = op("gather_elements",
+                      {input, op("reshape", {target}, reshape_attrs(picked_shape))}, axis_attrs(1));
+    picked = op("reshape", {picked}, reshape_attrs(target->shape));
+    // The weight each position takes: weight[target], or 1; 0 where ignored.
+    Value taken;
+    if (weight) {
+      TT_CHECK(weight->shape == std::vector<int64_t>{input->shape[1]}, kInvalidArgument,
+               "its weight ", shape_text(weight->shape), " must be [C] = [", input->shape[1], "]");
+      taken = op("take", {weight, target}, axis_attrs(0));
+    }
+    if (const auto* ignore = attr(n, "ignore_index")) {
+      te::NDArray index(target->dtype, {});
+      index.set_int(0, ignore->i());
+      Value kept =
+          op("logical_not",
+             {op("equal", {target, graph::constant(std::move(index), n.name() + ".ignore")})});
+      te::NDArray zero(input->dtype, {}), one_value(input->dtype, {});
+      one_value.set(0, 1);
+      taken = op("where",
+                 {kept, taken ? taken : graph::constant(std::move(one_value), n.name() + ".one"),
+                  graph::constant(std::move(zero), n.name() + ".zero")});
+    }
+    Value loss = op("negative", {taken ? op("multiply", {picked, taken}) : picked});
+    if (reduction == "none") return loss;
+    auto whole = [&](const Value& v) {
+      auto r = make_node<te::ReduceAttrsNode>();
+      r->keepdims = false;
+      for (size_t d = 0; d < v->shape.size(); ++d) r->axes.push_back(static_cast<int64_t>(d));
+      return op("reduce_sum", {v}, te::Attrs(attrs(std::move(r))));
+    };
+    Value total = whole(loss);
+    if (reduction == "sum") return total;
+    if (taken) {
+      // ONNX Runtime divides by the weights as broadcast over the positions.
+      if (taken->shape != loss->shape) taken = op("expand", {taken}, reshape_attrs(loss->shape));
+      return op("divide", {total, whole(taken)});
+    }
+    int64_t count = 1;
+    for (int64_t d : loss->shape) count *= d;
+    te::NDArray c(input->dtype, {});
+    c.set(0, static_cast<double>(count));
+    return op("divide", {total, graph::constant(std::move(c), n.name() + ".count")});
+  };
+  h["NegativeLogLikelihoodLoss"] = [need, one, log_likelihood_loss](const onnx::NodeProto& n,
+                                                                    const std::vector<Value>& in) {
+    return one(log_likelihood_loss(n, need(in, 0, "input"), need(in, 1, "target"),
+                                   in.size() > 2 ? in[2] : Value()));
+  };
+  h["SoftmaxCrossEntropyLoss"] = [this, need, log_likelihood_loss](const onnx::NodeProto& n,
+                                                                   const std::vector<Value>& in) {
+    Value scores = need(in, 0, "scores");
+    TT_CHECK(scores->dtype.is_float(), kInvalidArgument, "its scores are ", scores->dtype.str(),
+             ", not a float type");
+    Value log_prob = make("nn.log_softmax", {scores}, axis_attrs(1), n);
+    return std::vector<Value>{
+        log_likelihood_loss(n, log_prob, need(in, 1, "labels"), in.size() > 2 ? in[2] : Value()),
+        log_prob};
   };
   h["Tile"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     auto a = make_node<te::TileAttrsNode>();
@@ -1560,6 +1649,69 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       a->keepdims = attr_int(n, "keepdims", 1) != 0;
       a->select_last = attr_int(n, "select_last_index", 0) != 0;
       return one(make(ours, {x}, te::Attrs(attrs(std::move(a))), n));
+    };
+  }
+  h["Hardmax"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    // 1 at the first largest element along the axis, 0 elsewhere: a one-hot
+    // of the argmax (opset 13: one axis; before it, the rows of a 2-D view).
+    Value x = need(in, 0, "input");
+    const int64_t rank = static_cast<int64_t>(x->shape.size());
+    int64_t axis = normalise(attr_int(n, "axis", opset_ >= 13 ? -1 : 1), x->shape.size());
+    Value data = x;
+    if (opset_ < 13) {
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x->shape[d];
+      data = make("reshape", {x}, reshape_attrs({outer, inner}), n);
+      axis = 1;
+    }
+    auto a = make_node<te::ArgReduceAttrsNode>();
+    a->axis = axis;
+    a->keepdims = false;
+    Value index = make("argmax", {data}, te::Attrs(attrs(std::move(a))), n);
+    auto h1 = make_node<te::OneHotAttrsNode>();
+    h1->depth = data->shape[static_cast<size_t>(axis)];
+    h1->on_value = 1;
+    h1->off_value = 0;
+    h1->dtype = x->dtype;
+    h1->axis = axis;
+    Value out = make("one_hot", {index}, te::Attrs(attrs(std::move(h1))), n);
+    return one(opset_ < 13 ? make("reshape", {out}, reshape_attrs(x->shape), n) : out);
+  };
+  h["CastLike"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto c = make_node<te::CastAttrsNode>();
+    c->dtype = need(in, 1, "target_type")->dtype;
+    return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
+  };
+  // Hyperbolic and tangent functions, from exp, log, sqrt, sin and cos.
+  for (const char* op : {"Sinh", "Cosh", "Tan", "Asinh", "Acosh", "Atanh"}) {
+    std::string name = op;
+    h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      Value x = need(in, 0, "input");
+      TT_CHECK(x->dtype.is_float(), kInvalidArgument, "needs a float type, got ", x->dtype.str());
+      auto call = [&](const char* f, std::vector<Value> args) {
+        return make(f, std::move(args), te::Attrs(), n);
+      };
+      auto constant = [&](double v) {
+        te::NDArray a(x->dtype, {});
+        a.set(0, v);
+        return graph::constant(std::move(a), n.name() + ".c");
+      };
+      if (name == "Tan") return one(call("divide", {call("sin", {x}), call("cos", {x})}));
+      if (name == "Sinh" || name == "Cosh") {
+        Value e = call("exp", {x}), inv = call("exp", {call("negative", {x})});
+        Value both = call(name == "Sinh" ? "subtract" : "add", {e, inv});
+        return one(call("multiply", {both, constant(0.5)}));
+      }
+      if (name == "Atanh") {  // log((1 + x) / (1 - x)) / 2
+        Value ratio =
+            call("divide", {call("add", {constant(1), x}), call("subtract", {constant(1), x})});
+        return one(call("multiply", {call("log", {ratio}), constant(0.5)}));
+      }
+      // Asinh: log(x + sqrt(x^2 + 1)); Acosh: log(x + sqrt(x^2 - 1)).
+      Value square = call("multiply", {x, x});
+      Value root =
+          call("sqrt", {call(name == "Asinh" ? "add" : "subtract", {square, constant(1)})});
+      return one(call("log", {call("add", {x, root})}));
     };
   }
   h["LRN"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {

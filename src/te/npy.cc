@@ -9,29 +9,26 @@
 namespace tensortune::te {
 namespace {
 
+/// The .npy types, each with ours: one table for reading and writing.
+constexpr std::pair<const char*, DataType> kNpyTypes[] = {
+    {"<f4", DataType::float32()}, {"<f8", DataType::float64()}, {"<f2", DataType::float16()},
+    {"<i8", DataType::int64()},   {"<i4", DataType::int32()},   {"<i2", DataType::int_(16)},
+    {"|i1", DataType::int_(8)},   {"<u8", DataType::uint(64)},  {"<u4", DataType::uint(32)},
+    {"<u2", DataType::uint(16)},  {"|u1", DataType::uint(8)},   {"|b1", DataType::boolean()}};
+
 std::string descr_of(DataType t) {
-  if (t == DataType::float32()) return "<f4";
-  if (t == DataType::float64()) return "<f8";
-  if (t == DataType::float16()) return "<f2";
-  if (t == DataType::int64()) return "<i8";
-  if (t == DataType::int32()) return "<i4";
-  if (t == DataType::int_(16)) return "<i2";
-  if (t == DataType::int_(8)) return "|i1";
-  if (t == DataType::uint(8)) return "|u1";
-  if (t == DataType::boolean()) return "|b1";
+  for (const auto& [d, type] : kNpyTypes) {
+    if (type == t) return d;
+  }
   fail(ErrorKind::kInvalidArgument, "no .npy type for ", t.str());
 }
 
 DataType dtype_of(const std::string& descr, const std::string& what) {
-  static const std::pair<const char*, DataType> table[] = {
-      {"<f4", DataType::float32()}, {"<f8", DataType::float64()}, {"<f2", DataType::float16()},
-      {"<i8", DataType::int64()},   {"<i4", DataType::int32()},   {"<i2", DataType::int_(16)},
-      {"|i1", DataType::int_(8)},   {"|u1", DataType::uint(8)},   {"|b1", DataType::boolean()}};
-  for (const auto& [d, t] : table) {
+  for (const auto& [d, t] : kNpyTypes) {
     if (descr == d) return t;
   }
   fail(ErrorKind::kParse, what, ": .npy dtype '", descr,
-       "' is not supported (little-endian float16/32/64, int8/16/32/64, uint8, bool)");
+       "' is not supported (little-endian float16/32/64, int8/16/32/64, uint8/16/32/64, bool)");
 }
 
 /// The value of `key` in the header dictionary text.

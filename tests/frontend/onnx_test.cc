@@ -210,10 +210,22 @@ TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
     std::string ort_dir = g.dir + "/ops_ort/" + c.value("ort_reference", name);
     ASSERT_FALSE(fs::exists(ort_dir + "/error.txt"))
         << "ONNX Runtime refused the case: " << *read_file_if_exists(ort_dir + "/error.txt");
-    graph::Graph model = frontend::import_onnx(g.dir + "/ops/" + c["model"].get<std::string>());
+    // Inputs the case fixes at import (--input-value): constants for us,
+    // inputs for ONNX Runtime.
+    frontend::OnnxImportOptions options;
     std::vector<te::NDArray> inputs;
-    for (const auto& in : c["inputs"])
-      inputs.push_back(npy(g.dir + "/ops/" + in["file"].get<std::string>()));
+    std::set<std::string> fixed;
+    for (const auto& f : c.value("fixed_inputs", json::array())) fixed.insert(f.get<std::string>());
+    for (const auto& in : c["inputs"]) {
+      te::NDArray value = npy(g.dir + "/ops/" + in["file"].get<std::string>());
+      if (fixed.count(in["name"].get<std::string>())) {
+        options.input_values[in["name"].get<std::string>()] = value;
+      } else {
+        inputs.push_back(value);
+      }
+    }
+    graph::Graph model =
+        frontend::import_onnx(g.dir + "/ops/" + c["model"].get<std::string>(), options);
     std::vector<te::NDArray> outputs =
         compile_and_run(model, inputs, g.scratch + "/ops_tt/" + name);
     ASSERT_EQ(outputs.size(), model->output_names.size());
@@ -244,6 +256,28 @@ TEST(OnnxImport, EveryOperatorCaseMatchesOnnxRuntime) {
   for (const std::string& op : frontend::supported_onnx_ops()) {
     EXPECT_TRUE(covered.count(op)) << op << " has no case in tests/models/make_op_models.py";
   }
+}
+
+TEST(OnnxImport, AnInputFixedToAValueMustBeOneOfItsType) {
+  REQUIRE_GENERATED();
+  const std::string path = generated().dir + "/ops/shape_and_axes_given_as_inputs.onnx";
+  auto import_with = [&](const std::string& name, te::NDArray value) {
+    frontend::OnnxImportOptions options;
+    options.input_values[name] = std::move(value);
+    return frontend::import_onnx(path, options);
+  };
+  te::NDArray shape(ir::DataType::int64(), {2});
+  shape.set(0, 4);
+  shape.set(1, 6);
+  // Only axes left open: the Reshape folds, the reduction needs its axes.
+  EXPECT_TT_ERROR(import_with("shape", shape), kInvalidArgument,
+                  "its axes must be a constant (or computed from static shapes)");
+  EXPECT_TT_ERROR(import_with("shape", te::NDArray(ir::DataType::float32(), {2})), kInvalidArgument,
+                  "--input-value for input 'shape' is float32[2]; the model declares int64");
+  EXPECT_TT_ERROR(import_with("shape", te::NDArray(ir::DataType::int64(), {3})), kInvalidArgument,
+                  "is int64[3], not of the shape the model declares");
+  EXPECT_TT_ERROR(import_with("nope", shape), kInvalidArgument,
+                  "--input-value names 'nope', which is not an input of the model");
 }
 
 TEST(OnnxImport, ModelsMatchOnnxRuntime) {

@@ -55,6 +55,7 @@ class G:
         self.microsoft = False  # uses ONNX Runtime's com.microsoft operators (not checkable here)
         self.wide_twin = False  # also write NAME_wide: the same model computed in float32 (a reference for ulps)
         self.atol = None  # an absolute tolerance for float outputs beyond the test's own
+        self.fixed = []  # inputs the importer takes as constants (--input-value), ONNX Runtime as inputs
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -774,6 +775,47 @@ def _(g):
     g.output(g.node("ReduceProd", [x, g.const("axes2", np.int64([1]))]), shape=[3, 1, 2])
 
 
+@case("nll_and_softmax_cross_entropy", opset=13)
+def _(g):
+    x = g.input("x", [3, 5, 2], -2, 2)
+    target = g.const("t", np.int64([[0, 4], [2, 1], [3, 3]]))
+    w = g.weight("w", [5])
+    g.output(g.node("NegativeLogLikelihoodLoss", [x, target]), shape=[])
+    g.output(g.node("NegativeLogLikelihoodLoss", [x, target, g.node("Abs", [w])], reduction="none", ignore_index=3))
+    g.output(g.node("NegativeLogLikelihoodLoss", [x, target], reduction="sum"), shape=[])
+    loss, log_prob = g.node("SoftmaxCrossEntropyLoss", [x, target], ["sce", "log_prob"], ignore_index=4)
+    g.output(loss, shape=[])
+    g.output(log_prob)
+
+
+@case("shape_and_axes_given_as_inputs", opset=13)
+def _(g):
+    # As ONNX's own tests write them: fixed at import with --input-value.
+    x = g.input("x", [2, 3, 4])
+    shape = g.input("shape", [2], dtype=np.int64)
+    g.data[-1] = np.int64([4, 6])
+    axes = g.input("axes", [1], dtype=np.int64)
+    g.data[-1] = np.int64([-1])
+    g.fixed = ["shape", "axes"]
+    g.output(g.node("Reshape", [x, shape]), shape=[4, 6])
+    g.output(g.node("ReduceSum", [x, axes], keepdims=0), shape=[2, 3])
+
+
+@case("hardmax_castlike_hyperbolic", opset=15)
+def _(g):
+    x = g.input("x", [2, 3, 4], -0.9, 0.9)
+    g.output(g.node("Hardmax", [x], axis=1))
+    g.output(g.node("CastLike", [x, g.const("like", np.float64([0]))]), elem=TensorProto.DOUBLE)
+    for op in ("Sinh", "Cosh", "Tan", "Asinh", "Atanh"):
+        g.output(g.node(op, [x]))
+    g.output(g.node("Acosh", [g.node("Add", [g.node("Abs", [x]), g.const("one", np.float32(1.5))])]))
+
+
+@case("hardmax_opset11", opset=11)
+def _(g):
+    g.output(g.node("Hardmax", [g.input("x", [2, 3, 4])], axis=1))
+
+
 @case("trilu_upper_lower")
 def _(g):
     x = g.input("x", [2, 4, 5])
@@ -1113,7 +1155,7 @@ def _(g):
 
 
 @bad("bad_many_gaps", "the model uses 4 things tensortune does not support:\n"
-     "  - element type BFLOAT16 is not supported (FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT8, UINT8, BOOL): "
+     "  - element type BFLOAT16 is not supported (FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BOOL): "
      "tensor 'wb'\n"
      "  - operator Det is not supported (2 nodes: 'Det_0', 'Det_2')\n")
 def _(g):
@@ -1258,6 +1300,8 @@ def main():
             entry["ort_reference"] = CASES[n][3]
         if g.atol is not None:
             entry["atol"] = g.atol
+        if g.fixed:
+            entry["fixed_inputs"] = g.fixed
         if g.wide_twin:
             twin = wide_twin(model)
             onnx.save(twin, os.path.join(args.out, n + "_wide.onnx"))
