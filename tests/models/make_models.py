@@ -38,6 +38,7 @@ attribute; Reshape shape as an input).
 import argparse
 import os
 import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -162,6 +163,40 @@ def make_resnet18(rng):
                    "ResNet-18 topology, random weights"), (1, 3, 224, 224)
 
 
+def make_mobilenetv2(rng, width=1.0, size=224):
+    """MobileNetV2 as torchvision exports it: inverted residual blocks (1x1
+    expand, 3x3 depthwise, 1x1 project) with batch norm and ReLU6 (Clip)."""
+    b = Builder(rng)
+
+    def cbr(x, cin, cout, k, stride=1, groups=1, relu=True):
+        w = b.rand("conv_w", (cout, cin // groups, k, k), np.sqrt(2.0 / (cin // groups * k * k)))
+        x = b.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride],
+                 pads=[k // 2] * 4, group=groups)
+        x = b.bn(x, cout)
+        if relu:
+            x = b.op("Clip", [x, b.const("relu6_lo", np.float32(0)), b.const("relu6_hi", np.float32(6))])
+        return x
+
+    def ch(c):
+        return max(8, int(c * width + 4) // 8 * 8)
+
+    x, cin = cbr("input", 3, ch(32), 3, stride=2), ch(32)
+    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                       (6, 160, 3, 2), (6, 320, 1, 1)):
+        for i in range(n):
+            stride, cout, hidden = s if i == 0 else 1, ch(c), cin * t
+            y = cbr(x, cin, hidden, 1) if t != 1 else x
+            y = cbr(y, hidden, hidden, 3, stride=stride, groups=hidden)
+            y = cbr(y, hidden, cout, 1, relu=False)
+            x = b.op("Add", [x, y]) if stride == 1 and cin == cout else y
+            cin = cout
+    x = cbr(x, cin, 1280, 1)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.gemm(x, 1280, 1000)
+    return b.model("mobilenetv2", [vi("input", [1, 3, size, size])], [vi(out, [1, 1000])],
+                   "MobileNetV2 topology, random weights"), (1, 3, size, size)
+
+
 def layer_norm(b, x, d, decomposed):
     gamma = b.const("ln_gamma", (1.0 + 0.1 * b.rng.standard_normal(d)).astype(np.float32))
     beta = b.const("ln_beta", (0.1 * b.rng.standard_normal(d)).astype(np.float32))
@@ -225,7 +260,12 @@ MODELS = {
     "transformer_ln_decomposed": lambda rng: make_transformer(rng, decomposed=True),
     # BERT-base-sized block (benchmarks only: 28 MB of weights).
     "bert_base_block": lambda rng: make_transformer(rng, d=768, heads=12, ffn=3072),
+    "mobilenetv2": make_mobilenetv2,
 }
+
+
+FIRST = ("mlp", "cnn", "resnet18", "transformer", "transformer_ln_decomposed", "bert_base_block")
+OPT_IN = ("bert_base_block", "mobilenetv2")  # made only when asked for (--only)
 
 
 def count_macs(model):
@@ -257,13 +297,16 @@ def main():
     ap.add_argument("--opset", type=int, default=OPSET, choices=range(11, 18), metavar="11..17")
     args = ap.parse_args()
     globals()["OPSET"] = args.opset
-    names = [n for n in args.only.split(",") if n] or [n for n in MODELS if n != "bert_base_block"]
+    names = [n for n in args.only.split(",") if n] or [n for n in MODELS if n not in OPT_IN]
     for n in names:
         if n not in MODELS:
             sys.exit(f"unknown model {n!r}; choose from {', '.join(MODELS)}")
     os.makedirs(args.out, exist_ok=True)
     for n in names:
-        rng = np.random.default_rng([args.seed, sorted(MODELS).index(n)])
+        # The first models' seeds are their places among themselves; later
+        # ones' come from their names, so adding one changes no other's.
+        seed = sorted(FIRST).index(n) if n in FIRST else zlib.crc32(n.encode())
+        rng = np.random.default_rng([args.seed, seed])
         model, in_shape = MODELS[n](rng)
         onnx.checker.check_model(model, full_check=True)  # also runs strict shape inference
         path = os.path.join(args.out, n + ".onnx")
