@@ -1677,6 +1677,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value out = make("one_hot", {index}, te::Attrs(attrs(std::move(h1))), n);
     return one(opset_ < 13 ? make("reshape", {out}, reshape_attrs(x->shape), n) : out);
   };
+  h["Mod"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    const bool fmod = attr_int(n, "fmod", 0) != 0;
+    TT_CHECK(fmod || !a->dtype.is_float(), kInvalidArgument,
+             "fmod = 0 on floats (ONNX requires fmod = 1 for them)");
+    return one(make(fmod ? "trunc_mod" : "floor_mod", {a, b}, te::Attrs(), n));
+  };
   h["CastLike"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     auto c = make_node<te::CastAttrsNode>();
     c->dtype = need(in, 1, "target_type")->dtype;

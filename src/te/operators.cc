@@ -414,6 +414,8 @@ bool register_all() {
   binary("multiply", "a * b, broadcast", te::multiply);
   binary("divide", "a / b, broadcast", te::divide);
   binary("power", "a ^ b, broadcast", te::power);
+  binary("floor_mod", "a mod b with b's sign (integers), broadcast", te::floor_mod);
+  binary("trunc_mod", "a mod b with a's sign, broadcast", te::trunc_mod);
   binary("maximum", "max(a, b), broadcast", te::maximum);
   binary("minimum", "min(a, b), broadcast", te::minimum);
   binary("prelu", "x for x > 0, slope * x elsewhere (slope broadcast)",

@@ -323,6 +323,45 @@ Tensor power(const Tensor& a, const Tensor& b) {
       a, b, [](const Expr& x, const Expr& y) { return ir::pow(x, y); }, "power");
 }
 
+namespace {
+
+/// `f(x, d)` with a divisor `d` that is never 0 (an integer division by 0
+/// would stop the process), and 0 where `y` is 0.
+Expr guarded_remainder(const Expr& x, const Expr& y, Expr (*f)(Expr, Expr)) {
+  Expr zero = value_const(y.dtype(), 0);
+  Expr is_zero = y == zero;
+  return ir::select(is_zero, zero, f(x, ir::select(is_zero, value_const(y.dtype(), 1), y)));
+}
+
+}  // namespace
+
+Tensor floor_mod(const Tensor& a, const Tensor& b) {
+  check_defined(a, "floor_mod", "the first operand");
+  TT_CHECK(a.dtype().is_integer(), kTypeMismatch, "floor_mod: operand '", a.name(), "' is ",
+           a.dtype().str(), "; integers only (floats take trunc_mod, ONNX's fmod = 1)");
+  return broadcast_binary(
+      a, b, [](const Expr& x, const Expr& y) { return guarded_remainder(x, y, ir::floormod); },
+      "floor_mod");
+}
+
+Tensor trunc_mod(const Tensor& a, const Tensor& b) {
+  check_defined(a, "trunc_mod", "the first operand");
+  if (a.dtype().is_float()) {
+    return broadcast_binary(
+        a, b,
+        [](const Expr& x, const Expr& y) {
+          return x - ir::call(ir::Intrinsic::kTrunc, {x / y}) * y;
+        },
+        "trunc_mod");
+  }
+  return broadcast_binary(
+      a, b,
+      [](const Expr& x, const Expr& y) {
+        return guarded_remainder(x, y, [](Expr p, Expr q) { return p % q; });
+      },
+      "trunc_mod");
+}
+
 Tensor bias_add(const Tensor& data, const Tensor& bias, int axis) {
   check_defined(data, "bias_add", "data");
   check_rank(bias, 1, "bias_add", "bias");

@@ -101,6 +101,16 @@ std::vector<OpCase> op_cases() {
   add("dense_bias", {d, dwt, bias}, te::dense(d, dwt, bias));
   Tensor h = input({4, 6}, "h", DT::float16());
   add("float16", {h}, te::cast(te::relu(te::add(h, h)), DT::float32()));
+  // A half convolution sums in float32 and its bias is added to the sum.
+  Tensor himg = input({1, 4, 7, 6}, "himg", DT::float16());
+  Tensor hw = input({3, 4, 3, 3}, "hw", DT::float16()), hb = input({3}, "hb", DT::float16());
+  add("float16_conv_bias", {himg, hw, hb},
+      te::cast(te::bias_add(te::conv2d_nchw(himg, hw, te::Conv2dAttrsNode::uniform(1, 1)), hb, 1),
+               DT::float32()));
+  add("round_reduce_prod", {x}, te::reduce_prod(te::round(x), {1}, true));
+  Tensor xi = input({3, 5, 6}, "xi", DT::int32()), yi = input({5, 1}, "yi", DT::int32());
+  add("floor_trunc_mod", {xi, yi}, te::add(te::floor_mod(xi, yi), te::trunc_mod(xi, yi)));
+  add("fmod_float", {x, v}, te::trunc_mod(x, te::add(v, v)));
   for (const auto* def : te::registered_workloads()) {
     te::Workload wl = te::make_named_workload_from_text(def->name, def->example_args);
     cases.push_back({te::workload_key(wl), te::workload_tensors(wl)});

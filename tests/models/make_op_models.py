@@ -816,6 +816,18 @@ def _(g):
     g.output(g.node("Hardmax", [g.input("x", [2, 3, 4])], axis=1))
 
 
+@case("mod_integer_and_fmod")
+def _(g):
+    a = g.input("a", [3, 4], -50, 50, dtype=np.int32)
+    g.data[-1][0, :] = [7, -7, 7, -7]
+    b = g.input("b", [4], 1, 9, dtype=np.int32)
+    g.data[-1][:] = [3, 3, -3, -3]
+    g.output(g.node("Mod", [a, b]), elem=TensorProto.INT32)
+    g.output(g.node("Mod", [a, b], fmod=1), elem=TensorProto.INT32)
+    x = g.input("x", [2, 5], -9, 9)
+    g.output(g.node("Mod", [x, g.const("y", np.float32([2.5, -1.5, 3, 0.7, -4]))], fmod=1))
+
+
 @case("trilu_upper_lower")
 def _(g):
     x = g.input("x", [2, 4, 5])

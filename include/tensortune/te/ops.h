@@ -197,6 +197,10 @@ Tensor divide(const Tensor& a, const Tensor& b);    ///< a / b, broadcast (C div
 Tensor maximum(const Tensor& a, const Tensor& b);   ///< max(a, b), broadcast
 Tensor minimum(const Tensor& a, const Tensor& b);   ///< min(a, b), broadcast
 Tensor power(const Tensor& a, const Tensor& b);     ///< a ^ b, broadcast (floats)
+/// The remainder of a / b with the divisor's sign (Python's %), integers; 0 where b is 0.
+Tensor floor_mod(const Tensor& a, const Tensor& b);
+/// The remainder of a / b with the dividend's sign (C's fmod and %); integers give 0 where b is 0.
+Tensor trunc_mod(const Tensor& a, const Tensor& b);
 
 /// Comparisons, broadcast: a bool tensor; the operands' dtypes must match.
 Tensor equal(const Tensor& a, const Tensor& b);          ///< a == b
