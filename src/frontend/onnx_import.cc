@@ -674,6 +674,32 @@ te::Attrs transpose_attrs(std::vector<int64_t> perm) {
   a->perm = std::move(perm);
   return te::Attrs(attrs(std::move(a)));
 }
+/// A scalar constant of `dtype` (an integer type takes `value` exactly up to 2^53).
+Value scalar_constant(DataType dtype, double value, std::string name) {
+  te::NDArray a(dtype, {});
+  a.set(0, value);
+  return graph::constant(std::move(a), std::move(name));
+}
+
+/// A reduction's attributes over every axis of a rank-`rank` value, dropped.
+te::Attrs whole_reduce_attrs(size_t rank) {
+  auto r = make_node<te::ReduceAttrsNode>();
+  r->keepdims = false;
+  for (size_t d = 0; d < rank; ++d) r->axes.push_back(static_cast<int64_t>(d));
+  return te::Attrs(attrs(std::move(r)));
+}
+
+/// A slice's attributes taking [begin, end) of `axis` and all of every other axis of `shape`.
+te::Attrs slice_along(const std::vector<int64_t>& shape, size_t axis, int64_t begin, int64_t end) {
+  auto a = make_node<te::SliceAttrsNode>();
+  a->begin.assign(shape.size(), 0);
+  a->end = shape;
+  a->strides.assign(shape.size(), 1);
+  a->begin[axis] = begin;
+  a->end[axis] = end;
+  return te::Attrs(attrs(std::move(a)));
+}
+
 te::Attrs scalar_attrs(double alpha, double beta = 0) {
   auto a = make_node<te::ScalarAttrsNode>();
   a->alpha = alpha;
@@ -779,6 +805,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       TT_CHECK(training->data.array().get(0) == 0, kInvalidArgument,
                "training_mode = true (a random mask) is not supported");
     }
+    if (n.output_size() < 2 || n.output(1).empty()) return std::vector<Value>{x};
     te::NDArray mask(DataType::boolean(), x->shape);
     for (int64_t i = 0; i < mask.size(); ++i) mask.set(i, 1);
     return std::vector<Value>{x, graph::constant(std::move(mask), n.name() + ".mask")};
@@ -836,24 +863,17 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       taken = op("take", {weight, target}, axis_attrs(0));
     }
     if (const auto* ignore = attr(n, "ignore_index")) {
-      te::NDArray index(target->dtype, {});
-      index.set_int(0, ignore->i());
-      Value kept =
-          op("logical_not",
-             {op("equal", {target, graph::constant(std::move(index), n.name() + ".ignore")})});
-      te::NDArray zero(input->dtype, {}), one_value(input->dtype, {});
-      one_value.set(0, 1);
-      taken = op("where",
-                 {kept, taken ? taken : graph::constant(std::move(one_value), n.name() + ".one"),
-                  graph::constant(std::move(zero), n.name() + ".zero")});
+      Value index =
+          scalar_constant(target->dtype, static_cast<double>(ignore->i()), n.name() + ".ignore");
+      Value kept = op("logical_not", {op("equal", {target, index})});
+      taken =
+          op("where", {kept, taken ? taken : scalar_constant(input->dtype, 1, n.name() + ".one"),
+                       scalar_constant(input->dtype, 0, n.name() + ".zero")});
     }
     Value loss = op("negative", {taken ? op("multiply", {picked, taken}) : picked});
     if (reduction == "none") return loss;
     auto whole = [&](const Value& v) {
-      auto r = make_node<te::ReduceAttrsNode>();
-      r->keepdims = false;
-      for (size_t d = 0; d < v->shape.size(); ++d) r->axes.push_back(static_cast<int64_t>(d));
-      return op("reduce_sum", {v}, te::Attrs(attrs(std::move(r))));
+      return op("reduce_sum", {v}, whole_reduce_attrs(v->shape.size()));
     };
     Value total = whole(loss);
     if (reduction == "sum") return total;
@@ -864,9 +884,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     int64_t count = 1;
     for (int64_t d : loss->shape) count *= d;
-    te::NDArray c(input->dtype, {});
-    c.set(0, static_cast<double>(count));
-    return op("divide", {total, graph::constant(std::move(c), n.name() + ".count")});
+    return op("divide", {total, scalar_constant(input->dtype, static_cast<double>(count),
+                                                n.name() + ".count")});
   };
   h["NegativeLogLikelihoodLoss"] = [need, one, log_likelihood_loss](const onnx::NodeProto& n,
                                                                     const std::vector<Value>& in) {
@@ -1161,15 +1180,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     TT_CHECK(x->dtype == DataType::float32(), kInvalidArgument, "quantizes ", x->dtype.str(),
              "; float32 is supported");
     auto whole = [&](const char* op) {
-      auto r = make_node<te::ReduceAttrsNode>();
-      r->keepdims = false;
-      for (size_t d = 0; d < x->shape.size(); ++d) r->axes.push_back(static_cast<int64_t>(d));
-      return make(op, {x}, te::Attrs(attrs(std::move(r))), n);
+      return make(op, {x}, whole_reduce_attrs(x->shape.size()), n);
     };
     auto scalar = [&](double v, const char* what) {
-      te::NDArray a(DataType::float32(), {});
-      a.set(0, v);
-      return graph::constant(std::move(a), n.name() + what);
+      return scalar_constant(DataType::float32(), v, n.name() + what);
     };
     // The range always holds 0, so that 0 quantizes exactly.
     Value high = make("maximum", {whole("reduce_max"), scalar(0, ".zero")}, te::Attrs(), n);
@@ -1303,11 +1317,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (!attr_int(n, "transB", 0)) b = make("transpose", {b}, transpose_attrs({1, 0}), n);
     Value out = make("nn.dense", {a, b}, te::Attrs(), n);
     double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
-    auto scalar = [&](double v) {
-      te::NDArray s(out->dtype, {});
-      s.set(0, v);
-      return graph::constant(std::move(s), n.name() + ".scalar");
-    };
+    auto scalar = [&](double v) { return scalar_constant(out->dtype, v, n.name() + ".scalar"); };
     if (alpha != 1.0) out = make("multiply", {out, scalar(alpha)}, te::Attrs(), n);
     if (in.size() > 2 && in[2]) {
       Value c = in[2];
@@ -1407,10 +1417,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         if (k > 0) out = make(ours, {out, in[k]}, te::Attrs(), n);
       }
       if (onnx_op == "Mean" && in.size() > 1) {
-        te::NDArray count(out->dtype, {});
-        count.set(0, 1.0 / static_cast<double>(in.size()));
-        out = make("multiply", {out, graph::constant(std::move(count), n.name() + ".count")},
-                   te::Attrs(), n);
+        Value count =
+            scalar_constant(out->dtype, 1.0 / static_cast<double>(in.size()), n.name() + ".count");
+        out = make("multiply", {out, count}, te::Attrs(), n);
       }
       return one(out);
     };
@@ -1544,15 +1553,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value mean = make("reduce_mean", {x}, reduce, n);
     Value dev = make("subtract", {x, mean}, te::Attrs(), n);
     Value var = make("reduce_mean", {make("multiply", {dev, dev}, te::Attrs(), n)}, reduce, n);
-    te::NDArray eps(x->dtype, {});
-    eps.set(0, epsilon);
-    Value inv_std =
-        make("reciprocal",
-             {make("sqrt",
-                   {make("add", {var, graph::constant(std::move(eps), n.name() + ".epsilon")},
-                         te::Attrs(), n)},
-                   te::Attrs(), n)},
-             te::Attrs(), n);
+    Value eps = scalar_constant(x->dtype, epsilon, n.name() + ".epsilon");
+    Value inv_std = make("reciprocal",
+                         {make("sqrt", {make("add", {var, eps}, te::Attrs(), n)}, te::Attrs(), n)},
+                         te::Attrs(), n);
     return std::vector<Value>{y, mean, inv_std};
   };
   // GroupNormalization: a layer norm over each group's channels and
@@ -1698,11 +1702,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       auto call = [&](const char* f, std::vector<Value> args) {
         return make(f, std::move(args), te::Attrs(), n);
       };
-      auto constant = [&](double v) {
-        te::NDArray a(x->dtype, {});
-        a.set(0, v);
-        return graph::constant(std::move(a), n.name() + ".c");
-      };
+      auto constant = [&](double v) { return scalar_constant(x->dtype, v, n.name() + ".c"); };
       if (name == "Tan") return one(call("divide", {call("sin", {x}), call("cos", {x})}));
       if (name == "Sinh" || name == "Cosh") {
         Value e = call("exp", {x}), inv = call("exp", {call("negative", {x})});
@@ -1817,10 +1817,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) keep.set(i * cols + j, upper ? j - i >= k : j - i <= k);
     }
-    te::NDArray zero(x->dtype, {});
     return one(make("where",
                     {graph::constant(std::move(keep), n.name() + ".mask"), x,
-                     graph::constant(std::move(zero), n.name() + ".zero")},
+                     scalar_constant(x->dtype, 0, n.name() + ".zero")},
                     te::Attrs(), n));
   };
   h["Flatten"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
@@ -1906,14 +1905,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::vector<Value> out;
     int64_t at = 0;
     for (int64_t s : sizes) {
-      auto a = make_node<te::SliceAttrsNode>();
-      a->begin.assign(x->shape.size(), 0);
-      a->end = x->shape;
-      a->strides.assign(x->shape.size(), 1);
-      a->begin[axis] = at;
-      a->end[axis] = at + s;
+      out.push_back(
+          make("slice", {x}, slice_along(x->shape, static_cast<size_t>(axis), at, at + s), n));
       at += s;
-      out.push_back(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
     }
     return out;
   };
@@ -2246,10 +2240,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value out = handlers_.at("MatMul")(n, {a, b})[0];
     double alpha = attr_float(n, "alpha", 1.0);
     if (alpha != 1.0) {
-      te::NDArray s(out->dtype, {});
-      s.set(0, alpha);
-      out = make("multiply", {out, graph::constant(std::move(s), n.name() + ".alpha")}, te::Attrs(),
-                 n);
+      out = make("multiply", {out, scalar_constant(out->dtype, alpha, n.name() + ".alpha")},
+                 te::Attrs(), n);
     }
     return one(out);
   };
@@ -2393,13 +2385,7 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
     return clip > 0 ? call("clip", {v}, scalar_attrs(-clip, clip)) : v;
   };
   auto slice = [&](const Value& v, size_t axis, int64_t begin, int64_t end) {
-    auto a = make_node<te::SliceAttrsNode>();
-    a->begin.assign(v->shape.size(), 0);
-    a->end = v->shape;
-    a->strides.assign(v->shape.size(), 1);
-    a->begin[axis] = begin;
-    a->end[axis] = end;
-    return call("slice", {v}, te::Attrs(attrs(std::move(a))));
+    return call("slice", {v}, slice_along(v->shape, axis, begin, end));
   };
   auto reshape = [&](const Value& v, std::vector<int64_t> shape) {
     return call("reshape", {v}, reshape_attrs(std::move(shape)));
@@ -2498,11 +2484,9 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
       Value y = next_h;
       if (lengths) {
         // Past a batch entry's length the state holds and the output is zero.
-        te::NDArray step_index(lengths->dtype, {});
-        step_index.set(0, static_cast<double>(t));
-        Value live =
-            call("less", {graph::constant(std::move(step_index), n.name() + ".t"), lengths});
-        if (!mask_zero) mask_zero = filled({}, 0, ".zero");
+        Value step = scalar_constant(lengths->dtype, static_cast<double>(t), n.name() + ".t");
+        Value live = call("less", {step, lengths});
+        if (!mask_zero) mask_zero = scalar_constant(x->dtype, 0, n.name() + ".zero");
         y = call("where", {live, next_h, mask_zero});
         next_h = call("where", {live, next_h, h});
         if (next_c) next_c = call("where", {live, next_c, c});
