@@ -61,8 +61,8 @@ const std::set<std::string>& reserved_names() {
       "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "pow", "powf",
       "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "nearbyint", "nearbyintf", "trunc",
       "truncf", "sin", "sinf", "cos", "cosf", "exp2", "exp2f", "log2", "log2f", "fmin", "fminf",
-      "fmax", "fmaxf", "fmod", "fmodf", "args", "int8_t", "int16_t", "int32_t", "int64_t",
-      "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"};
+      "fmax", "fmaxf", "fmod", "fmodf", "atan", "atanf", "args", "int8_t", "int16_t", "int32_t",
+      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"};
   return names;
 }
 
@@ -226,6 +226,7 @@ const char* intrinsic_name(Intrinsic op) {
     case Intrinsic::kCos: return "cos";
     case Intrinsic::kExp2: return "exp2";
     case Intrinsic::kLog2: return "log2";
+    case Intrinsic::kAtan: return "atan";
   }
   return "?";
 }

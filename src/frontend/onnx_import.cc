@@ -1,12 +1,15 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numbers>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -25,7 +28,7 @@ using te::Attrs;
 
 // Every opset ONNX Runtime loads; the handlers follow each operator's
 // versions within it.
-constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
+constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 
 /// The ONNX name of an element type ("BFLOAT16"), or its number.
 std::string onnx_type_name(int32_t elem_type) {
@@ -185,6 +188,8 @@ std::vector<int64_t> ints_of(const te::NDArray& a) {
   }
   return out;
 }
+
+te::Attrs reshape_attrs(std::vector<int64_t> shape);
 
 template <class T>
 Ref<T> attrs(std::shared_ptr<T> n) {
@@ -547,6 +552,47 @@ class Importer {
     return graph::fold_call(graph::call(op, std::move(args), std::move(a), n.name()));
   }
 
+  /// The inputs of `n` as its handler (written for opset 7 on) reads them,
+  /// for a model below opset 7. Binary operators broadcast there only with
+  /// `broadcast` 1, lining B up with A from `axis` on; Reshape's shape was
+  /// an attribute. What has no opset-7 reading (Tile's tiles and axis
+  /// inputs, the experimental Upsample, training with `is_test` 0) is refused.
+  std::vector<Value> before_opset7(const onnx::NodeProto& n, std::vector<Value> in) {
+    static const std::set<std::string> binary = {"Add",     "Sub",  "Mul", "Div", "Pow", "Equal",
+                                                 "Greater", "Less", "And", "Or",  "Xor"};
+    const std::string& op = n.op_type();
+    if (binary.count(op) && in.size() == 2 && in[0] && in[1]) {
+      const std::vector<int64_t>&a = in[0]->shape, &b = in[1]->shape;
+      if (attr_int(n, "broadcast", 0) == 0) {
+        TT_CHECK(a == b, kInvalidArgument, "A ", shape_text(a), " and B ", shape_text(b),
+                 " differ in shape without broadcast = 1 (before opset 7)");
+      } else if (const auto* axis_attr = attr(n, "axis")) {
+        const auto rank = static_cast<int64_t>(a.size());
+        int64_t axis = axis_attr->i() < 0 ? axis_attr->i() + rank : axis_attr->i();
+        TT_CHECK(axis >= 0 && axis + static_cast<int64_t>(b.size()) <= rank, kInvalidArgument, "B ",
+                 shape_text(b), " does not fit A ", shape_text(a), " from axis ", axis_attr->i());
+        std::vector<int64_t> aligned = b;
+        aligned.resize(static_cast<size_t>(rank - axis), 1);
+        in[1] = make("reshape", {in[1]}, reshape_attrs(aligned), n);
+      }
+    }
+    if (op == "Reshape" && in.size() == 1) {
+      in.push_back(graph::constant(int64_array(attr_ints(n, "shape", {})), n.name() + ".shape"));
+    }
+    TT_CHECK(!(op == "Tile" && opset_ < 6), kInvalidArgument,
+             "Tile before opset 6 (tiles and axis inputs) is not supported");
+    TT_CHECK(op != "Upsample", kInvalidArgument,
+             "Upsample before opset 7 (experimental, with height_scale and width_scale) is not "
+             "supported");
+    TT_CHECK(!(op == "Pad" && opset_ < 2), kInvalidArgument,
+             "Pad before opset 2 (paddings) is not supported");
+    TT_CHECK(!(op == "Split" && opset_ < 2 && in.size() > 1), kInvalidArgument,
+             "Split before opset 2 with split as an input is not supported");
+    TT_CHECK(!((op == "Dropout" || op == "BatchNormalization") && attr_int(n, "is_test", 0) == 0),
+             kInvalidArgument, "is_test 0 (training, before opset 7) is not supported");
+    return in;
+  }
+
   /// Imports node `n` (the file's node `index`). What it needs that is not
   /// supported is a gap, and its outputs are not computed: nodes that read
   /// them are passed over, to report every gap of the model in one run.
@@ -588,6 +634,7 @@ class Importer {
     }
     std::vector<Value> out;
     try {
+      if (standard && opset_ < 7) in = before_opset7(n, std::move(in));
       out = h->second(n, in);
     } catch (const UserError& e) {
       if (e.kind() == ErrorKind::kParse) fail(e.kind(), where, ": ", e.what());
@@ -674,6 +721,11 @@ te::Attrs transpose_attrs(std::vector<int64_t> perm) {
   a->perm = std::move(perm);
   return te::Attrs(attrs(std::move(a)));
 }
+te::Attrs cast_attrs(DataType dtype) {
+  auto a = make_node<te::CastAttrsNode>();
+  a->dtype = dtype;
+  return te::Attrs(attrs(std::move(a)));
+}
 /// A scalar constant of `dtype` (an integer type takes `value` exactly up to 2^53).
 Value scalar_constant(DataType dtype, double value, std::string name) {
   te::NDArray a(dtype, {});
@@ -737,6 +789,129 @@ std::vector<int64_t> window_pads(const std::string& auto_pad, std::vector<int64_
     out[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
   }
   return out;
+}
+
+/// How ONNX's Resize maps an output position to input positions and weights.
+struct ResizeRule {
+  std::string mode, coord, nearest_mode;
+  double cubic_a = -0.75, extrapolation = 0;
+  bool exclude_outside = false;
+};
+
+void check_resize_rule(const ResizeRule& r) {
+  static const std::set<std::string> coords = {
+      "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const std::set<std::string> nearest = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                                "ceil"};
+  TT_CHECK(r.mode == "nearest" || r.mode == "linear" || r.mode == "cubic", kInvalidArgument,
+           "mode '", r.mode, "' (nearest, linear or cubic)");
+  TT_CHECK(coords.count(r.coord), kInvalidArgument, "coordinate_transformation_mode '", r.coord,
+           "' (", join(std::vector<std::string>(coords.begin(), coords.end()), ", "), ")");
+  TT_CHECK(r.mode != "nearest" || nearest.count(r.nearest_mode), kInvalidArgument, "nearest_mode '",
+           r.nearest_mode, "' (",
+           join(std::vector<std::string>(nearest.begin(), nearest.end()), ", "), ")");
+}
+
+/// The coordinate mode of the resize2d operator that computes `r` on these
+/// extents, or none where only taps can: resize2d maps coordinates by the
+/// extents' ratio, right only where the scale is that ratio.
+std::optional<std::string> simple_resize(const ResizeRule& r, int64_t in_h, int64_t out_h,
+                                         double scale_h, int64_t in_w, int64_t out_w,
+                                         double scale_w) {
+  if (static_cast<double>(out_h) != static_cast<double>(in_h) * scale_h ||
+      static_cast<double>(out_w) != static_cast<double>(in_w) * scale_w) {
+    return std::nullopt;
+  }
+  std::string coord = r.coord;
+  // pytorch_half_pixel is half_pixel except to an extent of 1.
+  if (coord == "pytorch_half_pixel" && out_h > 1 && out_w > 1) coord = "half_pixel";
+  if (coord != "half_pixel" && coord != "asymmetric" && coord != "align_corners") {
+    return std::nullopt;
+  }
+  if (r.mode == "linear") return coord;
+  if (r.mode != "nearest") return std::nullopt;
+  const char* rounding = coord == "asymmetric" ? "floor" : "round_prefer_floor";
+  return r.nearest_mode == rounding ? std::optional<std::string>(coord) : std::nullopt;
+}
+
+/// One axis of a resize as taps: for each output position, the input
+/// positions it reads ([out, taps] int32) and their weights (float32).
+struct ResizeTaps {
+  te::NDArray index, weight;
+};
+
+/// The taps of `r` from `in` to `out` positions at `scale` (ONNX's scale,
+/// which need not be out / in), with roi [roi_start, roi_end] for
+/// tf_crop_and_resize. A position mapped outside the input there reads
+/// position `in`, the extrapolation border, and sets *border.
+ResizeTaps resize_taps(const ResizeRule& r, int64_t in, int64_t out, double scale, double roi_start,
+                       double roi_end, bool* border) {
+  const int64_t count = r.mode == "nearest" ? 1 : r.mode == "linear" ? 2 : 4;
+  ResizeTaps t{te::NDArray(DataType::int32(), {out, count}),
+               te::NDArray(DataType::float32(), {out, count})};
+  const auto fin = static_cast<double>(in), fout = static_cast<double>(out);
+  auto source = [&](double o) {
+    if (r.coord == "asymmetric") return o / scale;
+    if (r.coord == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
+    if (r.coord == "align_corners") return out == 1 ? 0.0 : o * (fin - 1) / (fout - 1);
+    if (r.coord == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+    if (r.coord == "tf_crop_and_resize") {
+      return out > 1 ? roi_start * (fin - 1) + o * (roi_end - roi_start) * (fin - 1) / (fout - 1)
+                     : 0.5 * (roi_start + roi_end) * (fin - 1);
+    }
+    if (r.coord == "half_pixel_symmetric") {
+      const double adjustment = fout / (scale * fin), center = fin / 2;
+      return center * (1 - adjustment) + (o + 0.5) / scale - 0.5;
+    }
+    return (o + 0.5) / scale - 0.5;  // half_pixel
+  };
+  auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  for (int64_t o = 0; o < out; ++o) {
+    const double x = source(static_cast<double>(o));
+    std::vector<int64_t> index;
+    std::vector<double> weight;
+    if (r.coord == "tf_crop_and_resize" && (x < 0 || x > fin - 1)) {
+      index.assign(static_cast<size_t>(count), in);  // the border
+      weight.assign(static_cast<size_t>(count), 0.0);
+      weight[0] = 1;
+      *border = true;
+    } else if (r.mode == "nearest") {
+      const double low = std::floor(x);
+      double pick = std::round(x);  // halves: by the rule
+      if (x - low == 0.5) {
+        pick = r.nearest_mode == "round_prefer_ceil" ? low + 1 : low;
+      }
+      if (r.nearest_mode == "floor") pick = low;
+      if (r.nearest_mode == "ceil") pick = std::ceil(x);
+      index = {clamp(static_cast<int64_t>(pick))};
+      weight = {1.0};
+    } else if (r.mode == "linear") {
+      const double c = std::clamp(x, 0.0, fin - 1), low = std::floor(c);
+      index = {clamp(static_cast<int64_t>(low)), clamp(static_cast<int64_t>(low) + 1)};
+      weight = {1 - (c - low), c - low};
+    } else {  // cubic, Keys' kernel with coefficient a
+      const double low = std::floor(x), f = x - low, a = r.cubic_a;
+      auto far = [&](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < d < 2
+      auto near = [&](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };       // d <= 1
+      weight = {far(1 + f), near(f), near(1 - f), far(2 - f)};
+      double total = 0;
+      for (int k = 0; k < 4; ++k) {
+        const auto i = static_cast<int64_t>(low) - 1 + k;
+        if (r.exclude_outside && (i < 0 || i >= in)) weight[static_cast<size_t>(k)] = 0;
+        total += weight[static_cast<size_t>(k)];
+        index.push_back(clamp(i));
+      }
+      if (r.exclude_outside && total != 0) {
+        for (double& w : weight) w /= total;
+      }
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      t.index.set_int(o * count + k, index[static_cast<size_t>(k)]);
+      t.weight.set(o * count + k, weight[static_cast<size_t>(k)]);
+    }
+  }
+  return t;
 }
 
 const std::map<std::string, Importer::Handler>& Importer::handlers() {
@@ -918,7 +1093,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(make("cumsum", {x}, te::Attrs(attrs(std::move(a))), n));
   };
   h["OneHot"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    const Value& indices = need(in, 0, "indices");
+    Value indices = need(in, 0, "indices");
+    // Float indices count by their integer part.
+    if (indices->dtype.is_float())
+      indices = make("cast", {indices}, cast_attrs(DataType::int64()), n);
     std::vector<int64_t> depth = const_ints(n, in, 1, "depth");
     TT_CHECK(depth.size() == 1, kInvalidArgument, "depth must hold one value");
     const auto* values = constant_of(need(in, 2, "values"));
@@ -1288,23 +1466,131 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       x = lift_1d(n, x);
       w = lift_1d(n, w);
     }
-    TT_CHECK(attr_int(n, "group", 1) == 1, kInvalidArgument, "group must be 1");
-    for (int64_t d : attr_ints(n, "dilations", {})) {
-      TT_CHECK(d == 1, kInvalidArgument, "dilations must be 1");
+    TT_CHECK(x->shape[1] == w->shape[0], kInvalidArgument, "the weight ", shape_text(w->shape),
+             " does not take the ", x->shape[1], " channels of the data");
+    const int64_t group = attr_int(n, "group", 1);
+    TT_CHECK(group >= 1 && x->shape[1] % group == 0, kInvalidArgument, "group ", group,
+             " does not divide the ", x->shape[1], " input channels");
+    std::vector<int64_t> dilations = window_ints(n, "dilations", one_d, {1, 1});
+    if (dilations != std::vector<int64_t>{1, 1}) {
+      // A dilated kernel is the kernel with zeros between its taps.
+      const auto* c = constant_of(w);
+      TT_CHECK(c, kInvalidArgument, "its weight must be a constant for dilations other than 1");
+      const te::NDArray& k = c->data.array();
+      const int64_t rows = k.shape()[2], cols = k.shape()[3];
+      const int64_t dr = (rows - 1) * dilations[0] + 1, dc = (cols - 1) * dilations[1] + 1;
+      te::NDArray spread(k.dtype(), {k.shape()[0], k.shape()[1], dr, dc});
+      for (int64_t plane = 0; plane < k.shape()[0] * k.shape()[1]; ++plane) {
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < cols; ++j) {
+            spread.set((plane * dr + i * dilations[0]) * dc + j * dilations[1],
+                       k.get((plane * rows + i) * cols + j));
+          }
+        }
+      }
+      w = graph::constant(std::move(spread), n.name() + ".dilated");
     }
-    TT_CHECK(attr(n, "output_shape") == nullptr, kInvalidArgument,
-             "output_shape is not supported; give pads and output_padding");
-    std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-    TT_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID", kInvalidArgument, "auto_pad '", auto_pad,
-             "' is not supported (NOTSET or VALID)");
-    auto a = make_node<te::Conv2dTransposeAttrsNode>();
-    a->strides = window_ints(n, "strides", one_d, {1, 1});
-    a->padding = auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0}
-                                     : window_ints(n, "pads", one_d, {0, 0, 0, 0});
+    const std::vector<int64_t> strides = window_ints(n, "strides", one_d, {1, 1});
     std::vector<int64_t> extra = attr_ints(n, "output_padding", {});
     if (one_d && extra.size() == 1) extra.insert(extra.begin(), 0);
-    a->output_padding = extra.empty() ? std::vector<int64_t>{0, 0} : extra;
-    Value out = make("nn.conv2d_transpose", {x, w}, te::Attrs(attrs(std::move(a))), n);
+    if (extra.empty()) extra = {0, 0};
+    TT_CHECK(extra.size() == 2, kInvalidArgument, "output_padding has ", extra.size(), " values");
+    // The padding before and after each spatial axis and the output's
+    // extents: from pads and output_padding, or from output_shape (or
+    // auto_pad's input x stride), splitting the padding as ONNX Runtime does.
+    std::vector<int64_t> pads = window_ints(n, "pads", one_d, {0, 0, 0, 0});
+    std::vector<int64_t> out_extent(2);
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    TT_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
+                 auto_pad == "SAME_LOWER",
+             kInvalidArgument, "auto_pad '", auto_pad,
+             "' (NOTSET, VALID, SAME_UPPER or SAME_LOWER)");
+    std::vector<int64_t> given = attr_ints(n, "output_shape", {});
+    if (given.size() > 2 || (one_d && given.size() == 1)) {
+      given.erase(given.begin(), given.end() - (one_d ? 1 : 2));  // only the spatial extents
+    }
+    if (one_d && given.size() == 1) given.insert(given.begin(), 1);
+    for (size_t d = 0; d < 2; ++d) {
+      const int64_t in_extent = x->shape[2 + d], kernel = w->shape[2 + d];
+      const int64_t natural = strides[d] * (in_extent - 1) + extra[d] + kernel;
+      int64_t wanted = -1;
+      if (!given.empty()) {
+        TT_CHECK(given.size() == 2, kInvalidArgument, "output_shape has ", given.size(),
+                 " spatial values");
+        wanted = given[d];
+      } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        wanted = in_extent * strides[d];
+      }
+      if (auto_pad == "VALID") pads[d] = pads[d + 2] = 0;
+      if (wanted < 0) {
+        out_extent[d] = natural - pads[d] - pads[d + 2];
+        continue;
+      }
+      const int64_t total = std::max<int64_t>(0, natural - wanted);
+      const bool upper = auto_pad == "SAME_UPPER";
+      pads[d] = upper ? total / 2 : total - total / 2;
+      pads[d + 2] = total - pads[d];
+      out_extent[d] = wanted;
+    }
+    TT_CHECK(out_extent[0] >= 1 && out_extent[1] >= 1, kInvalidArgument,
+             "the output would be empty");
+    // The operator computes rows [p', full - p'') of the full output
+    // (stride * (in - 1) + kernel rows), with p' and p'' at most the
+    // kernel's extent - 1. The rows wanted, [pad before, + extent), are
+    // cropped from it, and those past the full output (no input reaches
+    // them) filled with zeros.
+    auto a = make_node<te::Conv2dTransposeAttrsNode>();
+    a->strides = strides;
+    a->output_padding = {0, 0};
+    a->padding.assign(4, 0);
+    std::vector<int64_t> begin(4, 0), end(4), fill(4, 0);
+    bool crop = false, pad = false;
+    for (size_t d = 0; d < 2; ++d) {
+      const int64_t kernel = w->shape[2 + d];
+      const int64_t full = strides[d] * (x->shape[2 + d] - 1) + kernel;
+      const int64_t want_begin = pads[d], want_end = pads[d] + out_extent[d];
+      const int64_t head = std::min(want_begin, kernel - 1);
+      const int64_t tail = std::clamp<int64_t>(full - want_end, 0, kernel - 1);
+      a->padding[d] = head;
+      a->padding[d + 2] = tail;
+      begin[2 + d] = want_begin - head;
+      end[2 + d] = std::min(full - tail, want_end) - head;
+      fill[2 + d] = want_end - std::min(full - tail, want_end);
+      crop |= begin[2 + d] > 0 || end[2 + d] < full - tail - head;
+      pad |= fill[2 + d] > 0;
+    }
+    const te::Attrs conv(attrs(std::move(a)));
+    Value out;
+    if (group == 1) {
+      out = make("nn.conv2d_transpose", {x, w}, conv, n);
+    } else {
+      // One transposed convolution per group, joined on the channels.
+      std::vector<Value> parts;
+      const int64_t per_group = x->shape[1] / group;
+      for (int64_t g = 0; g < group; ++g) {
+        Value xs =
+            make("slice", {x}, slice_along(x->shape, 1, g * per_group, (g + 1) * per_group), n);
+        Value ws =
+            make("slice", {w}, slice_along(w->shape, 0, g * per_group, (g + 1) * per_group), n);
+        parts.push_back(make("nn.conv2d_transpose", {xs, ws}, conv, n));
+      }
+      out = make("concat", parts, axis_attrs(1), n);
+    }
+    end[0] = out->shape[0];
+    end[1] = out->shape[1];
+    if (crop) {
+      auto sl = make_node<te::SliceAttrsNode>();
+      sl->begin = begin;
+      sl->end = end;
+      sl->strides.assign(4, 1);
+      out = make("slice", {out}, te::Attrs(attrs(std::move(sl))), n);
+    }
+    if (pad) {
+      auto p = make_node<te::PadAttrsNode>();
+      p->before.assign(4, 0);
+      p->after = fill;
+      out = make("pad", {out}, te::Attrs(attrs(std::move(p))), n);
+    }
     if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
     return one(one_d ? unlift_1d(n, out) : out);
   };
@@ -1367,12 +1653,16 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::string name = ours.at(op);
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
       Value a = need(in, 0, "A"), b = need(in, 1, "B");
-      if (name == "power" && b->dtype != a->dtype && constant_of(b)) {
-        // An integer exponent constant: as the base's type.
-        auto c = make_node<te::CastAttrsNode>();
-        c->dtype = a->dtype;
-        b = make("cast", {b}, te::Attrs(attrs(std::move(c))), n);
+      if (name == "power" && !a->dtype.is_float()) {
+        // An integer base: raised in float64 (exact to 2^53) and truncated
+        // back to its type, as ONNX Runtime's static_cast<T>(pow(x, y)).
+        const auto wide = cast_attrs(DataType::float64());
+        Value raised =
+            make("power", {make("cast", {a}, wide, n), make("cast", {b}, wide, n)}, te::Attrs(), n);
+        return one(make("cast", {raised}, cast_attrs(a->dtype), n));
       }
+      // The result has the base's type, whatever the exponent's.
+      if (name == "power" && b->dtype != a->dtype) b = make("cast", {b}, cast_attrs(a->dtype), n);
       return one(make(name, {a, b}, te::Attrs(), n));
     };
   }
@@ -1485,11 +1775,33 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     bound(1, low, "min");
     bound(2, high, "max");
-    return one(make("clip", {need(in, 0, "X")}, scalar_attrs(low, high), n));
+    const Value& x = need(in, 0, "X");
+    if (x->dtype.is_float()) return one(make("clip", {x}, scalar_attrs(low, high), n));
+    // Integers: the bounds given, as the operand's type.
+    Value out = x;
+    if (in.size() > 1 && in[1]) {
+      out =
+          make("maximum", {out, scalar_constant(x->dtype, low, n.name() + ".min")}, te::Attrs(), n);
+    }
+    if (in.size() > 2 && in[2]) {
+      out = make("minimum", {out, scalar_constant(x->dtype, high, n.name() + ".max")}, te::Attrs(),
+                 n);
+    }
+    return one(out);
   };
   h["Cast"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     auto c = make_node<te::CastAttrsNode>();
-    c->dtype = dtype_of(static_cast<int32_t>(attr_int(n, "to", 1)), "the target type");
+    const auto* to = attr(n, "to");
+    TT_CHECK(to, kParse, "has no 'to' attribute");
+    int32_t type = static_cast<int32_t>(to->i());
+    // Before opset 6 the type was a string ("FLOAT").
+    if (to->type() == onnx::AttributeProto::STRING) {
+      onnx::TensorProto_DataType named;
+      TT_CHECK(onnx::TensorProto_DataType_Parse(to->s(), &named), kParse, "the target type '",
+               to->s(), "' is not an ONNX element type");
+      type = named;
+    }
+    c->dtype = dtype_of(type, "the target type");
     return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
   };
 
@@ -1693,8 +2005,242 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     c->dtype = need(in, 1, "target_type")->dtype;
     return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
   };
-  // Hyperbolic and tangent functions, from exp, log, sqrt, sin and cos.
-  for (const char* op : {"Sinh", "Cosh", "Tan", "Asinh", "Acosh", "Atanh"}) {
+  // ScatterElements, and Scatter (its name before opset 11).
+  for (const char* op : {"ScatterElements", "Scatter"}) {
+    h[op] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      const Value& data = need(in, 0, "data");
+      auto s = make_node<te::ScatterAttrsNode>();
+      s->axis = normalise(attr_int(n, "axis", 0), data->shape.size());
+      s->reduction = attr_string(n, "reduction", "none");
+      return one(make("scatter_elements", {data, need(in, 1, "indices"), need(in, 2, "updates")},
+                      te::Attrs(attrs(std::move(s))), n));
+    };
+  }
+  h["ScatterND"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value &data = need(in, 0, "data"), &indices = need(in, 1, "indices");
+    const Value& updates = need(in, 2, "updates");
+    // As [Q, m] index tuples and [Q, rest...] updates.
+    const int64_t depth = indices->shape.back();
+    const int64_t count = std::accumulate(indices->shape.begin(), indices->shape.end() - 1,
+                                          int64_t{1}, std::multiplies<>());
+    TT_CHECK(depth >= 1 && depth <= static_cast<int64_t>(data->shape.size()), kInvalidArgument,
+             "index tuples of ", depth, " values do not fit data ", shape_text(data->shape));
+    std::vector<int64_t> rows = {count};
+    rows.insert(rows.end(), data->shape.begin() + depth, data->shape.end());
+    auto s = make_node<te::ScatterAttrsNode>();
+    s->reduction = attr_string(n, "reduction", "none");
+    return one(make("scatter_nd",
+                    {data, make("reshape", {indices}, reshape_attrs({count, depth}), n),
+                     make("reshape", {updates}, reshape_attrs(rows), n)},
+                    te::Attrs(attrs(std::move(s))), n));
+  };
+  h["TopK"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "X");
+    auto t = make_node<te::TopKAttrsNode>();
+    if (opset_ < 10) {
+      t->k = attr_int(n, "k", 0);
+    } else {
+      std::vector<int64_t> k = const_ints(n, in, 1, "K");
+      TT_CHECK(k.size() == 1, kInvalidArgument, "K must hold one value");
+      t->k = k[0];
+    }
+    t->axis = normalise(attr_int(n, "axis", -1), x->shape.size());
+    t->largest = attr_int(n, "largest", 1) != 0;
+    // sorted = 0 allows any order; the best-first order is one.
+    const int64_t axis = t->axis;
+    Value indices = make("topk_indices", {x}, te::Attrs(attrs(std::move(t))), n);
+    Value values = make("gather_elements", {x, indices}, axis_attrs(axis), n);
+    return std::vector<Value>{values, indices};
+  };
+  h["IsNaN"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "X");
+    TT_CHECK(x->dtype.is_float(), kInvalidArgument, "needs a float type, got ", x->dtype.str());
+    // NaN is the one value unequal to itself (the kernels keep IEEE compares).
+    return one(make("logical_not", {make("equal", {x, x}, te::Attrs(), n)}, te::Attrs(), n));
+  };
+  h["IsInf"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "X");
+    TT_CHECK(x->dtype.is_float(), kInvalidArgument, "needs a float type, got ", x->dtype.str());
+    const bool positive = attr_int(n, "detect_positive", 1) != 0;
+    const bool negative = attr_int(n, "detect_negative", 1) != 0;
+    auto is = [&](const Value& v, double inf) {
+      return make("equal", {v, scalar_constant(x->dtype, inf, n.name() + ".inf")}, te::Attrs(), n);
+    };
+    if (positive && negative) return one(is(make("abs", {x}, te::Attrs(), n), INFINITY));
+    if (positive || negative) return one(is(x, positive ? INFINITY : -INFINITY));
+    return one(graph::constant(te::NDArray(DataType::boolean(), x->shape), n.output(0)));
+  };
+  h["Shrink"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "input");
+    const double lambd = attr_float(n, "lambd", 0.5), bias = attr_float(n, "bias", 0.0);
+    auto call = [&](const char* f, std::vector<Value> args) {
+      return make(f, std::move(args), te::Attrs(), n);
+    };
+    auto constant = [&](double v) { return scalar_constant(x->dtype, v, n.name() + ".c"); };
+    // x + bias below -lambd, x - bias above lambd, 0 between.
+    Value above = call("where", {call("greater", {x, constant(lambd)}),
+                                 call("subtract", {x, constant(bias)}), constant(0)});
+    return one(call(
+        "where", {call("less", {x, constant(-lambd)}), call("add", {x, constant(bias)}), above}));
+  };
+  h["BitShift"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value &x = need(in, 0, "X"), &y = need(in, 1, "Y");
+    TT_CHECK(x->dtype.code() == DataType::Code::kUInt, kInvalidArgument,
+             "shifts unsigned integers, got ", x->dtype.str());
+    const std::string direction = attr_string(n, "direction", "");
+    TT_CHECK(direction == "LEFT" || direction == "RIGHT", kInvalidArgument, "direction '",
+             direction, "' (LEFT or RIGHT)");
+    // A shift by y is a product or (unsigned, flooring) quotient by 2^y,
+    // which float64 holds exactly for every y below 64.
+    const auto wide = cast_attrs(DataType::float64());
+    Value two = scalar_constant(DataType::float64(), 2, n.name() + ".two");
+    Value factor = make("cast", {make("power", {two, make("cast", {y}, wide, n)}, te::Attrs(), n)},
+                        cast_attrs(x->dtype), n);
+    return one(make(direction == "LEFT" ? "multiply" : "divide", {x, factor}, te::Attrs(), n));
+  };
+  // The windows of a spectrogram: constants of the given size.
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    std::string name = op;
+    h[op] = [this, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      std::vector<int64_t> size = const_ints(n, in, 0, "size");
+      TT_CHECK(size.size() == 1 && size[0] >= 1, kInvalidArgument,
+               "size must be one positive value");
+      const DataType dtype =
+          dtype_of(static_cast<int32_t>(attr_int(n, "output_datatype", onnx::TensorProto::FLOAT)),
+                   "output_datatype");
+      // Periodic windows (the default) repeat after `size` samples; symmetric
+      // ones end where they began.
+      const double period =
+          static_cast<double>(attr_int(n, "periodic", 1) != 0 ? size[0] : size[0] - 1);
+      te::NDArray w(dtype, {size[0]});
+      for (int64_t i = 0; i < size[0]; ++i) {
+        const double phase =
+            period > 0 ? 2 * std::numbers::pi * static_cast<double>(i) / period : 0;
+        double v = 0;
+        if (name == "HannWindow") v = 0.5 - 0.5 * std::cos(phase);
+        if (name == "HammingWindow") v = 25.0 / 46 - (21.0 / 46) * std::cos(phase);
+        if (name == "BlackmanWindow") v = 0.42 - 0.5 * std::cos(phase) + 0.08 * std::cos(2 * phase);
+        w.set(i, v);
+      }
+      return one(graph::constant(std::move(w), n.output(0)));
+    };
+  }
+  h["EyeLike"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "input");
+    TT_CHECK(x->shape.size() == 2, kInvalidArgument, "needs a matrix, got ", shape_text(x->shape));
+    const DataType dtype = attr(n, "dtype")
+                               ? dtype_of(static_cast<int32_t>(attr_int(n, "dtype", 0)), "dtype")
+                               : x->dtype;
+    const int64_t k = attr_int(n, "k", 0);
+    te::NDArray eye(dtype, x->shape);
+    for (int64_t i = 0; i < x->shape[0]; ++i) {
+      const int64_t j = i + k;
+      if (j >= 0 && j < x->shape[1]) eye.set(i * x->shape[1] + j, 1);
+    }
+    return one(graph::constant(std::move(eye), n.output(0)));
+  };
+  h["MeanVarianceNormalization"] = [this, need, one](const onnx::NodeProto& n,
+                                                     const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "X");
+    auto r = make_node<te::ReduceAttrsNode>();
+    r->keepdims = true;
+    for (int64_t axis : attr_ints(n, "axes", {0, 2, 3})) {
+      r->axes.push_back(normalise(axis, x->shape.size()));
+    }
+    const te::Attrs over(attrs(std::move(r)));
+    auto call = [&](const char* f, std::vector<Value> args, te::Attrs a = te::Attrs()) {
+      return make(f, std::move(args), std::move(a), n);
+    };
+    // ONNX's definition: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+    Value mean = call("reduce_mean", {x}, over);
+    Value mean_square = call("reduce_mean", {call("multiply", {x, x})}, over);
+    Value deviation =
+        call("sqrt", {call("subtract", {mean_square, call("multiply", {mean, mean})})});
+    Value denominator =
+        call("add", {deviation, scalar_constant(x->dtype, 1e-9, n.name() + ".epsilon")});
+    return one(call("divide", {call("subtract", {x, mean}), denominator}));
+  };
+  h["Compress"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "input");
+    const auto* condition = constant_of(need(in, 1, "condition"));
+    TT_CHECK(condition, kInvalidArgument,
+             "its condition must be a constant (the output's extent depends on it)");
+    const te::NDArray& keep = condition->data.array();
+    int64_t axis = 0;
+    if (const auto* a = attr(n, "axis")) {
+      axis = normalise(a->i(), x->shape.size());
+    } else {  // over the flattened input
+      const int64_t total =
+          std::accumulate(x->shape.begin(), x->shape.end(), int64_t{1}, std::multiplies<>());
+      x = make("reshape", {x}, reshape_attrs({total}), n);
+    }
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < std::min(keep.size(), x->shape[static_cast<size_t>(axis)]); ++i) {
+      if (keep.get(i) != 0) kept.push_back(i);
+    }
+    TT_CHECK(!kept.empty(), kInvalidArgument,
+             "its condition keeps nothing (an empty output is not supported)");
+    return one(make("take", {x, graph::constant(int64_array(kept), n.name() + ".kept")},
+                    axis_attrs(axis), n));
+  };
+  h["GatherND"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value &data = need(in, 0, "data"), &indices = need(in, 1, "indices");
+    const auto rank = static_cast<int64_t>(data->shape.size());
+    const auto index_rank = static_cast<int64_t>(indices->shape.size());
+    const int64_t batch = attr_int(n, "batch_dims", 0), depth = indices->shape.back();
+    TT_CHECK(batch >= 0 && batch < index_rank && batch + depth <= rank, kInvalidArgument,
+             "indices ", shape_text(indices->shape), " with batch_dims ", batch,
+             " do not fit data ", shape_text(data->shape));
+    for (int64_t d = 0; d < batch; ++d) {
+      TT_CHECK(data->shape[d] == indices->shape[d], kInvalidArgument, "the batch extents of data ",
+               shape_text(data->shape), " and indices ", shape_text(indices->shape), " differ");
+    }
+    auto call = [&](const char* f, std::vector<Value> args, te::Attrs a = te::Attrs()) {
+      return make(f, std::move(args), std::move(a), n);
+    };
+    // Each index tuple as one row number of data with its batch and indexed
+    // axes merged: sum of index_k (wrapped when negative) * stride_k, plus
+    // the row's batch number * the batch stride.
+    std::vector<int64_t> tuple_shape(indices->shape.begin(), indices->shape.end() - 1);
+    const bool one_tuple = tuple_shape.empty();  // indices [depth]: the result is one slice
+    if (one_tuple) tuple_shape = {1};
+    Value wide = call("cast", {indices}, cast_attrs(DataType::int64()));
+    Value row;
+    int64_t stride = 1;
+    for (int64_t k = depth - 1; k >= 0; --k) {
+      const int64_t extent = data->shape[batch + k];
+      Value index = call(
+          "reshape", {call("slice", {wide}, slice_along(indices->shape, index_rank - 1, k, k + 1))},
+          reshape_attrs(tuple_shape));
+      index = call("floor_mod",
+                   {index, scalar_constant(DataType::int64(), extent, n.name() + ".extent")});
+      Value term = call("multiply",
+                        {index, scalar_constant(DataType::int64(), stride, n.name() + ".stride")});
+      row = row ? call("add", {row, term}) : term;
+      stride *= extent;
+    }
+    int64_t batches = 1;
+    for (int64_t d = 0; d < batch; ++d) batches *= data->shape[d];
+    if (batch > 0) {
+      // The batch number of every tuple: a constant over the tuples' shape.
+      te::NDArray number(DataType::int64(), tuple_shape);
+      const int64_t per_batch = number.size() / batches;
+      for (int64_t i = 0; i < number.size(); ++i) number.set_int(i, (i / per_batch) * stride);
+      Value numbers = graph::constant(std::move(number), n.name() + ".batch");
+      row = row ? call("add", {row, numbers}) : numbers;
+    }
+    if (!row) row = graph::constant(te::NDArray(DataType::int64(), tuple_shape), n.name() + ".row");
+    std::vector<int64_t> rows = {batches * stride};
+    const std::vector<int64_t> slice(data->shape.begin() + batch + depth, data->shape.end());
+    rows.insert(rows.end(), slice.begin(), slice.end());
+    Value out = call("take", {call("reshape", {data}, reshape_attrs(rows)), row}, axis_attrs(0));
+    if (!one_tuple) return one(out);
+    return one(
+        call("reshape", {out}, reshape_attrs(slice.empty() ? std::vector<int64_t>{1} : slice)));
+  };
+  // Hyperbolic and trigonometric functions, from exp, log, sqrt, sin, cos and atan.
+  for (const char* op :
+       {"Sinh", "Cosh", "Tan", "Asinh", "Acosh", "Atanh", "Atan", "Asin", "Acos"}) {
     std::string name = op;
     h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
       Value x = need(in, 0, "input");
@@ -1704,6 +2250,19 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       };
       auto constant = [&](double v) { return scalar_constant(x->dtype, v, n.name() + ".c"); };
       if (name == "Tan") return one(call("divide", {call("sin", {x}), call("cos", {x})}));
+      if (name == "Atan") return one(call("atan", {x}));
+      if (name == "Asin" || name == "Acos") {
+        // asin x = atan(x / sqrt((1 - x)(1 + x))), acos x = 2 atan(sqrt((1 - x) / (1 + x))):
+        // (1 - x)(1 + x) keeps its digits near |x| = 1, a division by 0 there
+        // gives atan(+-inf), and outside [-1, 1] the root is NaN, as it should be.
+        Value below = call("subtract", {constant(1), x}), above = call("add", {constant(1), x});
+        if (name == "Asin") {
+          Value root = call("sqrt", {call("multiply", {below, above})});
+          return one(call("atan", {call("divide", {x, root})}));
+        }
+        Value half = call("atan", {call("sqrt", {call("divide", {below, above})})});
+        return one(call("multiply", {constant(2), half}));
+      }
       if (name == "Sinh" || name == "Cosh") {
         Value e = call("exp", {x}), inv = call("exp", {call("negative", {x})});
         Value both = call(name == "Sinh" ? "subtract" : "add", {e, inv});
@@ -1871,7 +2430,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Concat"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     TT_CHECK(!in.empty() && in[0], kInvalidArgument, "needs inputs");
-    int64_t axis = normalise(attr_int(n, "axis", 0), in[0]->shape.size());
+    // The axis was optional, 1 by default, before opset 4.
+    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), in[0]->shape.size());
     return one(make("concat", in, axis_attrs(axis), n));
   };
   h["Split"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
@@ -2040,84 +2600,123 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // scales only, asymmetric coordinates, nearest rounding down.
   auto resize = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "X");
-    TT_CHECK(x->shape.size() == 4, kInvalidArgument, "only 4-D (NCHW) data is supported");
+    const size_t rank = x->shape.size();
     const bool upsample = n.op_type() == "Upsample", before_11 = upsample || opset_ < 11;
-    std::string mode = attr_string(n, "mode", "nearest");
-    if (mode == "bilinear") mode = "linear";
-    std::string coord =
+    ResizeRule rule;
+    rule.mode = attr_string(n, "mode", "nearest");
+    if (rule.mode == "bilinear") rule.mode = "linear";
+    rule.coord =
         before_11 ? "asymmetric" : attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    std::string nearest_mode =
-        before_11 ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
+    rule.nearest_mode = before_11 ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
+    rule.cubic_a = attr_float(n, "cubic_coeff_a", -0.75);
+    rule.exclude_outside = attr_int(n, "exclude_outside", 0) != 0;
+    rule.extrapolation = attr_float(n, "extrapolation_value", 0.0);
+    check_resize_rule(rule);
     TT_CHECK(attr_int(n, "antialias", 0) == 0, kInvalidArgument, "antialias is not supported");
     std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
     TT_CHECK(policy == "stretch", kInvalidArgument, "keep_aspect_ratio_policy '", policy,
              "' is not supported (stretch)");
     // Scales and sizes, for every axis or for `axes` (opset 18).
-    std::vector<int64_t> axes = attr_ints(n, "axes", {0, 1, 2, 3});
-    for (auto& a : axes) a = normalise(a, 4);
+    std::vector<int64_t> every(rank);
+    std::iota(every.begin(), every.end(), 0);
+    std::vector<int64_t> axes = attr_ints(n, "axes", every);
+    for (auto& a : axes) a = normalise(a, rank);
     std::vector<int64_t> size = x->shape;
-    std::vector<double> scales;
+    std::vector<double> scale(rank, 1.0);
     size_t scales_input = before_11 ? 1 : 2;
     const bool sized = !before_11 && in.size() > 3 && in[3];
     if (sized) {
       std::vector<int64_t> given = const_ints(n, in, 3, "sizes");
       TT_CHECK(given.size() == axes.size(), kInvalidArgument, "sizes needs ", axes.size(),
                " values, got ", given.size());
-      for (size_t i = 0; i < axes.size(); ++i) size[static_cast<size_t>(axes[i])] = given[i];
-    } else if (upsample && opset_ < 9) {
-      if (const auto* given = attr(n, "scales")) {
-        scales.assign(given->floats().begin(), given->floats().end());
+      for (size_t i = 0; i < axes.size(); ++i) {
+        auto d = static_cast<size_t>(axes[i]);
+        size[d] = given[i];
+        scale[d] = static_cast<double>(given[i]) / static_cast<double>(x->shape[d]);
       }
     } else {
-      TT_CHECK(in.size() > scales_input && in[scales_input] && constant_of(in[scales_input]),
-               kInvalidArgument,
-               before_11 ? "needs constant scales" : "needs constant scales or sizes");
-      const te::NDArray& s = constant_of(in[scales_input])->data.array();
-      for (int64_t i = 0; i < s.size(); ++i) scales.push_back(s.get(i));
-    }
-    if (!sized) {
+      std::vector<double> scales;
+      if (upsample && opset_ < 9) {
+        if (const auto* given = attr(n, "scales")) {
+          scales.assign(given->floats().begin(), given->floats().end());
+        }
+      } else {
+        TT_CHECK(in.size() > scales_input && in[scales_input] && constant_of(in[scales_input]),
+                 kInvalidArgument,
+                 before_11 ? "needs constant scales" : "needs constant scales or sizes");
+        const te::NDArray& s = constant_of(in[scales_input])->data.array();
+        for (int64_t i = 0; i < s.size(); ++i) scales.push_back(s.get(i));
+      }
       TT_CHECK(scales.size() == axes.size(), kInvalidArgument, "scales needs ", axes.size(),
                " values, got ", scales.size());
       for (size_t i = 0; i < axes.size(); ++i) {
         auto d = static_cast<size_t>(axes[i]);
+        TT_CHECK(scales[i] > 0, kInvalidArgument, "scale ", scales[i], " is not positive");
+        scale[d] = scales[i];
         size[d] = static_cast<int64_t>(std::floor(static_cast<double>(x->shape[d]) * scales[i]));
-        // ONNX maps coordinates by the scale given, ours by the extents'
-        // ratio: the same only where the scale is that ratio.
-        TT_CHECK(
-            d < 2 || static_cast<double>(size[d]) == static_cast<double>(x->shape[d]) * scales[i],
-            kInvalidArgument, "a scale (", scales[i], ") that does not give a whole extent (",
-            x->shape[d], " x ", scales[i], ") is not supported; give sizes instead");
-        if (before_11 && mode == "nearest") {
+        TT_CHECK(size[d] >= 1, kInvalidArgument, "scale ", scales[i], " leaves no element of ",
+                 x->shape[d]);
+        if (before_11 && rule.mode == "nearest") {
           // ONNX Runtime rounds a shrinking nearest resize up before opset 11.
           TT_CHECK(scales[i] >= 1, kInvalidArgument, "a nearest resize that shrinks (scale ",
                    scales[i], ") before opset 11 is not supported");
         }
       }
     }
-    TT_CHECK(size[0] == x->shape[0] && size[1] == x->shape[1], kInvalidArgument,
-             "only the two spatial axes may be resized");
-    TT_CHECK(mode == "nearest" || mode == "linear", kInvalidArgument, "mode '", mode,
-             "' is not supported (nearest or linear)");
-    if (coord == "pytorch_half_pixel") {
-      // half_pixel, but an output extent of 1 reads source coordinate 0.
-      TT_CHECK(size[2] > 1 && size[3] > 1, kInvalidArgument,
-               "pytorch_half_pixel to an extent of 1 is not supported");
-      coord = "half_pixel";
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      TT_CHECK(size[d] == x->shape[d], kInvalidArgument,
+               "only the two last axes may be resized, not axis ", d);
     }
-    TT_CHECK(coord == "half_pixel" || coord == "asymmetric" || coord == "align_corners",
-             kInvalidArgument, "coordinate_transformation_mode '", coord,
-             "' is not supported (half_pixel, pytorch_half_pixel, asymmetric, align_corners)");
-    if (mode == "nearest") {
-      const char* wanted = coord == "asymmetric" ? "floor" : "round_prefer_floor";
-      TT_CHECK(nearest_mode == wanted, kInvalidArgument, "nearest_mode '", nearest_mode,
-               "' with coordinate_transformation_mode '", coord, "' is not supported (use '",
-               wanted, "')");
+    // The region of interest (tf_crop_and_resize): starts, then ends, per axis given.
+    std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+    if (rule.coord == "tf_crop_and_resize") {
+      const auto* roi = in.size() > 1 && in[1] ? constant_of(in[1]) : nullptr;
+      TT_CHECK(roi && roi->data.array().size() == static_cast<int64_t>(2 * axes.size()),
+               kInvalidArgument, "tf_crop_and_resize needs a constant roi of ", 2 * axes.size(),
+               " values");
+      for (size_t i = 0; i < axes.size(); ++i) {
+        roi_start[static_cast<size_t>(axes[i])] = roi->data.array().get(static_cast<int64_t>(i));
+        roi_end[static_cast<size_t>(axes[i])] =
+            roi->data.array().get(static_cast<int64_t>(i + axes.size()));
+      }
     }
-    auto a = make_node<te::ResizeAttrsNode>();
-    a->size = {size[2], size[3]};
-    a->method = mode;
-    a->coordinate_mode = coord;
-    return one(make("resize2d", {x}, te::Attrs(attrs(std::move(a))), n));
+    // As NCHW: the leading axes merged into the channels.
+    const int64_t in_h = rank >= 2 ? x->shape[rank - 2] : 1, in_w = x->shape[rank - 1];
+    const int64_t out_h = rank >= 2 ? size[rank - 2] : 1, out_w = size[rank - 1];
+    const double scale_h = rank >= 2 ? scale[rank - 2] : 1, scale_w = scale[rank - 1];
+    const int64_t channels =
+        std::accumulate(x->shape.begin(), x->shape.end(), int64_t{1}, std::multiplies<>()) /
+        (in_h * in_w);
+    Value data = rank == 4 ? x : make("reshape", {x}, reshape_attrs({1, channels, in_h, in_w}), n);
+    Value out;
+    if (std::optional<std::string> coord =
+            simple_resize(rule, in_h, out_h, scale_h, in_w, out_w, scale_w)) {
+      auto a = make_node<te::ResizeAttrsNode>();
+      a->size = {out_h, out_w};
+      a->method = rule.mode;
+      a->coordinate_mode = *coord;
+      out = make("resize2d", {data}, te::Attrs(attrs(std::move(a))), n);
+    } else {
+      // Any other rule: per-axis taps, with the extrapolation value as a
+      // border past the end of each axis that a tap may point at.
+      bool border = false;
+      auto taps = [&](int64_t extent, int64_t out_extent, double s, size_t d, const char* what) {
+        ResizeTaps t = resize_taps(rule, extent, out_extent, s, roi_start[d], roi_end[d], &border);
+        return std::pair{graph::constant(std::move(t.index), n.name() + "." + what),
+                         graph::constant(std::move(t.weight), n.name() + "." + what + "_weights")};
+      };
+      auto [rows, row_weights] = taps(in_h, out_h, scale_h, rank >= 2 ? rank - 2 : 0, "rows");
+      auto [cols, col_weights] = taps(in_w, out_w, scale_w, rank - 1, "cols");
+      if (border) {
+        auto p = make_node<te::PadAttrsNode>();
+        p->before = {0, 0, 0, 0};
+        p->after = {0, 0, 1, 1};
+        p->value = rule.extrapolation;
+        data = make("pad", {data}, te::Attrs(attrs(std::move(p))), n);
+      }
+      out = make("resample2d", {data, rows, row_weights, cols, col_weights}, te::Attrs(), n);
+    }
+    return one(rank == 4 ? out : make("reshape", {out}, reshape_attrs(size), n));
   };
   h["Resize"] = resize;
   h["Upsample"] = resize;
@@ -2131,8 +2730,18 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       if (ch != ' ') eq += ch;
     }
     size_t arrow = eq.find("->");
-    TT_CHECK(arrow != std::string::npos, kInvalidArgument, "equation '", eq,
-             "' has no '->' (the implicit output form is not supported)");
+    if (arrow == std::string::npos) {
+      // The implicit form: the output has the letters used once, in alphabetical order.
+      std::map<char, int> uses;
+      for (char ch : eq) {
+        if (std::isalpha(static_cast<unsigned char>(ch))) ++uses[ch];
+      }
+      arrow = eq.size();
+      eq += "->";
+      for (const auto& [ch, count] : uses) {
+        if (count == 1) eq += ch;
+      }
+    }
     TT_CHECK(eq.find("...") == std::string::npos, kInvalidArgument, "equation '", eq,
              "' has an ellipsis, which is not supported");
     std::vector<std::string> terms = split(eq.substr(0, arrow), ',');
@@ -2201,8 +2810,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     y = make("reshape", {y}, reshape_attrs({nb, k, nn}), n);
     Value out = make("nn.matmul", {x, y}, te::Attrs(), n);
     std::vector<int64_t> shape;
-    for (char ch : batch + left + right) shape.push_back(extent.at(ch));
-    if (shape.empty()) shape = {1};
+    for (char ch : batch + left + right) shape.push_back(extent.at(ch));  // {}: a scalar
     out = make("reshape", {out}, reshape_attrs(shape), n);
     return one(arrange(out, batch + left + right, out_term));
   };

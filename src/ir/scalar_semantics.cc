@@ -159,6 +159,7 @@ double apply_intrinsic(Intrinsic op, DataType dtype, double x, double y) {
     case Intrinsic::kCos: r = std::cos(x); break;
     case Intrinsic::kExp2: r = std::exp2(x); break;
     case Intrinsic::kLog2: r = std::log2(x); break;
+    case Intrinsic::kAtan: r = std::atan(x); break;
   }
   return round_to_float(dtype, r);
 }

@@ -443,7 +443,8 @@ bool has_vector_form(Intrinsic op, DataType t) {
     case Intrinsic::kSin:
     case Intrinsic::kCos:
     case Intrinsic::kExp2:
-    case Intrinsic::kLog2: return false;
+    case Intrinsic::kLog2:
+    case Intrinsic::kAtan: return false;
   }
   return false;
 }

@@ -278,6 +278,7 @@ bool register_all() {
   unary("round", "round to the nearest integer, ties to even", te::round);
   unary("sin", "sine", te::sin);
   unary("cos", "cosine", te::cos);
+  unary("atan", "arctangent", te::atan);
   unary(
       "sign", "-1, 0 or 1",
       [](const Tensor& x) {
@@ -546,6 +547,35 @@ bool register_all() {
                                          r.select_last, largest ? "argmax" : "argmin");
                  }});
   }
+  register_op({"scatter_elements",
+               "data with updates written where indices point along `axis` (ScatterElements)", 3, 3,
+               ScatterAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& s = attrs_as<ScatterAttrsNode>(attrs);
+                 return te::scatter_elements(a[0], a[1], a[2], static_cast<int>(s.axis),
+                                             s.reduction);
+               }});
+  register_op(
+      {"scatter_nd", "data with updates [Q, rest] written at index tuples [Q, m] (ScatterND)", 3, 3,
+       ScatterAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
+       [](const Tensors& a, const AttrsNode* attrs) {
+         return te::scatter_nd(a[0], a[1], a[2], attrs_as<ScatterAttrsNode>(attrs).reduction);
+       }});
+  register_op({"topk_indices", "positions (int64) of the k largest or smallest along `axis`", 1, 1,
+               TopKAttrsNode::kTypeKey, OpPattern::kReduction,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& t = attrs_as<TopKAttrsNode>(attrs);
+                 const auto rank = static_cast<int64_t>(a[0].shape.size());
+                 TT_CHECK(t.axis >= -rank && t.axis < rank, kInvalidArgument, "axis ", t.axis,
+                          " is out of range for rank ", rank);
+                 const int64_t extent = a[0].shape[static_cast<size_t>((t.axis + rank) % rank)];
+                 TT_CHECK(t.k >= 1 && t.k <= extent, kInvalidArgument, "k = ", t.k,
+                          " must lie in [1, ", extent, "]");
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 const auto& t = attrs_as<TopKAttrsNode>(attrs);
+                 return te::topk_indices(a[0], t.k, static_cast<int>(t.axis), t.largest);
+               }});
   register_op({"nn.lrn", "local response normalisation across channels (NCHW)", 1, 1,
                LrnAttrsNode::kTypeKey, OpPattern::kReduction, nullptr,
                [](const Tensors& a, const AttrsNode* attrs) {
@@ -727,6 +757,23 @@ bool register_all() {
                  const auto& r = attrs_as<ResizeAttrsNode>(attrs);
                  return te::resize2d_nchw(a[0], r.size[0], r.size[1], r.method, r.coordinate_mode);
                }});
+  register_op({"resample2d",
+               "the two last axes resampled by taps: data, rows, row weights, columns, column "
+               "weights (Resize's other rules)",
+               5, 5, "", OpPattern::kInjective,
+               [](const Types& a, const AttrsNode*) {
+                 check_rank(a[0], 4, "the data");
+                 check_float(a[0], "the data");
+                 for (size_t k : {size_t{1}, size_t{3}}) {
+                   TT_CHECK(a[k].dtype.is_integer() && a[k].shape.size() == 2 &&
+                                a[k + 1].dtype.is_float() && a[k + 1].shape == a[k].shape,
+                            kInvalidArgument,
+                            "taps need integer indices and float weights of one 2-D shape");
+                 }
+               },
+               [](const Tensors& a, const AttrsNode*) {
+                 return te::resample2d_nchw(a[0], a[1], a[2], a[3], a[4]);
+               }});
   return true;
 }
 
@@ -849,6 +896,14 @@ void ArgReduceAttrsNode::declare(FieldList<ArgReduceAttrsNode>& f) {
       .def("keepdims", &ArgReduceAttrsNode::keepdims)
       .def("select_last", &ArgReduceAttrsNode::select_last);
 }
+void ScatterAttrsNode::declare(FieldList<ScatterAttrsNode>& f) {
+  f.def("axis", &ScatterAttrsNode::axis).def("reduction", &ScatterAttrsNode::reduction);
+}
+void TopKAttrsNode::declare(FieldList<TopKAttrsNode>& f) {
+  f.def("k", &TopKAttrsNode::k)
+      .def("axis", &TopKAttrsNode::axis)
+      .def("largest", &TopKAttrsNode::largest);
+}
 void LrnAttrsNode::declare(FieldList<LrnAttrsNode>& f) {
   f.def("size", &LrnAttrsNode::size)
       .range(1, 1 << 20)
@@ -890,6 +945,8 @@ TT_REGISTER_NODE(CumSumAttrsNode);
 TT_REGISTER_NODE(OneHotAttrsNode);
 TT_REGISTER_NODE(LrnAttrsNode);
 TT_REGISTER_NODE(ArgReduceAttrsNode);
+TT_REGISTER_NODE(TopKAttrsNode);
+TT_REGISTER_NODE(ScatterAttrsNode);
 
 namespace {
 std::map<std::string, OpInfo>& op_table() {

@@ -63,6 +63,9 @@ Tensor sin(const Tensor& x) {
 Tensor cos(const Tensor& x) {
   return float_unary(x, "cos", [](Expr e) { return ir::call(ir::Intrinsic::kCos, {e}); });
 }
+Tensor atan(const Tensor& x) {
+  return float_unary(x, "atan", [](Expr e) { return ir::call(ir::Intrinsic::kAtan, {e}); });
+}
 
 Tensor abs(const Tensor& x) {
   check_defined(x, "abs", "the operand");

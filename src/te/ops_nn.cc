@@ -597,11 +597,11 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& data, const Pool2d
     fail(ErrorKind::kInvalidArgument, op, ": the window (", r, ", ", s, ") must be at least 1x1");
   }
   auto [pt, pl, pb, pr] = as_array<4>(a.padding);
-  // A window lying wholly in the padding would have nothing to pool; PyTorch
-  // rules it out the same way.
-  if (pt > r / 2 || pb > r / 2 || pl > s / 2 || pr > s / 2) {
+  // A window lying wholly in the padding would have nothing to pool: each
+  // padding must be smaller than the window, as ONNX requires.
+  if (pt >= r || pb >= r || pl >= s || pr >= s) {
     fail(ErrorKind::kInvalidArgument, op, ": padding (", pt, ", ", pl, ", ", pb, ", ", pr,
-         ") must be at most half the window (", r, ", ", s, ")");
+         ") must be smaller than the window (", r, ", ", s, ")");
   }
   int64_t h = data.shape()[h_axis], w = data.shape()[h_axis + 1];
   auto extent = [&](std::string_view dim, int64_t in, int64_t before, int64_t after, int64_t window,

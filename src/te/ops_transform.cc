@@ -1,6 +1,8 @@
 // Data movement (pad, reshape, transpose, concat, slice) and reductions over axes.
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <set>
 
 #include "te/op_util.h"
 #include "tensortune/support/shape.h"
@@ -120,6 +122,50 @@ Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std
         return top * (one - wy) + bottom * wy;
       },
       std::move(name), "injective", std::move(attrs));
+}
+
+Tensor resample2d_nchw(const Tensor& data, const Tensor& rows, const Tensor& row_weights,
+                       const Tensor& cols, const Tensor& col_weights, std::string name) {
+  check_defined(data, name, "the data");
+  TT_CHECK(data.ndim() == 4 && data.dtype().is_float(), kInvalidArgument, name,
+           ": the data must be float NCHW, got ", data.dtype().str(), " ",
+           shape_text(data.shape()));
+  const ir::DataType wide = detail::accumulation_type(data.dtype());
+  auto taps = [&](const Tensor& index, const Tensor& weight, const char* what) {
+    check_defined(index, name, what);
+    check_defined(weight, name, what);
+    TT_CHECK(index.dtype().is_integer() && index.ndim() == 2 && weight.dtype().is_float() &&
+                 weight.shape() == index.shape(),
+             kInvalidArgument, name, ": the ", what,
+             " need integer indices and float weights of one 2-D shape, got ", index.dtype().str(),
+             " ", shape_text(index.shape()), " and ", weight.dtype().str(), " ",
+             shape_text(weight.shape()));
+    return index.shape()[1];
+  };
+  const int64_t row_taps = taps(rows, row_weights, "rows");
+  const int64_t col_taps = taps(cols, col_weights, "columns");
+  const int64_t in_h = data.shape()[2], in_w = data.shape()[3];
+  Tensor out = compute(
+      {data.shape()[0], data.shape()[1], rows.shape()[0], cols.shape()[0]},
+      [&](const std::vector<Var>& v) {
+        Expr total;
+        for (int64_t i = 0; i < row_taps; ++i) {
+          const Expr k = index_const(i);
+          Expr row = clamp_index(ir::cast(ir::DataType::int32(), rows(v[2], k)), 0, in_h - 1);
+          Expr wr = as_type(row_weights(v[2], k), wide);
+          for (int64_t j = 0; j < col_taps; ++j) {
+            const Expr l = index_const(j);
+            Expr col = clamp_index(ir::cast(ir::DataType::int32(), cols(v[3], l)), 0, in_w - 1);
+            Expr term =
+                wr * as_type(col_weights(v[3], l), wide) * widen(data(v[0], v[1], row, col));
+            total = total ? total + term : term;
+          }
+        }
+        return total;
+      },
+      accumulator_name(name, data.dtype()), "injective",
+      {{"row_taps", row_taps}, {"col_taps", col_taps}});
+  return narrow(out, data.dtype(), std::move(name));
 }
 
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape, std::string name) {
@@ -425,6 +471,166 @@ Tensor arg_reduce(const Tensor& x, int axis, bool keepdims, bool largest, bool s
                          {q});
       },
       std::move(name), "reduce", {{"axis", a}, {"largest", largest}, {"select_last", select_last}});
+}
+
+namespace {
+
+/// data where `match(v, j)` holds for some j < count, the update
+/// `update(v, j)` there, reduced by `reduction`. Two stages: the reduction
+/// over the matching j (for "none": the last such j), then the merge with data.
+Tensor scatter(const Tensor& data, int64_t count, const std::string& reduction,
+               const std::function<Expr(const std::vector<Var>&, const Expr&)>& match,
+               const std::function<Expr(const std::vector<Var>&, const Expr&)>& update,
+               std::string name) {
+  static const std::set<std::string> reductions = {"none", "add", "mul", "max", "min"};
+  TT_CHECK(reductions.count(reduction), kInvalidArgument, name, ": reduction '", reduction,
+           "' (none, add, mul, max or min)");
+  IterVar j = reduce_axis(count, "j");
+  if (reduction == "none") {
+    Tensor last = compute(
+        data.shape(),
+        [&](const std::vector<Var>& v) { return max(j.expr(), {j}, match(v, j.expr())); },
+        name + "_last", "reduce");
+    return compute(data.shape(),
+                   [&](const std::vector<Var>& v) {
+                     Expr at = last(as_exprs(v));
+                     return ir::select(at >= index_const(0), update(v, ir::max(at, index_const(0))),
+                                       data(as_exprs(v)));
+                   },
+                   std::move(name), "injective", {{"reduction", reduction}});
+  }
+  Tensor reduced = compute(
+      data.shape(),
+      [&](const std::vector<Var>& v) {
+        Expr u = update(v, j.expr()), hit = match(v, j.expr());
+        if (reduction == "add") return sum(u, {j}, hit);
+        if (reduction == "mul") return prod(u, {j}, hit);
+        return reduction == "max" ? max(u, {j}, hit) : min(u, {j}, hit);
+      },
+      name + "_" + reduction, "reduce");
+  return compute(data.shape(),
+                 [&](const std::vector<Var>& v) {
+                   Expr d = data(as_exprs(v)), r = reduced(as_exprs(v));
+                   if (reduction == "add") return d + r;
+                   if (reduction == "mul") return d * r;
+                   return reduction == "max" ? ir::max(d, r) : ir::min(d, r);
+                 },
+                 std::move(name), "injective", {{"reduction", reduction}});
+}
+
+/// An index read from `indices` as int32 in [0, extent): negatives count from the end.
+Expr wrapped_index(const Tensor& indices, const std::vector<Expr>& at, int64_t extent) {
+  Expr i = ir::cast(DataType::int32(), indices(at));
+  return ir::select(i < index_const(0), i + index_const(extent), i);
+}
+
+void check_scatter_operands(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                            const std::string& name) {
+  check_defined(data, name, "the data");
+  check_defined(indices, name, "the indices");
+  check_defined(updates, name, "the updates");
+  check_integer(indices, name, "the indices");
+  check_same_dtype(data, updates, name);
+}
+
+}  // namespace
+
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int axis,
+                        const std::string& reduction, std::string name) {
+  check_scatter_operands(data, indices, updates, name);
+  const auto rank = static_cast<int64_t>(data.shape().size());
+  const auto a = static_cast<size_t>(normalize_axis(axis, rank, name));
+  TT_CHECK(indices.shape() == updates.shape() && indices.ndim() == data.ndim(), kInvalidArgument,
+           name, ": indices ", shape_text(indices.shape()), " and updates ",
+           shape_text(updates.shape()), " must have one shape, of the rank of data ",
+           shape_text(data.shape()));
+  for (size_t d = 0; d < data.shape().size(); ++d) {
+    TT_CHECK(d == a || indices.shape()[d] <= data.shape()[d], kInvalidArgument, name, ": indices ",
+             shape_text(indices.shape()), " are larger than data ", shape_text(data.shape()),
+             " in dimension ", d);
+  }
+  // Update position q is the output position with q[axis] = j; where the
+  // indices are smaller than data, positions past them have no update.
+  auto position = [&](const std::vector<Var>& v, const Expr& j) {
+    std::vector<Expr> q = as_exprs(v);
+    for (size_t d = 0; d < q.size(); ++d) {
+      q[d] = d == a ? j : clamp_index(q[d], 0, indices.shape()[d] - 1);
+    }
+    return q;
+  };
+  auto match = [&](const std::vector<Var>& v, const Expr& j) {
+    Expr hit = wrapped_index(indices, position(v, j), data.shape()[a]) == v[a];
+    for (size_t d = 0; d < v.size(); ++d) {
+      if (d != a && indices.shape()[d] < data.shape()[d]) {
+        hit = ir::logical_and(hit, v[d] < index_const(indices.shape()[d]));
+      }
+    }
+    return hit;
+  };
+  auto update = [&](const std::vector<Var>& v, const Expr& j) { return updates(position(v, j)); };
+  return scatter(data, indices.shape()[a], reduction, match, update, std::move(name));
+}
+
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                  const std::string& reduction, std::string name) {
+  check_scatter_operands(data, indices, updates, name);
+  TT_CHECK(indices.ndim() == 2 && indices.shape()[1] <= static_cast<int64_t>(data.ndim()),
+           kInvalidArgument, name, ": indices must be [Q, m] with m <= the rank of data ",
+           shape_text(data.shape()), ", got ", shape_text(indices.shape()));
+  const int64_t count = indices.shape()[0], depth = indices.shape()[1];
+  TT_CHECK(depth >= 1, kInvalidArgument, name, ": the index tuples are empty");
+  std::vector<int64_t> wanted = {count};
+  wanted.insert(wanted.end(), data.shape().begin() + depth, data.shape().end());
+  TT_CHECK(updates.shape() == wanted, kInvalidArgument, name, ": updates must be ",
+           shape_text(wanted), ", got ", shape_text(updates.shape()));
+  auto match = [&](const std::vector<Var>& v, const Expr& q) {
+    Expr hit;
+    for (int64_t k = 0; k < depth; ++k) {
+      Expr same = wrapped_index(indices, {q, index_const(k)}, data.shape()[k]) == v[k];
+      hit = hit ? ir::logical_and(hit, same) : same;
+    }
+    return hit;
+  };
+  auto update = [&](const std::vector<Var>& v, const Expr& q) {
+    std::vector<Expr> at = {q};
+    at.insert(at.end(), v.begin() + depth, v.end());
+    return updates(at);
+  };
+  return scatter(data, count, reduction, match, update, std::move(name));
+}
+
+Tensor topk_indices(const Tensor& x, int64_t k, int axis, bool largest, std::string name) {
+  check_defined(x, name, "the operand");
+  const auto a =
+      static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(x.shape().size()), name));
+  const int64_t extent = x.shape()[a];
+  TT_CHECK(k >= 1 && k <= extent, kInvalidArgument, name, ": k = ", k, " must lie in [1, ", extent,
+           "], the extent of axis ", a);
+  IterVar l = reduce_axis(extent, "l");
+  Tensor rank = compute(
+      x.shape(),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> at = as_exprs(v);
+        at[a] = l.expr();
+        Expr other = x(at), self = x(as_exprs(v));
+        Expr before = largest ? other > self : other < self;
+        before = ir::logical_or(before, ir::logical_and(other == self, l.expr() < v[a]));
+        return sum(ir::select(before, index_const(1), index_const(0)), {l});
+      },
+      name + "_rank", "reduce");
+  IterVar i = reduce_axis(extent, "i");
+  std::vector<int64_t> shape = x.shape();
+  shape[a] = k;
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   std::vector<Expr> at = as_exprs(v);
+                   at[a] = i.expr();
+                   Expr position = ir::cast(DataType::int64(), i.expr());
+                   return sum(
+                       ir::select(rank(at) == v[a], position, ir::make_const(DataType::int64(), 0)),
+                       {i});
+                 },
+                 std::move(name), "reduce", {{"axis", a}, {"k", k}, {"largest", largest}});
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end,

@@ -138,6 +138,19 @@ void add_graph_node_samples(std::map<std::string, std::function<ObjectPtr()>>& s
       a.select_last = true;
     });
   };
+  s["graph.TopKAttrs"] = [] {
+    return attrs<te::TopKAttrsNode>([](auto& a) {
+      a.k = 3;
+      a.axis = 1;
+      a.largest = false;
+    });
+  };
+  s["graph.ScatterAttrs"] = [] {
+    return attrs<te::ScatterAttrsNode>([](auto& a) {
+      a.axis = 1;
+      a.reduction = "mul";
+    });
+  };
   s["graph.LrnAttrs"] = [] {
     return attrs<te::LrnAttrsNode>([](auto& a) {
       a.size = 5;

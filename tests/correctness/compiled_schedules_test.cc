@@ -111,6 +111,17 @@ std::vector<OpCase> op_cases() {
   Tensor xi = input({3, 5, 6}, "xi", DT::int32()), yi = input({5, 1}, "yi", DT::int32());
   add("floor_trunc_mod", {xi, yi}, te::add(te::floor_mod(xi, yi), te::trunc_mod(xi, yi)));
   add("fmod_float", {x, v}, te::trunc_mod(x, te::add(v, v)));
+  // Resampling taps (random indices: the kernel clamps them, as the reference does).
+  Tensor rows = input({9, 4}, "rows", DT::int32()), row_w = input({9, 4}, "row_w");
+  Tensor cols = input({5, 2}, "cols", DT::int32()), col_w = input({5, 2}, "col_w");
+  add("resample_atan", {img, rows, row_w, cols, col_w},
+      te::atan(te::resample2d_nchw(img, rows, row_w, cols, col_w)));
+  add("topk_gather", {x}, te::gather_elements(x, te::topk_indices(x, 3, 1, true), 1));
+  Tensor si = input({2, 5, 4}, "si", DT::int64()), su = input({2, 5, 4}, "su");
+  add("scatter_elements_add", {x, si, su},
+      te::scatter_elements(x, si, su, 0, "add", "scatter_elements"));
+  Tensor ti = input({4, 2}, "ti", DT::int32()), tu = input({4, 6}, "tu");
+  add("scatter_nd_last", {x, ti, tu}, te::scatter_nd(x, ti, tu));
   for (const auto* def : te::registered_workloads()) {
     te::Workload wl = te::make_named_workload_from_text(def->name, def->example_args);
     cases.push_back({te::workload_key(wl), te::workload_tensors(wl)});

@@ -96,7 +96,8 @@ enum class Intrinsic {
   kSin,
   kCos,
   kExp2,
-  kLog2
+  kLog2,
+  kAtan
 };
 
 /// Operator spelling for printing, e.g. "+" or "floordiv".
@@ -359,8 +360,8 @@ struct EnumNames<ir::IterKind> {
 };
 template <>
 struct EnumNames<ir::Intrinsic> {
-  static constexpr std::array<std::string_view, 17> names = {
-      "exp",   "log",  "sqrt",  "rsqrt", "tanh", "erf", "sigmoid", "pow", "fabs",
-      "floor", "ceil", "round", "trunc", "sin",  "cos", "exp2",    "log2"};
+  static constexpr std::array<std::string_view, 18> names = {
+      "exp",   "log",  "sqrt",  "rsqrt", "tanh", "erf", "sigmoid", "pow",  "fabs",
+      "floor", "ceil", "round", "trunc", "sin",  "cos", "exp2",    "log2", "atan"};
 };
 }  // namespace tensortune

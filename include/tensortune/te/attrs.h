@@ -201,4 +201,21 @@ struct ArgReduceAttrsNode : AttrsNode {
   static void declare(FieldList<ArgReduceAttrsNode>& f);
 };
 
+/// scatter_elements (along `axis`) and scatter_nd: how updates combine.
+struct ScatterAttrsNode : AttrsNode {
+  int64_t axis = 0;
+  std::string reduction = "none";  ///< or "add", "mul", "max", "min"
+  TT_NODE(ScatterAttrsNode, "graph.ScatterAttrs")
+  static void declare(FieldList<ScatterAttrsNode>& f);
+};
+
+/// topk_indices: the positions of the k largest (or smallest) along `axis`.
+struct TopKAttrsNode : AttrsNode {
+  int64_t k = 1;
+  int64_t axis = -1;
+  bool largest = true;
+  TT_NODE(TopKAttrsNode, "graph.TopKAttrs")
+  static void declare(FieldList<TopKAttrsNode>& f);
+};
+
 }  // namespace tensortune::te

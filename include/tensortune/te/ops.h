@@ -171,6 +171,7 @@ Tensor ceil(const Tensor& x);      ///< round up
 Tensor round(const Tensor& x);     ///< round to the nearest integer, ties to even
 Tensor sin(const Tensor& x);       ///< sine
 Tensor cos(const Tensor& x);       ///< cosine
+Tensor atan(const Tensor& x);      ///< arctangent
 Tensor relu(const Tensor& x);      ///< max(x, 0)
 /// x where x > 0, alpha * x elsewhere.
 Tensor leaky_relu(const Tensor& x, double alpha = 0.01);
@@ -291,6 +292,22 @@ Tensor cumsum(const Tensor& x, int axis, bool exclusive = false, bool reverse = 
 Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off_value,
                DataType dtype, int axis = -1);
 
+/// data with updates written where indices point along `axis`
+/// (ScatterElements): reduction "none" (the last update to a position
+/// wins), "add", "mul", "max" or "min" (with the data's element).
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int axis,
+                        const std::string& reduction = "none",
+                        std::string name = "scatter_elements");
+/// data [d0, .., dm-1, rest...] with updates[q] ([Q, rest...]) written at
+/// index tuple indices[q] ([Q, m]) (ScatterND), reduced as scatter_elements.
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
+                  const std::string& reduction = "none", std::string name = "scatter_nd");
+/// The positions (int64) of the k largest (or smallest) elements along
+/// `axis`, best first; equal elements in the order of their positions. Two
+/// stages: each element's rank among its row ("<name>_rank", a count over
+/// the row), then the position of each rank below k.
+Tensor topk_indices(const Tensor& x, int64_t k, int axis, bool largest,
+                    std::string name = "topk_indices");
 /// The position (int64) of the largest (or smallest) element along `axis`:
 /// the first such position, or the last with select_last. Two stages: the
 /// extreme value ("<name>_value") and the position where it is.
@@ -311,6 +328,13 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vect
 /// "half_pixel", "asymmetric" or "align_corners".
 Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std::string& method,
                      const std::string& coordinate_mode, std::string name = "resize");
+/// The two last axes of NCHW data resampled by taps: output row y is the sum
+/// over k of row_weights[y, k] * input row rows[y, k] (indices [OH, T],
+/// float32 weights [OH, T]), and columns alike. Any resize rule (cubic,
+/// any coordinate mapping, extrapolation from a padded border) is its taps.
+Tensor resample2d_nchw(const Tensor& data, const Tensor& rows, const Tensor& row_weights,
+                       const Tensor& cols, const Tensor& col_weights,
+                       std::string name = "resample");
 
 // ---- reductions --------------------------------------------------------------
 
