@@ -15,9 +15,11 @@
 # direct-method FLOPs), which says how far any build could still go.
 #
 # usage: bench/model_bench.sh [DIR] [TRIALS_RESNET] [TRIALS_TRANSFORMER]
-#        (defaults: build/models, 1000, 400)
-# environment: TT_BUILD_DIR (default build), TT_MODELS (subset of:
-#   resnet18 transformer bert_base_block), TT_REPEAT (timed runs per round,
+#        (defaults: build/models, 1000, 400; the convolutional networks take
+#        TRIALS_RESNET)
+# environment: TT_BUILD_DIR (default build), TT_MODELS (any of
+#   tests/models/make_models.py's: resnet18 transformer bert_base_block by
+#   default; mobilenetv2 efficientnet_b0 unet too), TT_REPEAT (timed runs per round,
 #   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5),
 #   TT_TUNE_1CORE=1 (also tune each model for one core, in DIR/MODEL.1core.log
 #   with the same trials, and time that build too in the 1-thread rounds:
@@ -54,8 +56,10 @@ peak=$("$build/bench/fma_peak" --target "$target" --threads 2 --json)
 echo "multiply-add peak, GFLOP/s by threads: $(echo "$peak" | json_field "['gflops']")" >&2
 results="[]"
 for m in $models; do
-  trials=$trials_transformer
-  [ "$m" = resnet18 ] && trials=$trials_resnet
+  case $m in
+    resnet18 | mobilenetv2 | efficientnet_b0 | unet) trials=$trials_resnet ;;
+    *) trials=$trials_transformer ;;
+  esac
   model="$dir/$m.onnx" input="$dir/$m.input_0.npy" log="$dir/$m.log"
   echo "== $m: tuning $trials trials (log $log)" >&2
   t0=$(now)

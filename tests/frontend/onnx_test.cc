@@ -41,8 +41,14 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const char* kModels[] = {
-    "mlp", "cnn", "resnet18", "transformer", "transformer_ln_decomposed", "mobilenetv2"};
+const char* kModels[] = {"mlp",
+                         "cnn",
+                         "resnet18",
+                         "transformer",
+                         "transformer_ln_decomposed",
+                         "mobilenetv2",
+                         "efficientnet_b0",
+                         "unet"};
 
 void run_or_fail(const std::vector<std::string>& argv) {
   RunResult r = run_captured(argv, SpawnOptions(), std::chrono::seconds(600));

@@ -22,6 +22,11 @@ Models (all float32, batch 1, static shapes):
   bert_base_block
                the transformer block at BERT-base size: hidden 768, 12 heads,
                FFN 3072, input [1,128,768]
+  mobilenetv2  MobileNetV2 (inverted residuals, depthwise convs, ReLU6), [1,3,224,224]
+  efficientnet_b0
+               EfficientNet-B0 (MBConv with squeeze-excitation, swish), [1,3,224,224]
+  unet         U-Net (ConvTranspose and bilinear Resize upsampling, skip Concat),
+               input [1,3,128,128], output [1,2,128,128]
 
 For each model NAME it writes NAME.onnx, NAME.input_0.pb (a random input,
 ONNX TensorProto, same layout as the ONNX backend test data sets) and the
@@ -197,6 +202,80 @@ def make_mobilenetv2(rng, width=1.0, size=224):
                    "MobileNetV2 topology, random weights"), (1, 3, size, size)
 
 
+def make_efficientnet_b0(rng, size=224):
+    """EfficientNet-B0 as torchvision exports it: MBConv blocks (1x1 expand,
+    k x k depthwise, squeeze-excitation, 1x1 project) with batch norm and
+    swish written as x * Sigmoid(x)."""
+    b = Builder(rng)
+
+    def swish(x):
+        return b.op("Mul", [x, b.op("Sigmoid", [x])])
+
+    def cbs(x, cin, cout, k, stride=1, groups=1, act=True):
+        w = b.rand("conv_w", (cout, cin // groups, k, k), np.sqrt(2.0 / (cin // groups * k * k)))
+        x = b.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride],
+                 pads=[k // 2] * 4, group=groups)
+        x = b.bn(x, cout)
+        return swish(x) if act else x
+
+    def squeeze_excite(x, c, squeezed):
+        s = b.op("GlobalAveragePool", [x])
+        s = swish(b.conv(s, c, squeezed, 1))
+        s = b.op("Sigmoid", [b.conv(s, squeezed, c, 1)])
+        return b.op("Mul", [x, s])
+
+    x, cin = cbs("input", 3, 32, 3, stride=2), 32
+    for t, k, s, c, n in ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3),
+                          (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)):
+        for i in range(n):
+            stride, hidden = s if i == 0 else 1, cin * t
+            y = cbs(x, cin, hidden, 1) if t != 1 else x
+            y = cbs(y, hidden, hidden, k, stride=stride, groups=hidden)
+            y = squeeze_excite(y, hidden, max(1, cin // 4))
+            y = cbs(y, hidden, c, 1, act=False)
+            x = b.op("Add", [x, y]) if stride == 1 and cin == c else y
+            cin = c
+    x = cbs(x, cin, 1280, 1)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    out = b.gemm(x, 1280, 1000)
+    return b.model("efficientnet_b0", [vi("input", [1, 3, size, size])], [vi(out, [1, 1000])],
+                   "EfficientNet-B0 topology, random weights"), (1, 3, size, size)
+
+
+def make_unet(rng, size=128, base=16):
+    """A U-Net for segmentation: a conv encoder with max pooling, a decoder
+    that upsamples by ConvTranspose (two levels) and Resize (one level,
+    bilinear), skip connections joined by Concat, a per-pixel sigmoid."""
+    b = Builder(rng)
+
+    def double_conv(x, cin, cout):
+        for c in (cin, cout):
+            x = b.op("Relu", [b.bn(b.conv(x, c, cout, 3, pad=1, bias=False), cout)])
+        return x
+
+    skips, x, cin = [], "input", 3
+    for level in range(3):
+        c = base << level
+        x = double_conv(x, cin, c)
+        skips.append((x, c))
+        x = b.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        cin = c
+    x = double_conv(x, cin, base << 3)
+    cin = base << 3
+    for level, (skip, c) in reversed(list(enumerate(skips))):
+        if level == 0:
+            up = b.op("Resize", [x, "", b.const("up_scales", np.float32([1, 1, 2, 2]))], mode="linear")
+            up = b.conv(up, cin, c, 1)
+        else:
+            w = b.rand("up_w", (cin, c, 2, 2), np.sqrt(1.0 / (cin * 4)))
+            up = b.op("ConvTranspose", [x, w, b.rand("up_b", (c,), 0.01)], kernel_shape=[2, 2], strides=[2, 2])
+        x = double_conv(b.op("Concat", [skip, up], axis=1), 2 * c, c)
+        cin = c
+    out = b.op("Sigmoid", [b.conv(x, cin, 2, 1)])
+    return b.model("unet", [vi("input", [1, 3, size, size])], [vi(out, [1, 2, size, size])],
+                   "U-Net topology, random weights"), (1, 3, size, size)
+
+
 def layer_norm(b, x, d, decomposed):
     gamma = b.const("ln_gamma", (1.0 + 0.1 * b.rng.standard_normal(d)).astype(np.float32))
     beta = b.const("ln_beta", (0.1 * b.rng.standard_normal(d)).astype(np.float32))
@@ -261,11 +340,13 @@ MODELS = {
     # BERT-base-sized block (benchmarks only: 28 MB of weights).
     "bert_base_block": lambda rng: make_transformer(rng, d=768, heads=12, ffn=3072),
     "mobilenetv2": make_mobilenetv2,
+    "efficientnet_b0": make_efficientnet_b0,
+    "unet": make_unet,
 }
 
 
 FIRST = ("mlp", "cnn", "resnet18", "transformer", "transformer_ln_decomposed", "bert_base_block")
-OPT_IN = ("bert_base_block", "mobilenetv2")  # made only when asked for (--only)
+OPT_IN = ("bert_base_block", "mobilenetv2", "efficientnet_b0", "unet")  # made only when asked for (--only)
 
 
 def count_macs(model):
