@@ -306,16 +306,23 @@ Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNo
                                     value_const(data.dtype(), 0), "pad_data", 0.0);
   IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"), rc = reduce_axis(cg, "rc");
   int64_t kg = k / groups;
+  // Depthwise (one input and one output channel per group): output channel
+  // k reads input channel k, and there is no channel sum. Written so, the
+  // data is read along the output's last axis, which lets its padding inline.
+  const bool depthwise = cg == 1 && kg == 1;
   Tensor out = compute(
       {n, oh, ow, k},
       [&](const std::vector<Var>& v) {
-        Expr channel = groups == 1 ? rc.expr()
-                                   : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
+        Expr channel = depthwise ? Expr(v[3])
+                       : groups == 1
+                           ? rc.expr()
+                           : mul_index(ir::floordiv(v[3], index_const(kg)), cg) + rc.expr();
         Expr y = mul_index(v[1], sh) + mul_index(ry.expr(), dh);
         Expr x = mul_index(v[2], sw) + mul_index(rx.expr(), dw);
+        Expr in_channel = depthwise ? index_const(0) : rc.expr();
         return sum(widen(padded(v[0], y, x, channel)) *
-                       widen(kernel(ry.expr(), rx.expr(), rc.expr(), v[3])),
-                   {ry, rx, rc});
+                       widen(kernel(ry.expr(), rx.expr(), in_channel, v[3])),
+                   depthwise ? std::vector<IterVar>{ry, rx} : std::vector<IterVar>{ry, rx, rc});
       },
       accumulator_name(name, data.dtype()), op, conv_attrs_json(attrs, "NHWC"));
   return narrow(out, data.dtype(), std::move(name));

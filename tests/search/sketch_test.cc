@@ -253,8 +253,10 @@ TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels
   EXPECT_EQ(loop_names(out[0].loops, s.stage),
             (std::vector<std::string>{"i.0", "j.0", "k.0", "l.0", "ry", "rx", "i.1", "j.1", "k.1",
                                       "l.1"}));
+  // Untiled, the pool still reads its padding inlined: it reads the padding
+  // along its channels, so one bounds check serves a vector of them.
   EXPECT_EQ(descriptions(generate_sketches(dag)),
-            (std::vector<std::string>{"tile_window_reduction(pool)", "naive"}));
+            (std::vector<std::string>{"tile_window_reduction(pool)", "always_inline(pad_data)"}));
   // The window runs along the innermost data axis in NCHW, and a softmax
   // reduces along it: neither has contiguous elements to vectorize across.
   te::Tensor nchw = te::placeholder({1, 64, 8, 8}, ir::DataType::float32(), "data");
@@ -266,6 +268,36 @@ TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels
   EXPECT_EQ(
       rule.condition(at_stage(named_dag("conv2d_nchw", "1,3,6,6,4,3,3,1,1"), "conv2d_nchw"), {}),
       SketchRule::Condition::kPass);
+}
+
+TEST(SketchRules, APaddingReadAlongTheChannelsInlinesAndAChannelConcatDoesNot) {
+  auto inlined = [](const ComputeDAG& dag, const std::string& stage) {
+    for (const Sketch& sketch : generate_sketches(dag)) {
+      if (sketch.description.find("always_inline(" + stage + ")") == std::string::npos) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // A depthwise convolution over channels-last data: its padding inlines
+  // (a bounds check per window position, not per channel).
+  te::Tensor data = te::placeholder({1, 8, 8, 64}, ir::DataType::float32(), "data");
+  te::Tensor kernel = te::placeholder({3, 3, 1, 64}, ir::DataType::float32(), "kernel");
+  te::Tensor depthwise =
+      te::conv2d_nhwc(data, kernel, te::Conv2dAttrsNode::uniform(1, 1, 1, 64), "depthwise");
+  EXPECT_TRUE(inlined(ComputeDAG(te::WorkloadTensors{{data, kernel}, {depthwise}}), "pad_data"));
+  // A dense convolution sums over the channels: its padding stays a stage.
+  te::Tensor dense_kernel = te::placeholder({3, 3, 64, 16}, ir::DataType::float32(), "w");
+  te::Tensor dense =
+      te::conv2d_nhwc(data, dense_kernel, te::Conv2dAttrsNode::uniform(1, 1), "conv");
+  EXPECT_FALSE(inlined(ComputeDAG(te::WorkloadTensors{{data, dense_kernel}, {dense}}), "pad_data"));
+  // Joining channels chooses per channel: the concatenation stays a stage
+  // before the depthwise convolution.
+  te::Tensor joined = te::concat({data, data}, 3, "joined");
+  te::Tensor wide_kernel = te::placeholder({3, 3, 1, 128}, ir::DataType::float32(), "kernel2");
+  te::Tensor after =
+      te::conv2d_nhwc(joined, wide_kernel, te::Conv2dAttrsNode::uniform(1, 1, 1, 128), "dw");
+  EXPECT_FALSE(inlined(ComputeDAG(te::WorkloadTensors{{data, wide_kernel}, {after}}), "joined"));
 }
 
 TEST(SketchRules, UnknownRuleNamesTheRules) {
