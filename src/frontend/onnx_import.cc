@@ -2542,9 +2542,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   }
   h["Pad"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
-    std::string mode = attr_string(n, "mode", "constant");
-    TT_CHECK(mode == "constant", kInvalidArgument, "mode '", mode,
-             "' is not supported (only constant)");
+    const std::string mode = attr_string(n, "mode", "constant");
+    TT_CHECK(mode == "constant" || mode == "edge" || mode == "reflect" || mode == "wrap",
+             kInvalidArgument, "mode '", mode, "' (constant, edge, reflect or wrap)");
     size_t rank = x->shape.size();
     std::vector<int64_t> pads;
     double value = 0;
@@ -2574,6 +2574,57 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     TT_CHECK(pads.size() == 2 * rank, kInvalidArgument, "pads needs ", 2 * rank, " values, got ",
              pads.size());
+    if (mode != "constant") {
+      // Axis by axis, the borders are slices of the data joined to it: its
+      // first or last element repeated (edge), its elements mirrored about
+      // the first or last (reflect), or the other end's (wrap).
+      Value out = x;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t before = pads[d], after = pads[d + rank], extent = out->shape[d];
+        if (before == 0 && after == 0) continue;
+        TT_CHECK(before >= 0 && after >= 0, kInvalidArgument, "negative pads with mode '", mode,
+                 "' are not supported");
+        TT_CHECK(mode != "reflect" || (before < extent && after < extent), kInvalidArgument,
+                 "reflect pads (", before, ", ", after, ") must be below the extent ", extent,
+                 " of axis ", d);
+        TT_CHECK(mode != "wrap" || (before <= extent && after <= extent), kInvalidArgument,
+                 "wrap pads (", before, ", ", after, ") must be at most the extent ", extent,
+                 " of axis ", d);
+        auto part = [&](int64_t begin, int64_t end, int64_t stride) {
+          auto s = make_node<te::SliceAttrsNode>();
+          s->begin.assign(rank, 0);
+          s->end = out->shape;
+          s->strides.assign(rank, 1);
+          s->begin[d] = begin;
+          s->end[d] = end;
+          s->strides[d] = stride;
+          return make("slice", {out}, te::Attrs(attrs(std::move(s))), n);
+        };
+        auto repeated = [&](int64_t at, int64_t times) {
+          auto t = make_node<te::TileAttrsNode>();
+          t->repeats.assign(rank, 1);
+          t->repeats[d] = times;
+          return make("tile", {part(at, at + 1, 1)}, te::Attrs(attrs(std::move(t))), n);
+        };
+        std::vector<Value> parts;
+        if (before > 0) {
+          parts.push_back(mode == "edge"      ? repeated(0, before)
+                          : mode == "reflect" ? part(before, 0, -1)
+                                              : part(extent - before, extent, 1));
+        }
+        parts.push_back(out);
+        if (after > 0) {
+          parts.push_back(
+              mode == "edge" ? repeated(extent - 1, after)
+              : mode == "reflect"
+                  // (numpy's slices: an end before the first element is -extent - 1)
+                  ? part(extent - 2, after == extent - 1 ? -extent - 1 : extent - 2 - after, -1)
+                  : part(0, after, 1));
+        }
+        out = make("concat", parts, axis_attrs(static_cast<int64_t>(d)), n);
+      }
+      return one(out);
+    }
     // Positive pads pad; negative ones crop, as a slice after the pad.
     auto a = make_node<te::PadAttrsNode>();
     bool crops = false;

@@ -1237,6 +1237,19 @@ def _(g):
     g.data[-1] = np.int64([[1, 0, 3], [2, 3, 0]])
     g.output(g.node("Scatter", [g.input("data", [3, 4]), idx, g.input("upd", [2, 3])], axis=1))
 
+
+@case("pad_edge_reflect", opset=13)
+def _(g):
+    x = g.input("x", [2, 3, 5, 4])
+    g.output(g.node("Pad", [x, g.const("pads", np.int64([0, 0, 2, 1, 0, 1, 1, 3]))], mode="edge"))
+    g.output(g.node("Pad", [x, g.const("rpads", np.int64([0, 1, 4, 3, 0, 2, 2, 1]))], mode="reflect"))
+
+
+@case("pad_wrap_opset19", opset=19)
+def _(g):
+    x = g.input("x", [2, 3, 4])
+    g.output(g.node("Pad", [x, g.const("pads", np.int64([0, 2, 1, 0, 3, 4]))], mode="wrap"), shape=[2, 8, 9])
+
 def wide_twin(model):
     """`model` (half inputs, weights and outputs) computed in float32: its
     inputs cast up, its weights converted, its outputs in float32."""
