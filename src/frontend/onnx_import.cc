@@ -914,6 +914,54 @@ ResizeTaps resize_taps(const ResizeRule& r, int64_t in, int64_t out, double scal
   return t;
 }
 
+/// `equation` with each "..." spelled out as letters it does not use: an
+/// operand's ellipsis stands for its axes beyond its letters, lined up from
+/// the right as numpy broadcasts them. An implicit output gets the
+/// ellipsis's letters first, then the letters used once, in order.
+std::string spell_out_ellipses(const std::string& equation, const std::vector<Value>& in) {
+  const size_t arrow = equation.find("->");
+  std::vector<std::string> terms = split(equation.substr(0, arrow), ',');
+  TT_CHECK(terms.size() == in.size(), kInvalidArgument, "equation '", equation, "' has ",
+           terms.size(), " operands for ", in.size(), " inputs");
+  std::string spare;
+  for (char c = 'A'; c <= 'Z'; ++c) {
+    if (equation.find(c) == std::string::npos) spare += c;
+  }
+  std::vector<int64_t> hidden(terms.size(), 0);
+  int64_t most = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (terms[k].find("...") == std::string::npos) continue;
+    TT_CHECK(in[k], kInvalidArgument, "operand ", k, " is missing");
+    hidden[k] =
+        static_cast<int64_t>(in[k]->shape.size()) - static_cast<int64_t>(terms[k].size() - 3);
+    TT_CHECK(hidden[k] >= 0, kInvalidArgument, "operand ", k, " '", terms[k],
+             "' has more letters than its rank ", in[k]->shape.size());
+    most = std::max(most, hidden[k]);
+  }
+  TT_CHECK(most <= static_cast<int64_t>(spare.size()), kInvalidArgument, "equation '", equation,
+           "' leaves too few letters for its ellipsis");
+  const std::string letters = spare.substr(0, static_cast<size_t>(most));
+  std::string lhs;
+  std::map<char, int> uses;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (size_t at = terms[k].find("..."); at != std::string::npos) {
+      terms[k].replace(at, 3, letters.substr(static_cast<size_t>(most - hidden[k])));
+    }
+    for (char ch : terms[k]) ++uses[ch];
+    lhs += (k ? "," : "") + terms[k];
+  }
+  if (arrow != std::string::npos) {
+    std::string out = equation.substr(arrow + 2);
+    if (size_t at = out.find("..."); at != std::string::npos) out.replace(at, 3, letters);
+    return lhs + "->" + out;
+  }
+  std::string out = letters;
+  for (const auto& [ch, count] : uses) {
+    if (count == 1 && letters.find(ch) == std::string::npos) out += ch;
+  }
+  return lhs + "->" + out;
+}
+
 const std::map<std::string, Importer::Handler>& Importer::handlers() {
   if (!handlers_.empty()) return handlers_;
   auto& h = handlers_;
@@ -2780,6 +2828,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     for (char ch : attr_string(n, "equation", "")) {
       if (ch != ' ') eq += ch;
     }
+    if (eq.find("...") != std::string::npos) eq = spell_out_ellipses(eq, in);
     size_t arrow = eq.find("->");
     if (arrow == std::string::npos) {
       // The implicit form: the output has the letters used once, in alphabetical order.
@@ -2793,8 +2842,6 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         if (count == 1) eq += ch;
       }
     }
-    TT_CHECK(eq.find("...") == std::string::npos, kInvalidArgument, "equation '", eq,
-             "' has an ellipsis, which is not supported");
     std::vector<std::string> terms = split(eq.substr(0, arrow), ',');
     const std::string out_term = eq.substr(arrow + 2);
     TT_CHECK(terms.size() == in.size() && (in.size() == 1 || in.size() == 2), kInvalidArgument,

@@ -1250,6 +1250,13 @@ def _(g):
     x = g.input("x", [2, 3, 4])
     g.output(g.node("Pad", [x, g.const("pads", np.int64([0, 2, 1, 0, 3, 4]))], mode="wrap"), shape=[2, 8, 9])
 
+
+@case("einsum_ellipsis", opset=12)
+def _(g):
+    a, b = g.input("a", [2, 3, 4, 5]), g.input("b", [2, 3, 5, 6])
+    g.output(g.node("Einsum", [a, b], equation="...ij,...jk->...ik"), shape=[2, 3, 4, 6])
+    g.output(g.node("Einsum", [a, g.input("c", [5, 4])], equation="...ij,ji"), shape=[2, 3])
+
 def wide_twin(model):
     """`model` (half inputs, weights and outputs) computed in float32: its
     inputs cast up, its weights converted, its outputs in float32."""
@@ -1417,11 +1424,10 @@ def _(g):
     g.output("y", shape=[3])
 
 
-@bad("bad_einsum_ellipsis", "node 'Einsum_0' (Einsum): equation '...ij,...jk->...ik' has an ellipsis, which "
-     "is not supported")
+@bad("bad_einsum_diagonal", "node 'Einsum_0' (Einsum): operand 0 repeats 'i' (a diagonal), which is not "
+     "supported")
 def _(g):
-    g.output(g.node("Einsum", [g.input("a", [2, 3, 4]), g.input("b", [2, 4, 5])], equation="...ij,...jk->...ik"),
-             shape=[2, 3, 5])
+    g.output(g.node("Einsum", [g.input("a", [2, 3, 3])], equation="...ii->...i"), shape=[2, 3])
 
 
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
