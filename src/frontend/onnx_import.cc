@@ -1323,9 +1323,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // apply in float32 and a result rounds half to even and saturates.
   auto cast_to = [this](const Value& v, DataType t, const onnx::NodeProto& n) {
     if (v->dtype == t) return v;
-    auto c = make_node<te::CastAttrsNode>();
-    c->dtype = t;
-    return make("cast", {v}, te::Attrs(attrs(std::move(c))), n);
+    return make("cast", {v}, cast_attrs(t), n);
   };
   // A scale or zero point against data `x`: per tensor (a scalar or [1]) as
   // it is; per axis ([C]) reshaped to C along `axis` and 1 elsewhere.
@@ -1838,7 +1836,6 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(out);
   };
   h["Cast"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    auto c = make_node<te::CastAttrsNode>();
     const auto* to = attr(n, "to");
     TT_CHECK(to, kParse, "has no 'to' attribute");
     int32_t type = static_cast<int32_t>(to->i());
@@ -1849,8 +1846,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                to->s(), "' is not an ONNX element type");
       type = named;
     }
-    c->dtype = dtype_of(type, "the target type");
-    return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
+    return one(
+        make("cast", {need(in, 0, "input")}, cast_attrs(dtype_of(type, "the target type")), n));
   };
 
   // ---- normalisation, pooling, softmax, reductions ----
@@ -2049,9 +2046,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(make(fmod ? "trunc_mod" : "floor_mod", {a, b}, te::Attrs(), n));
   };
   h["CastLike"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    auto c = make_node<te::CastAttrsNode>();
-    c->dtype = need(in, 1, "target_type")->dtype;
-    return one(make("cast", {need(in, 0, "input")}, te::Attrs(attrs(std::move(c))), n));
+    return one(
+        make("cast", {need(in, 0, "input")}, cast_attrs(need(in, 1, "target_type")->dtype), n));
   };
   // ScatterElements, and Scatter (its name before opset 11).
   for (const char* op : {"ScatterElements", "Scatter"}) {

@@ -97,6 +97,21 @@ class Builder:
         var = self.const("bn_var", (1.0 + 0.1 * np.abs(r.standard_normal(c))).astype(np.float32))
         return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5, momentum=0.9)
 
+    def conv_bn(self, x, cin, cout, k, stride=1, groups=1):
+        """A bias-free k x k convolution padded to keep its extent (over
+        `groups`), then batch norm: the unit of the mobile networks."""
+        w = self.rand("conv_w", (cout, cin // groups, k, k), np.sqrt(2.0 / (cin // groups * k * k)))
+        x = self.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride],
+                    pads=[k // 2] * 4, group=groups)
+        return self.bn(x, cout)
+
+    def classifier(self, x, cin, name, title, size, classes=1000):
+        """Global average pooling and a fully connected layer to `classes`: the model."""
+        x = self.op("Flatten", [self.op("GlobalAveragePool", [x])], axis=1)
+        out = self.gemm(x, cin, classes)
+        return self.model(name, [vi("input", [1, 3, size, size])], [vi(out, [1, classes])],
+                          f"{title} topology, random weights"), (1, 3, size, size)
+
     def gemm(self, x, cin, cout):
         # PyTorch-export layout: weight [out, in], transB=1
         w = self.rand("fc_w", (cout, cin), np.sqrt(1.0 / cin))
@@ -174,10 +189,7 @@ def make_mobilenetv2(rng, width=1.0, size=224):
     b = Builder(rng)
 
     def cbr(x, cin, cout, k, stride=1, groups=1, relu=True):
-        w = b.rand("conv_w", (cout, cin // groups, k, k), np.sqrt(2.0 / (cin // groups * k * k)))
-        x = b.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride],
-                 pads=[k // 2] * 4, group=groups)
-        x = b.bn(x, cout)
+        x = b.conv_bn(x, cin, cout, k, stride, groups)
         if relu:
             x = b.op("Clip", [x, b.const("relu6_lo", np.float32(0)), b.const("relu6_hi", np.float32(6))])
         return x
@@ -195,11 +207,7 @@ def make_mobilenetv2(rng, width=1.0, size=224):
             y = cbr(y, hidden, cout, 1, relu=False)
             x = b.op("Add", [x, y]) if stride == 1 and cin == cout else y
             cin = cout
-    x = cbr(x, cin, 1280, 1)
-    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
-    out = b.gemm(x, 1280, 1000)
-    return b.model("mobilenetv2", [vi("input", [1, 3, size, size])], [vi(out, [1, 1000])],
-                   "MobileNetV2 topology, random weights"), (1, 3, size, size)
+    return b.classifier(cbr(x, cin, 1280, 1), 1280, "mobilenetv2", "MobileNetV2", size)
 
 
 def make_efficientnet_b0(rng, size=224):
@@ -212,10 +220,7 @@ def make_efficientnet_b0(rng, size=224):
         return b.op("Mul", [x, b.op("Sigmoid", [x])])
 
     def cbs(x, cin, cout, k, stride=1, groups=1, act=True):
-        w = b.rand("conv_w", (cout, cin // groups, k, k), np.sqrt(2.0 / (cin // groups * k * k)))
-        x = b.op("Conv", [x, w], kernel_shape=[k, k], strides=[stride, stride],
-                 pads=[k // 2] * 4, group=groups)
-        x = b.bn(x, cout)
+        x = b.conv_bn(x, cin, cout, k, stride, groups)
         return swish(x) if act else x
 
     def squeeze_excite(x, c, squeezed):
@@ -235,11 +240,7 @@ def make_efficientnet_b0(rng, size=224):
             y = cbs(y, hidden, c, 1, act=False)
             x = b.op("Add", [x, y]) if stride == 1 and cin == c else y
             cin = c
-    x = cbs(x, cin, 1280, 1)
-    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
-    out = b.gemm(x, 1280, 1000)
-    return b.model("efficientnet_b0", [vi("input", [1, 3, size, size])], [vi(out, [1, 1000])],
-                   "EfficientNet-B0 topology, random weights"), (1, 3, size, size)
+    return b.classifier(cbs(x, cin, 1280, 1), 1280, "efficientnet_b0", "EfficientNet-B0", size)
 
 
 def make_unet(rng, size=128, base=16):
