@@ -94,7 +94,7 @@ ORT_NOTE = "ONNX's expected output differs; ONNX Runtime's is ours"
 # Gaps that fixing inputs to the test's values at compile time removes:
 # ONNX's tests give shapes, axes, pads, scales and bounds as inputs, where
 # exported models have constants.
-NEEDS_CONSTANT = re.compile(r"must be a constant|needs constant|dynamic dimension|its condition is known only"
+NEEDS_CONSTANT = re.compile(r"must be a constant|needs constant|dynamic dimension|is known only at run time"
                             r"|an extent of 0")
 
 

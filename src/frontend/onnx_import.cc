@@ -29,6 +29,8 @@ using te::Attrs;
 // Every opset ONNX Runtime loads; the handlers follow each operator's
 // versions within it.
 constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+/// A Loop or Scan runs at most this many iterations: each is unrolled.
+constexpr int64_t kMaxIterations = 4096;
 
 /// The ONNX name of an element type ("BFLOAT16"), or its number.
 std::string onnx_type_name(int32_t elem_type) {
@@ -221,6 +223,10 @@ class Importer {
     }
     const onnx::GraphProto& g = model.graph();
     check_names_are_utf8(g);
+    for (const auto& f : model.functions()) {
+      TT_CHECK(functions_.emplace(std::pair(f.domain(), f.name()), &f).second, kParse,
+               "the model defines function '", f.name(), "' of domain '", f.domain(), "' twice");
+    }
     for (const auto& init : g.initializer()) import_initializer(init);
     std::set<std::string> given;
     for (const auto& [name, shape] : options_.input_shapes) given.insert(name);
@@ -616,7 +622,8 @@ class Importer {
     const bool standard = n.domain().empty() || n.domain() == "ai.onnx";
     const auto& table = handlers();
     auto h = table.find(standard ? n.op_type() : n.domain() + "." + n.op_type());
-    if (h == table.end()) {
+    const onnx::FunctionProto* function = function_of(n);
+    if (!function && h == table.end()) {
       add_gap("operator", standard ? n.op_type() : n.op_type() + " (domain " + n.domain() + ")", "",
               label);
       return give_up();
@@ -634,8 +641,14 @@ class Importer {
     }
     std::vector<Value> out;
     try {
-      if (standard && opset_ < 7) in = before_opset7(n, std::move(in));
-      out = h->second(n, in);
+      if (function) {
+        out = inline_function(*function, n, std::move(in));
+      } else {
+        if (standard && opset_ < 7) in = before_opset7(n, std::move(in));
+        out = h->second(n, in);
+      }
+    } catch (const GapsInside&) {
+      return give_up();
     } catch (const UserError& e) {
       if (e.kind() == ErrorKind::kParse) fail(e.kind(), where, ": ", e.what());
       add_gap("node", e.what(), n.op_type(), label);
@@ -664,28 +677,111 @@ class Importer {
 
   const std::map<std::string, Handler>& handlers();
 
-  /// The outputs of subgraph `g` (an If's branch) imported into this graph:
-  /// its initializers and nodes join the values by name, as ONNX's names are
-  /// unique across a model's graphs. A gap inside it is reported as any
-  /// other, and the node `parent` then fails as a whole.
-  std::vector<Value> import_branch(const onnx::GraphProto& g, const onnx::NodeProto& parent) {
+  /// The outputs of subgraph `g` (an If's branch, a Loop's or Scan's body,
+  /// a model-local function) imported in a scope of its own: its inputs are
+  /// bound to `bound`, and the names it defines are forgotten after, so the
+  /// same body imports again for the next iteration or call. It reads the
+  /// outer graph's values by name. A gap inside is reported as any other,
+  /// and the node that holds it then fails as a whole (GapsInside), without
+  /// a gap of its own.
+  std::vector<Value> import_scoped(const onnx::GraphProto& g, const std::vector<Value>& bound,
+                                   const char* what) {
+    TT_CHECK(static_cast<int>(bound.size()) == g.input_size(), kParse, "its ", what, " has ",
+             g.input_size(), " inputs, where ", bound.size(), " are given");
+    struct Scope {
+      Importer& self;
+      std::map<std::string, Value> values;
+      std::map<std::string, std::pair<std::string, std::string>> unavailable;
+      std::set<std::string> failed;
+      ~Scope() {
+        self.values_ = std::move(values);
+        self.unavailable_ = std::move(unavailable);
+        self.failed_ = std::move(failed);
+        --self.scope_depth_;
+      }
+    } scope{*this, values_, unavailable_, failed_};
+    TT_CHECK(++scope_depth_ <= kMaxScopeDepth, kInvalidArgument, "nests ", what, "s more than ",
+             kMaxScopeDepth, " deep");
+    const size_t gaps_before = gaps_.size();
+    for (int i = 0; i < g.input_size(); ++i) {
+      const std::string& name = g.input(i).name();
+      values_[name] = bound[static_cast<size_t>(i)];
+      failed_.erase(name);
+      unavailable_.erase(name);
+    }
+    std::set<std::string> input_names;
+    for (const auto& v : g.input()) input_names.insert(v.name());
     for (const auto& init : g.initializer()) {
-      TT_CHECK(!values_.count(init.name()) && !failed_.count(init.name()), kParse,
-               "its branch's initializer '", init.name(), "' repeats a name of the outer graph");
+      TT_CHECK(!input_names.count(init.name()), kParse, "its ", what, "'s initializer '",
+               init.name(), "' repeats the name of one of its inputs");
+      values_.erase(init.name());  // a name of the outer graph, shadowed here
       import_initializer(init);
     }
     for (int i : topological_order(g)) import_node(g.node(i), i);
+    if (gaps_.size() != gaps_before) throw GapsInside{};
     std::vector<Value> out;
     for (const auto& o : g.output()) {
-      TT_CHECK(!failed_.count(o.name()), kInvalidArgument, "its branch uses what is not supported");
       auto it = values_.find(o.name());
-      TT_CHECK(it != values_.end() && it->second, kParse, "its branch's output '", o.name(),
+      TT_CHECK(it != values_.end() && it->second, kParse, "its ", what, "'s output '", o.name(),
                "' is computed by no node of it");
       out.push_back(it->second);
     }
-    TT_CHECK(out.size() == static_cast<size_t>(parent.output_size()), kParse, "its branch has ",
-             out.size(), " outputs, the node ", parent.output_size());
     return out;
+  }
+
+  /// The model-local function node `n` calls, or null.
+  const onnx::FunctionProto* function_of(const onnx::NodeProto& n) const {
+    auto it = functions_.find({n.domain(), n.op_type()});
+    return it == functions_.end() ? nullptr : it->second;
+  }
+
+  /// The call `n` of model-local function `f`, inlined: its nodes, with the
+  /// attributes that refer to the caller's (`ref_attr_name`) taken from `n`,
+  /// import in a scope of their own at the function's opset.
+  std::vector<Value> inline_function(const onnx::FunctionProto& f, const onnx::NodeProto& n,
+                                     std::vector<Value> in) {
+    TT_CHECK(!calling_.count(&f), kInvalidArgument, "function '", f.name(), "' of domain '",
+             f.domain(), "' calls itself, which cannot be inlined");
+    TT_CHECK(in.size() <= static_cast<size_t>(f.input_size()), kInvalidArgument, "passes ",
+             in.size(), " inputs to function '", f.name(), "', which takes ", f.input_size());
+    in.resize(static_cast<size_t>(f.input_size()));  // optional inputs left out
+    onnx::GraphProto body;
+    for (const auto& name : f.input()) body.add_input()->set_name(name);
+    for (const auto& name : f.output()) body.add_output()->set_name(name);
+    for (const auto& node : f.node()) {
+      onnx::NodeProto* copy = body.add_node();
+      *copy = node;
+      copy->clear_attribute();
+      for (const auto& a : node.attribute()) {
+        if (a.ref_attr_name().empty()) {
+          *copy->add_attribute() = a;
+          continue;
+        }
+        // A reference the caller does not set leaves the attribute out (its
+        // operator's default applies).
+        if (const auto* given = attr(n, a.ref_attr_name().c_str())) {
+          onnx::AttributeProto* set = copy->add_attribute();
+          *set = *given;
+          set->set_name(a.name());
+        }
+      }
+    }
+    const int64_t outer_opset = opset_;
+    for (const auto& o : f.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    }
+    struct RestoreOpset {
+      int64_t& opset;
+      int64_t value;
+      ~RestoreOpset() { opset = value; }
+    } restore{opset_, outer_opset};
+    calling_.insert(&f);
+    struct Return {
+      std::set<const onnx::FunctionProto*>& calling;
+      const onnx::FunctionProto* f;
+      ~Return() { calling.erase(f); }
+    } on_return{calling_, &f};
+    return import_scoped(body, in, "function");
   }
 
   enum class Recurrent { kRnn, kGru, kLstm };
@@ -704,6 +800,14 @@ class Importer {
   std::vector<OnnxGap> gaps_;
   std::vector<Ref<graph::InputNode>> inputs_;
   std::map<std::string, Handler> handlers_;
+  /// The model's local functions by (domain, name).
+  std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
+  std::set<const onnx::FunctionProto*> calling_;  ///< the functions being inlined
+  static constexpr int kMaxScopeDepth = 64;
+  int scope_depth_ = 0;  ///< nested bodies and function calls being imported
+  /// Thrown where a subgraph had gaps: they are reported, the node that
+  /// holds the subgraph fails.
+  struct GapsInside {};
 };
 
 te::Attrs axis_attrs(int64_t axis) {
@@ -1001,18 +1105,171 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   // If: the branch its condition picks, when the condition is constant once
   // the input shapes are known (a sample rate, a shape test), imported in
-  // place; a branch reads the outer graph's values by name.
+  // place. Otherwise both branches are computed and each output chosen at
+  // run time, which needs them to agree in shape and type. A branch reads
+  // the outer graph's values by name.
   h["If"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    const auto* cond = constant_of(need(in, 0, "cond"));
-    TT_CHECK(cond, kInvalidArgument,
-             "its condition is known only at run time; an If is supported when its condition "
-             "is constant for the given input shapes");
-    TT_CHECK(cond->data.array().size() == 1, kInvalidArgument, "its condition has ",
-             cond->data.array().size(), " elements, not 1");
-    const bool then = cond->data.array().get_int(0) != 0;
-    const auto* branch = attr(n, then ? "then_branch" : "else_branch");
-    TT_CHECK(branch && branch->has_g(), kParse, "has no ", then ? "then_branch" : "else_branch");
-    return import_branch(branch->g(), n);
+    const Value& cond = need(in, 0, "cond");
+    int64_t count = 1;
+    for (int64_t d : cond->shape) count *= d;
+    TT_CHECK(count == 1, kInvalidArgument, "its condition ", shape_text(cond->shape), " has ",
+             count, " elements, not 1");
+    auto branch = [&](const char* name) {
+      const auto* b = attr(n, name);
+      TT_CHECK(b && b->has_g(), kParse, "has no ", name);
+      std::vector<Value> out = import_scoped(b->g(), {}, "branch");
+      TT_CHECK(out.size() == static_cast<size_t>(n.output_size()), kParse, "its ", name, " has ",
+               out.size(), " outputs, the node ", n.output_size());
+      return out;
+    };
+    if (const auto* c = constant_of(cond)) {
+      return branch(c->data.array().get_int(0) != 0 ? "then_branch" : "else_branch");
+    }
+    std::vector<Value> then = branch("then_branch"), otherwise = branch("else_branch");
+    Value pick = make("reshape", {cond}, reshape_attrs({}), n);
+    std::vector<Value> out;
+    for (size_t k = 0; k < then.size(); ++k) {
+      TT_CHECK(then[k]->shape == otherwise[k]->shape && then[k]->dtype == otherwise[k]->dtype,
+               kInvalidArgument, "its condition is known only at run time, and its output ", k,
+               " is ", then[k]->dtype.str(), shape_text(then[k]->shape), " in then_branch but ",
+               otherwise[k]->dtype.str(), shape_text(otherwise[k]->shape),
+               " in else_branch: both branches must give the same shapes and types");
+      out.push_back(make("where", {pick, then[k], otherwise[k]}, te::Attrs(), n));
+    }
+    return out;
+  };
+  // Loop and Scan unroll at import: each iteration imports the body anew,
+  // with its iteration's values. The trip count must be known at compile time.
+  // The per-iteration values `parts` stacked along a new axis `axis`
+  // (reversed first when `reverse`).
+  auto stack = [this](std::vector<Value> parts, int64_t axis, bool reverse,
+                      const onnx::NodeProto& n) {
+    if (reverse) std::reverse(parts.begin(), parts.end());
+    const std::vector<int64_t> shape = parts[0]->shape;  // a copy: parts[0] is replaced below
+    const size_t at = static_cast<size_t>(normalise(axis, shape.size() + 1));
+    std::vector<int64_t> lifted = shape;
+    lifted.insert(lifted.begin() + static_cast<std::ptrdiff_t>(at), 1);
+    for (auto& p : parts) {
+      TT_CHECK(p->shape == shape, kInvalidArgument, "its scan output changes shape from ",
+               shape_text(shape), " to ", shape_text(p->shape), " between iterations");
+      p = make("reshape", {p}, reshape_attrs(lifted), n);
+    }
+    return parts.size() == 1 ? parts[0]
+                             : make("concat", parts, axis_attrs(static_cast<int64_t>(at)), n);
+  };
+  h["Loop"] = [this, stack](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const auto* body = attr(n, "body");
+    TT_CHECK(body && body->has_g(), kParse, "has no body");
+    auto known = [&](size_t k, const char* what) -> const te::NDArray* {
+      if (k >= in.size() || !in[k]) return nullptr;
+      const auto* c = constant_of(in[k]);
+      TT_CHECK(c, kInvalidArgument, "its ", what,
+               " is known only at run time; a Loop is supported when its trip count and "
+               "condition are constant for the given input shapes (it is unrolled)");
+      return &c->data.array();
+    };
+    const te::NDArray* trips_given = known(0, "trip count M");
+    const te::NDArray* cond_given = known(1, "condition");
+    TT_CHECK(trips_given || cond_given, kInvalidArgument,
+             "has neither a trip count nor a condition: it would never end");
+    const int64_t trips = trips_given ? trips_given->get_int(0) : -1;
+    bool go = cond_given ? cond_given->get_int(0) != 0 : true;
+    std::vector<Value> carried(in.begin() + std::min<std::ptrdiff_t>(2, in.size()), in.end());
+    const size_t n_carried = carried.size();
+    const onnx::GraphProto& g = body->g();
+    TT_CHECK(static_cast<size_t>(g.output_size()) >= 1 + n_carried, kParse, "its body has ",
+             g.output_size(), " outputs, fewer than 1 + its ", n_carried, " loop-carried values");
+    std::vector<std::vector<Value>> scans(static_cast<size_t>(g.output_size()) - 1 - n_carried);
+    for (int64_t i = 0; go && (trips < 0 || i < trips); ++i) {
+      TT_CHECK(i < kMaxIterations, kInvalidArgument, "runs more than ", kMaxIterations,
+               " iterations, each of which is unrolled");
+      std::vector<Value> bound = {
+          scalar_constant(DataType::int64(), static_cast<double>(i), n.name() + ".iteration"),
+          scalar_constant(DataType::boolean(), 1, n.name() + ".cond")};
+      bound.insert(bound.end(), carried.begin(), carried.end());
+      std::vector<Value> out = import_scoped(g, bound, "body");
+      const auto* cond_out = constant_of(out[0]);
+      TT_CHECK(cond_out, kInvalidArgument,
+               "its body's condition output is known only at run time; a Loop is supported "
+               "when it is constant for the given input shapes (it is unrolled)");
+      go = cond_out->data.array().get_int(0) != 0;
+      std::copy(out.begin() + 1, out.begin() + 1 + static_cast<std::ptrdiff_t>(n_carried),
+                carried.begin());
+      for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(out[1 + n_carried + k]);
+    }
+    std::vector<Value> results = carried;
+    for (auto& parts : scans) {
+      TT_CHECK(!parts.empty(), kInvalidArgument,
+               "runs no iteration, so its scan outputs are empty (zero-size tensors are not "
+               "supported)");
+      results.push_back(stack(std::move(parts), 0, false, n));
+    }
+    return results;
+  };
+  h["Scan"] = [this, stack](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    TT_CHECK(opset_ >= 9, kInvalidArgument,
+             "Scan before opset 9 (a batch axis and sequence_lens) is not supported");
+    const auto* body = attr(n, "body");
+    TT_CHECK(body && body->has_g(), kParse, "has no body");
+    const onnx::GraphProto& g = body->g();
+    const int64_t n_scan_in = attr_int(n, "num_scan_inputs", -1);
+    TT_CHECK(n_scan_in >= 1 && n_scan_in <= static_cast<int64_t>(in.size()), kInvalidArgument,
+             "num_scan_inputs ", n_scan_in, " must be between 1 and its ", in.size(), " inputs");
+    const size_t n_state = in.size() - static_cast<size_t>(n_scan_in);
+    TT_CHECK(static_cast<size_t>(g.output_size()) >= n_state, kParse, "its body has ",
+             g.output_size(), " outputs, fewer than its ", n_state, " state variables");
+    const size_t n_scan_out = static_cast<size_t>(g.output_size()) - n_state;
+    auto per = [&](const char* name, size_t count) {
+      std::vector<int64_t> v = attr_ints(n, name, {});
+      if (v.empty()) v.assign(count, 0);
+      TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values for ", count,
+               " scan ",
+               std::string(name).find("input") != std::string::npos ? "inputs" : "outputs");
+      return v;
+    };
+    const std::vector<int64_t> in_axes = per("scan_input_axes", n_scan_in),
+                               in_reverse = per("scan_input_directions", n_scan_in),
+                               out_axes = per("scan_output_axes", n_scan_out),
+                               out_reverse = per("scan_output_directions", n_scan_out);
+    std::vector<Value> sequences;
+    std::vector<size_t> seq_axes;
+    int64_t steps = -1;
+    for (size_t j = 0; j < static_cast<size_t>(n_scan_in); ++j) {
+      const Value& x = in[n_state + j];
+      TT_CHECK(x, kInvalidArgument, "its scan input ", j, " is left out");
+      const size_t axis = static_cast<size_t>(normalise(in_axes[j], x->shape.size()));
+      TT_CHECK(steps < 0 || x->shape[axis] == steps, kInvalidArgument,
+               "its scan inputs differ "
+               "in length along their scan axes: ",
+               steps, " and ", x->shape[axis]);
+      steps = x->shape[axis];
+      sequences.push_back(x);
+      seq_axes.push_back(axis);
+    }
+    TT_CHECK(steps > 0, kInvalidArgument, "scans a sequence of length 0");
+    TT_CHECK(steps <= kMaxIterations, kInvalidArgument, "scans ", steps, " steps, more than ",
+             kMaxIterations, ", each of which is unrolled");
+    std::vector<Value> state(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n_state));
+    std::vector<std::vector<Value>> scans(n_scan_out);
+    for (int64_t t = 0; t < steps; ++t) {
+      std::vector<Value> bound = state;
+      for (size_t j = 0; j < sequences.size(); ++j) {
+        const Value& x = sequences[j];
+        const int64_t at = in_reverse[j] != 0 ? steps - 1 - t : t;
+        Value step = make("slice", {x}, slice_along(x->shape, seq_axes[j], at, at + 1), n);
+        std::vector<int64_t> shape = x->shape;
+        shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(seq_axes[j]));
+        bound.push_back(make("reshape", {step}, reshape_attrs(shape), n));
+      }
+      std::vector<Value> out = import_scoped(g, bound, "body");
+      std::copy(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n_state), state.begin());
+      for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_state + k]);
+    }
+    std::vector<Value> results = state;
+    for (size_t k = 0; k < n_scan_out; ++k) {
+      results.push_back(stack(std::move(scans[k]), out_axes[k], out_reverse[k] != 0, n));
+    }
+    return results;
   };
   h["Identity"] = [need, one](const onnx::NodeProto&, const std::vector<Value>& in) {
     return one(need(in, 0, "data"));

@@ -56,6 +56,7 @@ class G:
         self.wide_twin = False  # also write NAME_wide: the same model computed in float32 (a reference for ulps)
         self.atol = None  # an absolute tolerance for float outputs beyond the test's own
         self.fixed = []  # inputs the importer takes as constants (--input-value), ONNX Runtime as inputs
+        self.functions = []  # model-local functions (FunctionProto)
 
     def input(self, name, shape, low=-1.0, high=1.0, dtype=np.float32):
         self.inputs.append(helper.make_tensor_value_info(
@@ -568,6 +569,128 @@ def _(g):
                               "else", [], [helper.make_tensor_value_info("u", F, None)])
     g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=then, else_branch=other))
     g.output(g.node("Add", ["y", x]), shape=[2, 3])
+
+
+@case("if_runtime_condition")
+def _(g):
+    # A condition known only at run time: both branches run, the condition picks.
+    x = g.input("x", [2, 3])
+    cond = g.node("Greater", [g.node("ReduceSum", [x], keepdims=0), g.const("z", np.float32(0))])
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu"),
+                              helper.make_node("Mul", ["t", "x"], ["t2"], name="then_mul")],
+                             "then", [], [helper.make_tensor_value_info("t2", F, [2, 3])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")],
+                              "else", [], [helper.make_tensor_value_info("e", F, [2, 3])])
+    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=then, else_branch=other))
+    g.output(g.node("Add", ["y", x]), shape=[2, 3])
+
+
+@case("if_runtime_condition_negative")
+def _(g):
+    # The same model with its input negated, so that the other branch is taken.
+    x = g.input("x", [2, 3], low=-1.0, high=-0.1)
+    cond = g.node("Greater", [g.node("ReduceSum", [x], keepdims=0), g.const("z", np.float32(0))])
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")],
+                             "then", [], [helper.make_tensor_value_info("t", F, [2, 3])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")],
+                              "else", [], [helper.make_tensor_value_info("e", F, [2, 3])])
+    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=then, else_branch=other))
+    g.output("y", shape=[2, 3])
+
+
+@case("loop_trip_count", opset=13)
+def _(g):
+    # A Loop with a constant trip count, a loop-carried value and a scan
+    # output; the body reads the outer graph's x and its iteration number.
+    x = g.input("x", [2, 3])
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["i_f"], to=F, name="body_cast"),
+         helper.make_node("Mul", ["acc", "half"], ["scaled"], name="body_mul"),
+         helper.make_node("Add", ["scaled", "x"], ["sum"], name="body_add"),
+         helper.make_node("Add", ["sum", "i_f"], ["acc_out"], name="body_add_i"),
+         helper.make_node("Identity", ["cond"], ["cond_out"], name="body_cond"),
+         helper.make_node("Sigmoid", ["acc_out"], ["scan"], name="body_sigmoid")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", F, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", F, [2, 3]),
+         helper.make_tensor_value_info("scan", F, [2, 3])],
+        initializer=[numpy_helper.from_array(np.float32(0.5), "half")])
+    g.nodes.append(helper.make_node("Loop", [g.const("m", np.int64(3)), "", x], ["final", "stacked"],
+                                    name="Loop_0", body=body))
+    g.output("final", shape=[2, 3])
+    g.output("stacked", shape=[3, 2, 3])
+
+
+@case("loop_condition_ends", opset=13)
+def _(g):
+    # No trip count: the body's condition (i < 4, constant at each
+    # iteration) ends the loop after five iterations.
+    x = g.input("x", [4])
+    body = helper.make_graph(
+        [helper.make_node("Less", ["i", "four"], ["cond_out"], name="body_less"),
+         helper.make_node("Sin", ["v"], ["v_out"], name="body_sin")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", F, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", F, [4])],
+        initializer=[numpy_helper.from_array(np.int64(4), "four")])
+    g.nodes.append(helper.make_node("Loop", ["", g.const("go", np.bool_(True)), x], ["final"],
+                                    name="Loop_0", body=body))
+    g.output("final", shape=[4])
+
+
+@case("scan_directions_axes", opset=11)
+def _(g):
+    # A running sum over the sequence (axis 1 of xs, read backwards) and a
+    # second scan input along axis 0; one output stacked backwards on axis 1.
+    xs, ys = g.input("xs", [3, 5]), g.input("ys", [5, 3])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x_t"], ["s_out"], name="body_add"),
+         helper.make_node("Mul", ["s_out", "y_t"], ["o1"], name="body_mul"),
+         helper.make_node("Tanh", ["o1"], ["o2"], name="body_tanh")],
+        "body",
+        [helper.make_tensor_value_info("s", F, [3]),
+         helper.make_tensor_value_info("x_t", F, [3]),
+         helper.make_tensor_value_info("y_t", F, [3])],
+        [helper.make_tensor_value_info("s_out", F, [3]),
+         helper.make_tensor_value_info("o1", F, [3]),
+         helper.make_tensor_value_info("o2", F, [3])])
+    g.nodes.append(helper.make_node("Scan", [g.const("s0", np.zeros(3, np.float32)), xs, ys],
+                                    ["s_final", "o1s", "o2s"], name="Scan_0", body=body, num_scan_inputs=2,
+                                    scan_input_axes=[1, 0], scan_input_directions=[1, 0],
+                                    scan_output_axes=[0, 1], scan_output_directions=[0, 1]))
+    g.output("s_final", shape=[3])
+    g.output("o1s", shape=[5, 3])
+    g.output("o2s", shape=[3, 5])
+
+
+@case("model_local_function", opset=15)
+def _(g):
+    # A function of the model's own, called twice with different attributes;
+    # it calls a second function and reads its caller's attribute by reference.
+    alpha = helper.make_attribute("value_float", 0.0)
+    alpha.ref_attr_name = "alpha"
+    alpha_node = helper.make_node("Constant", [], ["a"], name="scale_alpha")
+    alpha_node.attribute.extend([alpha])
+    inner = helper.make_function("custom", "Shift", ["X"], ["Y"],
+                                 [helper.make_node("Constant", [], ["one"], value_float=1.0),
+                                  helper.make_node("Add", ["X", "one"], ["Y"])],
+                                 [helper.make_opsetid("", 15)], [])
+    outer = helper.make_function("custom", "ScaledShift", ["X"], ["Y"],
+                                 [alpha_node,
+                                  helper.make_node("Mul", ["X", "a"], ["m"]),
+                                  helper.make_node("Shift", ["m"], ["Y"], domain="custom")],
+                                 [helper.make_opsetid("", 15), helper.make_opsetid("custom", 1)], ["alpha"])
+    g.functions += [inner, outer]
+    x = g.input("x", [2, 3])
+    y1 = g.node("ScaledShift", [x], ["y1"], domain="custom", alpha=2.0)
+    y2 = g.node("ScaledShift", [y1], ["y2"], domain="custom", alpha=-0.5)
+    g.output(y1, y2, shape=[2, 3])
 
 
 @case("microsoft_transformer_ops")
@@ -1414,14 +1537,40 @@ def _(g):
     g.output(g.node("Add", [g.input("x", [2]), "w"]), shape=[2])
 
 
-@bad("bad_if_runtime_condition", "node 'If_0' (If): its condition is known only at run time")
+@bad("bad_if_branch_shapes", "node 'If_0' (If): its condition is known only at run time, and its output 0 "
+     "is float32[3] in then_branch but float32[1] in else_branch")
 def _(g):
     x = g.input("x", [3])
     cond = g.node("Greater", [g.node("ReduceSum", [x], keepdims=0), g.const("z", np.float32(0))])
-    branch = helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "b", [],
-                               [helper.make_tensor_value_info("r", F, [3])])
-    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=branch, else_branch=branch))
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "t", [],
+                             [helper.make_tensor_value_info("r", F, [3])])
+    other = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"])], "e", [],
+                              [helper.make_tensor_value_info("s", F, [1])])
+    g.nodes.append(helper.make_node("If", [cond], ["y"], name="If_0", then_branch=then, else_branch=other))
+    g.output("y", shape=None)
+
+
+@bad("bad_loop_runtime_trip_count", "node 'Loop_0' (Loop): its trip count M is known only at run time")
+def _(g):
+    x = g.input("x", [3])
+    m = g.node("Cast", [g.node("ReduceSum", [x], keepdims=0)], to=TensorProto.INT64)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Neg", ["v"], ["v_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", F, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", F, [3])])
+    g.nodes.append(helper.make_node("Loop", [m, "", x], ["y"], name="Loop_0", body=body))
     g.output("y", shape=[3])
+
+
+@bad("bad_recursive_function", "node 'n1' (Again): function 'Again' of domain 'custom' calls itself")
+def _(g):
+    g.functions.append(helper.make_function("custom", "Again", ["X"], ["Y"],
+                                            [helper.make_node("Again", ["X"], ["Y"], name="n1", domain="custom")],
+                                            [helper.make_opsetid("", 15), helper.make_opsetid("custom", 1)], []))
+    g.output(g.node("Again", [g.input("x", [2])], ["y"], domain="custom"), shape=[2])
 
 
 @bad("bad_einsum_diagonal", "node 'Einsum_0' (Einsum): operand 0 repeats 'i' (a diagonal), which is not "
@@ -1441,8 +1590,10 @@ def build_bad(name, seed):
     g = G(np.random.default_rng([seed, zlib.crc32(name.encode())]))
     fn(g)
     graph = helper.make_graph(g.nodes, name, g.inputs, g.outputs, initializer=g.inits)
-    model = helper.make_model(graph, producer_name="make_op_models",
-                              opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(d, 1) for d in sorted({f.domain for f in g.functions})]
+    model = helper.make_model(graph, producer_name="make_op_models", opset_imports=opsets,
+                              functions=g.functions)
     model.ir_version = 8
     return model, expect, kind
 
@@ -1455,13 +1606,18 @@ def build(name, seed):
     opsets = [helper.make_opsetid("", opset)]
     if g.microsoft:
         opsets.append(helper.make_opsetid("com.microsoft", 1))
-    model = helper.make_model(graph, producer_name="make_op_models", opset_imports=opsets)
+    for domain in sorted({f.domain for f in g.functions}):
+        opsets.append(helper.make_opsetid(domain, 1))
+    model = helper.make_model(graph, producer_name="make_op_models", opset_imports=opsets,
+                              functions=g.functions)
     if opset > onnx.defs.onnx_opset_version() or g.microsoft:
         # Newer than this python3-onnx knows: neither inferred nor checked, so
         # the case gives its outputs' shapes; ONNX Runtime checks the model.
         model.ir_version = 10
         return model, g
-    model.ir_version = helper.find_min_ir_version_for(list(model.opset_import))
+    model.ir_version = helper.find_min_ir_version_for([o for o in model.opset_import if o.domain == ""])
+    if g.functions:
+        model.ir_version = max(model.ir_version, 8)  # model-local functions
     if model.ir_version < 4:
         # Before IR 4 every initializer is also a graph input, as old exporters wrote them.
         model.graph.input.extend(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
