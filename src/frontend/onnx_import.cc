@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <numeric>
@@ -197,6 +198,65 @@ template <class T>
 Ref<T> attrs(std::shared_ptr<T> n) {
   if (const auto& check = n->type_info().validate) check(*n);
   return Ref<T>(std::move(n));
+}
+
+/// The extents of a pool's or convolution's window over `in`: pads from
+/// auto_pad or explicit (all begins, then all ends), and the output extents.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, begin, end, out;
+};
+
+Window window_of(const onnx::NodeProto& n, const std::vector<int64_t>& in,
+                 std::vector<int64_t> kernel, bool ceil_mode, const char* what) {
+  const size_t k = in.size();
+  Window w;
+  w.kernel = std::move(kernel);
+  auto ints = [&](const char* name, int64_t fallback, size_t count) {
+    std::vector<int64_t> v;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) v.assign(a.ints().begin(), a.ints().end());
+    }
+    if (v.empty()) v.assign(count, fallback);
+    TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values for a ", k,
+             "-D ", what);
+    return v;
+  };
+  TT_CHECK(w.kernel.size() == k, kInvalidArgument, "kernel_shape has ", w.kernel.size(),
+           " values for a ", k, "-D ", what);
+  w.strides = ints("strides", 1, k);
+  w.dilations = ints("dilations", 1, k);
+  std::vector<int64_t> pads = ints("pads", 0, 2 * k);
+  std::string auto_pad = "NOTSET";
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "auto_pad") auto_pad = a.s();
+  }
+  for (size_t d = 0; d < k; ++d) {
+    TT_CHECK(w.strides[d] >= 1 && w.dilations[d] >= 1 && w.kernel[d] >= 1, kInvalidArgument,
+             "strides, dilations and kernel_shape must be positive");
+    const int64_t span = (w.kernel[d] - 1) * w.dilations[d] + 1;
+    int64_t b = pads[d], e = pads[d + k];
+    if (auto_pad == "VALID") {
+      b = e = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t o = (in[d] + w.strides[d] - 1) / w.strides[d];
+      const int64_t total = std::max<int64_t>(0, (o - 1) * w.strides[d] + span - in[d]);
+      b = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      e = total - b;
+    } else {
+      TT_CHECK(auto_pad == "NOTSET" || auto_pad.empty(), kInvalidArgument, "auto_pad '", auto_pad,
+               "' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
+    }
+    TT_CHECK(b >= 0 && e >= 0, kInvalidArgument, "negative pads are not supported");
+    const int64_t room = in[d] + b + e - span;
+    TT_CHECK(room >= 0, kInvalidArgument, "a window spanning ", span, " does not fit an extent of ",
+             in[d], " padded by ", b, " and ", e);
+    int64_t o = (ceil_mode ? (room + w.strides[d] - 1) / w.strides[d] : room / w.strides[d]) + 1;
+    if (ceil_mode && (o - 1) * w.strides[d] >= in[d] + b) --o;  // starts past the input
+    w.begin.push_back(b);
+    w.end.push_back(e);
+    w.out.push_back(o);
+  }
+  return w;
 }
 
 class Importer {
@@ -783,6 +843,19 @@ class Importer {
     } on_return{calling_, &f};
     return import_scoped(body, in, "function");
   }
+
+  /// A pool of any rank as the maximum or sum of its window's taps: each tap
+  /// a strided slice of the padded data (defined below). For 3-D pools,
+  /// dilations and MaxPool's indices, which the 2-D pool operators lack.
+  std::vector<Value> pool_by_taps(const onnx::NodeProto& n, const Value& x, bool is_max,
+                                  const std::vector<int64_t>& kernel);
+  /// A 3-D convolution as one 2-D convolution per kernel depth, with the
+  /// output depths folded into the batch (defined below).
+  Value conv3d_by_slices(const onnx::NodeProto& n, Value x, const Value& w, const Window& win,
+                         int64_t groups);
+  /// A 3-D transposed convolution as a 3-D convolution of the data spread
+  /// out by the strides, with the kernel flipped (defined below).
+  Value conv_transpose3d(const onnx::NodeProto& n, const Value& x, const Value& w);
 
   enum class Recurrent { kRnn, kGru, kLstm };
   /// An RNN, GRU or LSTM node unrolled over its sequence (defined below).
@@ -1556,6 +1629,17 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                   const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
     Value w = need(in, 1, "weight");
+    if (x->shape.size() == 5) {
+      TT_CHECK(w->shape.size() == 5, kInvalidArgument, "the weight ", shape_text(w->shape),
+               " and the data ", shape_text(x->shape), " differ in rank");
+      std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {});
+      if (kernel.empty()) kernel.assign(w->shape.begin() + 2, w->shape.end());
+      const Window win =
+          window_of(n, {x->shape.begin() + 2, x->shape.end()}, kernel, false, "convolution");
+      Value out = conv3d_by_slices(n, x, w, win, attr_int(n, "group", 1));
+      if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
+      return one(out);
+    }
     const bool one_d = check_window_rank(x, "convolutions");
     TT_CHECK(w->shape.size() == x->shape.size(), kInvalidArgument, "the weight ",
              shape_text(w->shape), " and the data ", shape_text(x->shape), " differ in rank");
@@ -1764,6 +1848,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                            const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
     Value w = need(in, 1, "weight");
+    if (x->shape.size() == 5) {
+      Value out = conv_transpose3d(n, x, w);
+      if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
+      return one(out);
+    }
     const bool one_d = check_window_rank(x, "transposed convolutions");
     if (one_d) {
       x = lift_1d(n, x);
@@ -2237,17 +2326,21 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     h[op] = [this, need, one, is_max, lift_1d, window_ints, check_window_rank, unlift_1d](
                 const onnx::NodeProto& n, const std::vector<Value>& in) {
       Value x = need(in, 0, "X");
+      // 3-D pools, dilations and MaxPool's indices: as the taps of the window.
+      bool taps = x->shape.size() == 5 || (is_max && n.output_size() > 1 && !n.output(1).empty());
+      for (int64_t d : attr_ints(n, "dilations", {})) taps = taps || d != 1;
+      if (taps) {
+        TT_CHECK(x->shape.size() >= 3 && x->shape.size() <= 5, kInvalidArgument,
+                 "only 1-D, 2-D and 3-D pools (3-D to 5-D data) are supported, got data ",
+                 shape_text(x->shape));
+        return pool_by_taps(n, x, is_max, attr_ints(n, "kernel_shape", {}));
+      }
       const bool one_d = check_window_rank(x, "pools");
       if (one_d) x = lift_1d(n, x);
       auto a = make_node<te::Pool2dAttrsNode>();
       a->kernel = window_ints(n, "kernel_shape", one_d, {});
       TT_CHECK(a->kernel.size() == 2, kInvalidArgument, "needs kernel_shape");
       a->strides = window_ints(n, "strides", one_d, {1, 1});
-      for (int64_t d : attr_ints(n, "dilations", {})) {
-        TT_CHECK(d == 1, kInvalidArgument, "dilations other than 1 are not supported");
-      }
-      TT_CHECK(attr_int(n, "storage_order", 0) == 0, kInvalidArgument,
-               "storage_order 1 is not supported");
       a->padding =
           window_pads(attr_string(n, "auto_pad", "NOTSET"), window_ints(n, "pads", one_d, {}),
                       {x->shape[2], x->shape[3]}, a->kernel, a->strides, {1, 1});
@@ -2317,6 +2410,52 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                       te::Attrs(attrs(std::move(s))), n));
     };
   }
+  // MaxUnpool: each value scattered into zeros at the flat index MaxPool
+  // gave it (the scatter searches the values for each output element, so it
+  // costs outputs x inputs).
+  h["MaxUnpool"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value &x = need(in, 0, "X"), &indices = need(in, 1, "I");
+    TT_CHECK(indices->shape == x->shape, kInvalidArgument, "its indices ",
+             shape_text(indices->shape), " and X ", shape_text(x->shape), " differ in shape");
+    TT_CHECK(x->shape.size() >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
+             shape_text(x->shape));
+    const size_t k = x->shape.size() - 2;
+    std::vector<int64_t> shape;
+    if (in.size() > 2 && in[2]) {
+      const auto* given = constant_of(in[2]);
+      TT_CHECK(given, kInvalidArgument, "its output_shape must be a constant");
+      shape = ints_of(given->data.array());
+      TT_CHECK(
+          shape.size() == x->shape.size() && shape[0] == x->shape[0] && shape[1] == x->shape[1],
+          kInvalidArgument, "its output_shape ", shape_text(shape), " does not fit X ",
+          shape_text(x->shape));
+    } else {
+      const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {});
+      TT_CHECK(kernel.size() == k, kInvalidArgument, "needs a kernel_shape of ", k, " values");
+      std::vector<int64_t> strides = attr_ints(n, "strides", {}), pads = attr_ints(n, "pads", {});
+      if (strides.empty()) strides.assign(k, 1);
+      if (pads.empty()) pads.assign(2 * k, 0);
+      TT_CHECK(strides.size() == k && pads.size() == 2 * k, kInvalidArgument,
+               "strides and pads need ", k, " and ", 2 * k, " values");
+      shape = {x->shape[0], x->shape[1]};
+      for (size_t d = 0; d < k; ++d) {
+        shape.push_back((x->shape[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + k]);
+      }
+    }
+    int64_t total = 1, count = 1;
+    for (int64_t d : shape) total *= d;
+    for (int64_t d : x->shape) count *= d;
+    te::NDArray zeros(x->dtype, {total});
+    auto flat = [&](const Value& v) { return make("reshape", {v}, reshape_attrs({count}), n); };
+    auto s = make_node<te::ScatterAttrsNode>();
+    s->axis = 0;
+    s->reduction = "none";
+    Value out =
+        make("scatter_elements",
+             {graph::constant(std::move(zeros), n.name() + ".zeros"), flat(indices), flat(x)},
+             te::Attrs(attrs(std::move(s))), n);
+    return one(make("reshape", {out}, reshape_attrs(shape), n));
+  };
   h["ScatterND"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value &data = need(in, 0, "data"), &indices = need(in, 1, "indices");
     const Value& updates = need(in, 2, "updates");
@@ -2589,15 +2728,26 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     a->bias = attr_float(n, "bias", 1.0);
     return one(make("nn.lrn", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
   };
-  h["GlobalMaxPool"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    auto a = make_node<te::LayoutAttrsNode>();
-    return one(make("nn.global_max_pool2d", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
-  };
-  h["GlobalAveragePool"] = [this, need, one](const onnx::NodeProto& n,
-                                             const std::vector<Value>& in) {
-    auto a = make_node<te::LayoutAttrsNode>();
-    return one(make("nn.global_avg_pool2d", {need(in, 0, "X")}, te::Attrs(attrs(std::move(a))), n));
-  };
+  // Global pools: the 2-D operators, or a reduction over every spatial axis
+  // for data of another rank.
+  for (const char* op : {"GlobalMaxPool", "GlobalAveragePool"}) {
+    const bool is_max = std::string(op) == "GlobalMaxPool";
+    h[op] = [this, need, one, is_max](const onnx::NodeProto& n, const std::vector<Value>& in) {
+      const Value& x = need(in, 0, "X");
+      if (x->shape.size() == 4) {
+        auto a = make_node<te::LayoutAttrsNode>();
+        return one(make(is_max ? "nn.global_max_pool2d" : "nn.global_avg_pool2d", {x},
+                        te::Attrs(attrs(std::move(a))), n));
+      }
+      TT_CHECK(x->shape.size() >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
+               shape_text(x->shape));
+      auto r = make_node<te::ReduceAttrsNode>();
+      for (size_t d = 2; d < x->shape.size(); ++d) r->axes.push_back(static_cast<int64_t>(d));
+      r->keepdims = true;
+      return one(
+          make(is_max ? "reduce_max" : "reduce_mean", {x}, te::Attrs(attrs(std::move(r))), n));
+    };
+  }
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     bool log = std::string(op) == "LogSoftmax";
     h[op] = [this, need, one, log](const onnx::NodeProto& n, const std::vector<Value>& in) {
@@ -3265,6 +3415,298 @@ std::string gaps_text(const std::vector<OnnxGap>& gaps) {
 /// and applies the gates. Steps of equal shape are one tuning task. A
 /// sequence length shorter than the sequence holds the state and writes
 /// zeros past it, as ONNX says.
+std::vector<Value> Importer::pool_by_taps(const onnx::NodeProto& n, const Value& x, bool is_max,
+                                          const std::vector<int64_t>& kernel) {
+  const size_t rank = x->shape.size(), k = rank - 2;
+  const std::vector<int64_t> in(x->shape.begin() + 2, x->shape.end());
+  const bool ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  const Window w = window_of(n, in, kernel, ceil_mode, "pool");
+  // Half data sums in float32, as every other sum of a half model does.
+  const bool half = x->dtype == DataType::float16();
+  const DataType t = half && !is_max ? DataType::float32() : x->dtype;
+  Value data = t == x->dtype ? x : make("cast", {x}, cast_attrs(t), n);
+  // Padding a max pool never picks: the type's lowest value.
+  double lowest = 0;
+  if (is_max) {
+    if (t.is_float()) {
+      lowest = t == DataType::float16()   ? -65504.0
+               : t == DataType::float64() ? std::numeric_limits<double>::lowest()
+                                          : std::numeric_limits<float>::lowest();
+    } else if (t.is_int()) {
+      lowest = -std::ldexp(1.0, t.bits() - 1);
+    }
+  }
+  auto p = make_node<te::PadAttrsNode>();
+  p->before.assign(rank, 0);
+  p->after.assign(rank, 0);
+  p->value = lowest;
+  bool padded = false;
+  for (size_t d = 0; d < k; ++d) {
+    const int64_t needed = (w.out[d] - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1;
+    p->before[d + 2] = w.begin[d];
+    p->after[d + 2] = std::max<int64_t>(0, needed - in[d] - w.begin[d]);
+    padded = padded || p->before[d + 2] > 0 || p->after[d + 2] > 0;
+  }
+  if (padded) data = make("pad", {data}, te::Attrs(attrs(std::move(p))), n);
+  const bool want_indices = is_max && n.output_size() > 1 && !n.output(1).empty();
+  const bool column_major = attr_int(n, "storage_order", 0) != 0;
+  std::vector<int64_t> out_shape(x->shape.begin(), x->shape.begin() + 2);
+  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
+  int64_t taps = 1, out_count = 1;
+  for (size_t d = 0; d < k; ++d) {
+    taps *= w.kernel[d];
+    out_count *= w.out[d];
+  }
+  TT_CHECK(taps <= 1024, kInvalidArgument, "a window of ", taps,
+           " elements is too large for a pool of this kind (at most 1024)");
+  // Where in its channel's data tap `at` reads, for each output position
+  // (row-major, or column-major with storage_order 1); padding gets 0, which
+  // never wins. Ties go to the first tap, as in ONNX Runtime.
+  auto tap_index = [&](const std::vector<int64_t>& at, int64_t tap) {
+    te::NDArray where(DataType::int64(), w.out);
+    for (int64_t o = 0; o < out_count; ++o) {
+      int64_t flat = 0, stride = 1, rest = o;
+      std::vector<int64_t> pos(k);
+      bool inside = true;
+      for (int64_t d = static_cast<int64_t>(k) - 1; d >= 0; --d) {
+        const auto u = static_cast<size_t>(d);
+        pos[u] = (rest % w.out[u]) * w.strides[u] - w.begin[u] + at[u] * w.dilations[u];
+        rest /= w.out[u];
+        inside = inside && pos[u] >= 0 && pos[u] < in[u];
+      }
+      for (size_t e = 0; e < k; ++e) {
+        const size_t d = column_major ? e : k - 1 - e;
+        flat += pos[d] * stride;
+        stride *= in[d];
+      }
+      where.set_int(o, inside ? flat : 0);
+    }
+    return graph::constant(std::move(where), n.name() + ".tap" + std::to_string(tap));
+  };
+  Value best, best_index;
+  for (int64_t tap = 0; tap < taps; ++tap) {
+    std::vector<int64_t> at(k);
+    for (int64_t rest = tap, d = static_cast<int64_t>(k) - 1; d >= 0; --d) {
+      at[static_cast<size_t>(d)] = rest % w.kernel[static_cast<size_t>(d)];
+      rest /= w.kernel[static_cast<size_t>(d)];
+    }
+    auto sl = make_node<te::SliceAttrsNode>();
+    sl->begin.assign(rank, 0);
+    sl->end = data->shape;
+    sl->strides.assign(rank, 1);
+    for (size_t d = 0; d < k; ++d) {
+      sl->begin[d + 2] = at[d] * w.dilations[d];
+      sl->end[d + 2] = sl->begin[d + 2] + (w.out[d] - 1) * w.strides[d] + 1;
+      sl->strides[d + 2] = w.strides[d];
+    }
+    Value v = make("slice", {data}, te::Attrs(attrs(std::move(sl))), n);
+    if (want_indices) {
+      Value index = tap_index(at, tap);
+      best_index =
+          !best ? index
+                : make("where", {make("greater", {v, best}, te::Attrs(), n), index, best_index},
+                       te::Attrs(), n);
+    }
+    if (!best) {
+      best = v;
+    } else {
+      best = make(is_max ? "maximum" : "add", {best, v}, te::Attrs(), n);
+    }
+  }
+  std::vector<Value> out;
+  if (is_max) {
+    out.push_back(best);
+  } else {
+    // Divide by the positions each window covers: inside the data, or also
+    // inside the declared padding with count_include_pad (never the part a
+    // ceil_mode window hangs over).
+    const bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
+    te::NDArray count(t, w.out);
+    for (int64_t o = 0; o < out_count; ++o) {
+      double c = 1;
+      for (int64_t rest = o, d = static_cast<int64_t>(k) - 1; d >= 0; --d) {
+        const auto u = static_cast<size_t>(d);
+        const int64_t start = (rest % w.out[u]) * w.strides[u] - w.begin[u];
+        rest /= w.out[u];
+        const int64_t low = include_pad ? -w.begin[u] : 0;
+        const int64_t high = include_pad ? in[u] + w.end[u] : in[u];
+        int64_t covered = 0;
+        for (int64_t j = 0; j < w.kernel[u]; ++j) {
+          const int64_t q = start + j * w.dilations[u];
+          covered += q >= low && q < high;
+        }
+        c *= static_cast<double>(covered);
+      }
+      count.set(o, c);
+    }
+    Value mean = make("divide", {best, graph::constant(std::move(count), n.name() + ".count")},
+                      te::Attrs(), n);
+    out.push_back(mean->dtype == x->dtype ? mean : make("cast", {mean}, cast_attrs(x->dtype), n));
+  }
+  if (want_indices) {
+    // Each channel's data starts (n * C + c) * (its extent) into the input.
+    int64_t channel = 1;
+    for (int64_t d : in) channel *= d;
+    std::vector<int64_t> base_shape(rank, 1);
+    base_shape[0] = x->shape[0];
+    base_shape[1] = x->shape[1];
+    te::NDArray base(DataType::int64(), base_shape);
+    for (int64_t c = 0; c < x->shape[0] * x->shape[1]; ++c) base.set_int(c, c * channel);
+    out.push_back(make("add", {best_index, graph::constant(std::move(base), n.name() + ".base")},
+                       te::Attrs(), n));
+  }
+  return out;
+}
+
+Value Importer::conv3d_by_slices(const onnx::NodeProto& n, Value x, const Value& w,
+                                 const Window& win, int64_t groups) {
+  const int64_t batch = x->shape[0], depth = win.out[0];
+  // Depth padding first (zeros); height and width pad in each 2-D convolution.
+  if (win.begin[0] > 0 || win.end[0] > 0) {
+    auto p = make_node<te::PadAttrsNode>();
+    p->before = {0, 0, win.begin[0], 0, 0};
+    p->after = {0, 0, win.end[0], 0, 0};
+    x = make("pad", {x}, te::Attrs(attrs(std::move(p))), n);
+  }
+  Value sum;
+  for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
+    // The input depths this kernel depth reads, one per output depth,
+    // moved next to the batch and folded into it.
+    auto sl = make_node<te::SliceAttrsNode>();
+    sl->begin = {0, 0, kd * win.dilations[0], 0, 0};
+    sl->end = x->shape;
+    sl->end[2] = sl->begin[2] + (depth - 1) * win.strides[0] + 1;
+    sl->strides = {1, 1, win.strides[0], 1, 1};
+    Value planes = make("slice", {x}, te::Attrs(attrs(std::move(sl))), n);
+    planes = make("transpose", {planes}, transpose_attrs({0, 2, 1, 3, 4}), n);
+    planes = make("reshape", {planes},
+                  reshape_attrs({batch * depth, x->shape[1], x->shape[3], x->shape[4]}), n);
+    Value wk = make("slice", {w}, slice_along(w->shape, 2, kd, kd + 1), n);
+    wk = make("reshape", {wk}, reshape_attrs({w->shape[0], w->shape[1], w->shape[3], w->shape[4]}),
+              n);
+    auto a = make_node<te::Conv2dAttrsNode>();
+    a->strides = {win.strides[1], win.strides[2]};
+    a->dilation = {win.dilations[1], win.dilations[2]};
+    a->groups = groups;
+    a->padding = {win.begin[1], win.begin[2], win.end[1], win.end[2]};
+    Value part = make("nn.conv2d", {planes, wk}, te::Attrs(attrs(std::move(a))), n);
+    sum = sum ? make("add", {sum, part}, te::Attrs(), n) : part;
+  }
+  // [batch * depth, O, H, W] back to [batch, O, depth, H, W].
+  const std::vector<int64_t>& s = sum->shape;
+  Value out = make("reshape", {sum}, reshape_attrs({batch, depth, s[1], s[2], s[3]}), n);
+  return make("transpose", {out}, transpose_attrs({0, 2, 1, 3, 4}), n);
+}
+
+Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const Value& w) {
+  TT_CHECK(w->shape.size() == 5 && w->shape[0] == x->shape[1], kInvalidArgument, "the weight ",
+           shape_text(w->shape), " does not take the data ", shape_text(x->shape));
+  const auto* c = constant_of(w);
+  TT_CHECK(c, kInvalidArgument, "its weight must be a constant for a 3-D transposed convolution");
+  const int64_t groups = attr_int(n, "group", 1);
+  TT_CHECK(groups >= 1 && x->shape[1] % groups == 0, kInvalidArgument, "group ", groups,
+           " does not divide the ", x->shape[1], " input channels");
+  auto ints = [&](const char* name, int64_t fallback, size_t count) {
+    std::vector<int64_t> v = attr_ints(n, name, {});
+    if (v.empty()) v.assign(count, fallback);
+    TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values, not ", count);
+    return v;
+  };
+  const std::vector<int64_t> strides = ints("strides", 1, 3), dilations = ints("dilations", 1, 3),
+                             extra = ints("output_padding", 0, 3);
+  std::vector<int64_t> pads = ints("pads", 0, 6);
+  std::vector<int64_t> given = attr_ints(n, "output_shape", {});
+  if (given.size() > 3) given.erase(given.begin(), given.end() - 3);
+  TT_CHECK(given.empty() || given.size() == 3, kInvalidArgument, "output_shape has ", given.size(),
+           " spatial values");
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  Window win;
+  for (size_t d = 0; d < 3; ++d) {
+    const int64_t in = x->shape[2 + d], span = (w->shape[2 + d] - 1) * dilations[d] + 1;
+    const int64_t natural = strides[d] * (in - 1) + extra[d] + span;
+    int64_t wanted = !given.empty()                                         ? given[d]
+                     : auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER" ? in * strides[d]
+                                                                            : -1;
+    if (auto_pad == "VALID") pads[d] = pads[d + 3] = 0;
+    if (wanted >= 0) {
+      const int64_t total = std::max<int64_t>(0, natural - wanted);
+      pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[d + 3] = total - pads[d];
+    } else {
+      wanted = natural - pads[d] - pads[d + 3];
+    }
+    TT_CHECK(wanted >= 1, kInvalidArgument, "the output would be empty");
+    // The data spread out by the stride is convolved with the flipped
+    // kernel, padded by span - 1 - pad before and by what the output's
+    // extent needs after (negative: cropped).
+    win.kernel.push_back(w->shape[2 + d]);
+    win.strides.push_back(1);
+    win.dilations.push_back(dilations[d]);
+    win.begin.push_back(span - 1 - pads[d]);
+    win.end.push_back(0);  // once the spread extent is known, below
+    win.out.push_back(wanted);
+  }
+  // Spread: a unit axis after each spatial axis, padded to the stride,
+  // merged back, the trailing zeros cut.
+  Value spread = x;
+  for (size_t d = 0; d < 3; ++d) {
+    if (strides[d] == 1) continue;
+    const size_t axis = 2 + d;
+    std::vector<int64_t> shape = spread->shape;
+    shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, 1);
+    Value v = make("reshape", {spread}, reshape_attrs(shape), n);
+    auto p = make_node<te::PadAttrsNode>();
+    p->before.assign(shape.size(), 0);
+    p->after.assign(shape.size(), 0);
+    p->after[axis + 1] = strides[d] - 1;
+    v = make("pad", {v}, te::Attrs(attrs(std::move(p))), n);
+    std::vector<int64_t> merged = spread->shape;
+    merged[axis] *= strides[d];
+    v = make("reshape", {v}, reshape_attrs(merged), n);
+    spread = make("slice", {v}, slice_along(merged, axis, 0, merged[axis] - strides[d] + 1), n);
+  }
+  // Padding below zero is a crop, done first; what is left pads in the
+  // convolution.
+  auto cut = make_node<te::SliceAttrsNode>();
+  cut->begin.assign(5, 0);
+  cut->end = spread->shape;
+  cut->strides.assign(5, 1);
+  bool crop = false;
+  for (size_t d = 0; d < 3; ++d) {
+    // The padded extent the output needs: (out - 1) + span.
+    const int64_t span = (win.kernel[d] - 1) * win.dilations[d] + 1;
+    const int64_t after = win.out[d] - 1 + span - win.begin[d] - spread->shape[2 + d];
+    win.end[d] = after;
+    if (win.begin[d] < 0) {
+      cut->begin[2 + d] = -win.begin[d];
+      win.begin[d] = 0;
+      crop = true;
+    }
+    if (win.end[d] < 0) {
+      cut->end[2 + d] += win.end[d];
+      win.end[d] = 0;
+      crop = true;
+    }
+  }
+  if (crop) spread = make("slice", {spread}, te::Attrs(attrs(std::move(cut))), n);
+  // The kernel [C, O/g, k...] as a convolution's [O, C/g, k...], flipped.
+  const te::NDArray& k = c->data.array();
+  const int64_t in_c = w->shape[0], per_out = w->shape[1], per_in = in_c / groups;
+  const int64_t kd = w->shape[2], kh = w->shape[3], kw = w->shape[4], taps = kd * kh * kw;
+  te::NDArray flipped(k.dtype(), {per_out * groups, per_in, kd, kh, kw});
+  for (int64_t ci = 0; ci < in_c; ++ci) {
+    const int64_t g = ci / per_in;
+    for (int64_t o = 0; o < per_out; ++o) {
+      for (int64_t t = 0; t < taps; ++t) {
+        flipped.set(((g * per_out + o) * per_in + ci % per_in) * taps + (taps - 1 - t),
+                    k.get((ci * per_out + o) * taps + t));
+      }
+    }
+  }
+  return conv3d_by_slices(n, spread, graph::constant(std::move(flipped), n.name() + ".flipped"),
+                          win, groups);
+}
+
 std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
                                        Recurrent kind) {
   const int gates = kind == Recurrent::kLstm ? 4 : kind == Recurrent::kGru ? 3 : 1;

@@ -550,6 +550,56 @@ def _(g):
     g.output(g.node("SpaceToDepth", [g.input("y", [1, 2, 4, 6])], blocksize=2))
 
 
+@case("conv3d_pads_strides_groups")
+def _(g):
+    # A 3-D convolution (video, volumes): one 2-D convolution per kernel depth.
+    x = g.input("x", [1, 4, 7, 8, 9])
+    g.output(g.node("Conv", [x, g.weight("w", [6, 2, 3, 3, 2]), g.weight("b", [6])],
+                    strides=[2, 1, 2], pads=[1, 0, 1, 2, 1, 0], dilations=[1, 2, 1], group=2),
+             g.node("Conv", [x, g.weight("w2", [3, 4, 2, 3, 3])], auto_pad="SAME_LOWER", strides=[2, 2, 1]))
+
+
+@case("conv_transpose3d")
+def _(g):
+    x = g.input("x", [1, 4, 3, 4, 5])
+    g.output(g.node("ConvTranspose", [x, g.weight("w", [4, 3, 3, 2, 3]), g.weight("b", [6])],
+                    strides=[2, 1, 3], pads=[1, 0, 2, 0, 1, 1], output_padding=[1, 0, 2], group=2),
+             g.node("ConvTranspose", [x, g.weight("w2", [4, 2, 2, 3, 2])], dilations=[2, 1, 2],
+                    auto_pad="SAME_UPPER", strides=[2, 2, 2]))
+
+
+@case("pool3d_indices_ceil")
+def _(g):
+    x = g.input("x", [2, 3, 5, 6, 7])
+    mx, idx = g.node("MaxPool", [x], ["mx", "idx"], kernel_shape=[2, 3, 2], strides=[2, 2, 3], pads=[0, 1, 1, 1, 1, 0],
+                     ceil_mode=1)
+    g.output(mx)
+    g.output(idx, elem=TensorProto.INT64)
+    g.output(g.node("AveragePool", [x], kernel_shape=[3, 2, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 0, 1],
+                    ceil_mode=1, count_include_pad=1),
+             g.node("AveragePool", [x], kernel_shape=[2, 2, 2], pads=[1, 1, 1, 0, 0, 0]),
+             g.node("GlobalMaxPool", [x]), g.node("GlobalAveragePool", [x]))
+
+
+@case("maxpool_dilations_indices", opset=12)
+def _(g):
+    # Dilated windows, and indices in both storage orders; 1-D indices too.
+    x = g.input("x", [1, 2, 9, 8])
+    mx, idx = g.node("MaxPool", [x], ["mx", "idx"], kernel_shape=[3, 2], dilations=[2, 3], pads=[1, 1, 2, 0])
+    g.output(mx)
+    g.output(idx, elem=TensorProto.INT64)
+    mx2, idx2 = g.node("MaxPool", [x], ["mx2", "idx2"], kernel_shape=[2, 3], strides=[2, 2], storage_order=1)
+    g.output(mx2)
+    g.output(idx2, elem=TensorProto.INT64)
+    mx1, idx1 = g.node("MaxPool", [g.input("s", [2, 3, 11])], ["mx1", "idx1"], kernel_shape=[3], strides=[2])
+    g.output(mx1)
+    g.output(idx1, elem=TensorProto.INT64)
+    mx3, idx3 = g.node("MaxPool", [x], ["mx3", "idx3"], kernel_shape=[2, 2], strides=[2, 2])
+    # Row 8 is in no window: the unpooled shape is the input's, given.
+    g.output(g.node("MaxUnpool", [mx3, idx3, g.const("shape", np.array([1, 2, 9, 8], np.int64))],
+                    kernel_shape=[2, 2], strides=[2, 2]), shape=[1, 2, 9, 8])
+
+
 @case("conv_transpose_1d")
 def _(g):
     g.output(g.node("ConvTranspose", [g.input("x", [1, 4, 9]), g.weight("w", [4, 3, 5]), g.weight("b", [3])],
