@@ -19,7 +19,7 @@
 #        TRIALS_RESNET)
 # environment: TT_BUILD_DIR (default build), TT_MODELS (any of
 #   tests/models/make_models.py's: resnet18 transformer bert_base_block by
-#   default; mobilenetv2 efficientnet_b0 unet too), TT_REPEAT (timed runs per round,
+#   default; mobilenetv2 efficientnet_b0 unet crnn audio bert_mask yolo too), TT_REPEAT (timed runs per round,
 #   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5),
 #   TT_TUNE_1CORE=1 (also tune each model for one core, in DIR/MODEL.1core.log
 #   with the same trials, and time that build too in the 1-thread rounds:
@@ -57,10 +57,12 @@ echo "multiply-add peak, GFLOP/s by threads: $(echo "$peak" | json_field "['gflo
 results="[]"
 for m in $models; do
   case $m in
-    resnet18 | mobilenetv2 | efficientnet_b0 | unet) trials=$trials_resnet ;;
+    resnet18 | mobilenetv2 | efficientnet_b0 | unet | yolo | crnn) trials=$trials_resnet ;;
     *) trials=$trials_transformer ;;
   esac
-  model="$dir/$m.onnx" input="$dir/$m.input_0.npy" log="$dir/$m.log"
+  model="$dir/$m.onnx" log="$dir/$m.log"
+  # --input NAME=FILE for each of the model's inputs (make_models.py lists them).
+  inputs=$(sed "s|=|=$dir/|; s|^|--input |" "$dir/$m.inputs" | tr '\n' ' ')
   echo "== $m: tuning $trials trials (log $log)" >&2
   t0=$(now)
   "$tt" tune "$model" --target "$target" --trials "$trials" --batch-size 32 --log "$log" \
@@ -102,7 +104,7 @@ for m in $models; do
 import json, statistics, subprocess, sys
 results, m, threads, trials, tune_s, compile_s, tune_1core_s = sys.argv[1:]
 def median_latency(cmd, repeat):
-    out = subprocess.run(cmd + ["--input", "input=$input", "--threads", threads, "--repeat", str(repeat),
+    out = subprocess.run(cmd + "$inputs".split() + ["--threads", threads, "--repeat", str(repeat),
                                 "--json"], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["latency_s"]
 runs = {"ours": ["$tt", "run", "$dir/$m.tt"], "untuned": ["$tt", "run", "$dir/$m.default.tt"],

@@ -3,9 +3,9 @@
 
     /usr/bin/python3 bench/ort_floor_model.py MODEL.onnx FLOOR.onnx
 
-The floor model has the model's input and outputs and only moves data: the
-input flattened, tiled when an output is larger, cut to each output's size
-and reshaped. ONNX Runtime's time on it is what its Node.js binding and
+The floor model has the model's inputs and outputs and only moves data: the
+first input flattened, tiled when an output is larger, cut to each output's
+size, reshaped and cast to its type (other inputs are passed and unread). ONNX Runtime's time on it is what its Node.js binding and
 session.run cost around any model with those shapes (the binding's handling
 of outputs grows with their size); `tensortune run` has no such part.
 """
@@ -24,8 +24,8 @@ def main(src, dst):
     graph = shape_inference.infer_shapes(onnx.load(src)).graph
     weights = {t.name for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in weights]
-    if len(inputs) != 1:
-        sys.exit(f"{src}: the floor model wants one input, the model has {len(inputs)}")
+    if not inputs:
+        sys.exit(f"{src}: the model has no inputs")
     inp = inputs[0]
     n_in = int(np.prod(dims(inp)))
     consts = {"flat_shape": [-1]}
@@ -40,9 +40,14 @@ def main(src, dst):
             src_name = f"tiled{k}"
         consts.update({f"starts{k}": [0], f"ends{k}": [n], f"shape{k}": shape})
         nodes.append(helper.make_node("Slice", [src_name, f"starts{k}", f"ends{k}"], [f"cut{k}"]))
-        nodes.append(helper.make_node("Reshape", [f"cut{k}", f"shape{k}"], [out.name]))
+        elem = out.type.tensor_type.elem_type
+        if elem == inp.type.tensor_type.elem_type:
+            nodes.append(helper.make_node("Reshape", [f"cut{k}", f"shape{k}"], [out.name]))
+        else:
+            nodes.append(helper.make_node("Reshape", [f"cut{k}", f"shape{k}"], [f"shaped{k}"]))
+            nodes.append(helper.make_node("Cast", [f"shaped{k}"], [out.name], to=elem))
     inits = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in consts.items()]
-    model = helper.make_model(helper.make_graph(nodes, "floor", [inp], list(graph.output), inits),
+    model = helper.make_model(helper.make_graph(nodes, "floor", inputs, list(graph.output), inits),
                               opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

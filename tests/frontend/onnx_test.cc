@@ -48,7 +48,11 @@ const char* kModels[] = {"mlp",
                          "transformer_ln_decomposed",
                          "mobilenetv2",
                          "efficientnet_b0",
-                         "unet"};
+                         "unet",
+                         "crnn",
+                         "audio",
+                         "bert_mask",
+                         "yolo"};
 
 void run_or_fail(const std::vector<std::string>& argv) {
   RunResult r = run_captured(argv, SpawnOptions(), std::chrono::seconds(600));
@@ -293,13 +297,17 @@ TEST(OnnxImport, ModelsMatchOnnxRuntime) {
   for (const char* name : kModels) {
     SCOPED_TRACE(name);
     graph::Graph model = frontend::import_onnx(g.model(name));
-    te::NDArray input = npy(g.dir + "/models/" + std::string(name) + ".input_0.npy");
-    // The same input as the TensorProto the generator wrote beside it.
-    EXPECT_TRUE(te::allclose(frontend::read_tensor_proto(g.dir + "/models/" + name + ".input_0.pb"),
-                             input, te::Tolerance{}));
+    std::vector<te::NDArray> inputs;
+    for (size_t k = 0; k < model->inputs.size(); ++k) {
+      const std::string file = g.dir + "/models/" + name + ".input_" + std::to_string(k);
+      inputs.push_back(npy(file + ".npy"));
+      // The same input as the TensorProto the generator wrote beside it.
+      EXPECT_TRUE(
+          te::allclose(frontend::read_tensor_proto(file + ".pb"), inputs.back(), te::Tolerance{}));
+    }
     graph::CompileReport report;
     std::vector<te::NDArray> out =
-        compile_and_run(model, {input}, g.scratch + "/models_tt/" + name, &report);
+        compile_and_run(model, inputs, g.scratch + "/models_tt/" + name, &report);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_TRUE(matches(
         out[0], npy(g.dir + "/models_ort/" + name + "/" + npy_names(model->output_names)[0])));

@@ -27,10 +27,20 @@ Models (all float32, batch 1, static shapes):
                EfficientNet-B0 (MBConv with squeeze-excitation, swish), [1,3,224,224]
   unet         U-Net (ConvTranspose and bilinear Resize upsampling, skip Concat),
                input [1,3,128,128], output [1,2,128,128]
+  crnn         CRNN for text lines (conv backbone, two bidirectional LSTMs, CTC-style
+               LogSoftmax head), input [1,1,32,128], output [32,1,37]
+  audio        1-D audio net (STFT as a strided Conv, power, mel bank MatMul, Log,
+               Conv1d, GRU, per-frame Sigmoid), input [1,1,8000], output [61,1]
+  bert_mask    BERT encoder, 2 layers, d=128: Gather embeddings, CumSum positions,
+               attention mask through Equal/Expand/Where; inputs input_ids and
+               attention_mask (int64 [1,64]), output [1,64,128]
+  yolo         YOLO-style detector (SiLU conv backbone, nearest Resize neck, box
+               decoding at two scales), input [1,3,256,256], output [1,960,25]
 
-For each model NAME it writes NAME.onnx, NAME.input_0.pb (a random input,
-ONNX TensorProto, same layout as the ONNX backend test data sets) and the
-same input as NAME.input_0.npy.
+For each model NAME it writes NAME.onnx, NAME.input_K.pb for each input K
+(random, ONNX TensorProto, same layout as the ONNX backend test data sets),
+the same inputs as NAME.input_K.npy, and NAME.inputs, a line NAME=FILE per
+input (as `tensortune run --input` and tools/ort take them).
 
 --opset N (11..17, default 17) emits the same graphs for an older opset, as
 older exporters do (onnx 1.12's version_converter cannot down-convert
@@ -132,8 +142,8 @@ class Builder:
         return m
 
 
-def vi(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
 
 
 def make_mlp(rng):
@@ -332,6 +342,167 @@ def make_transformer(rng, decomposed=False, seq=128, d=256, heads=4, ffn=1024):
                    f"post-LN encoder block seq={seq} d={d} heads={heads} ffn={ffn}"), (1, seq, d)
 
 
+def make_crnn(rng, height=32, width=128, classes=37, hidden=96):
+    """A CRNN for text lines: a VGG-style conv backbone pooling the height
+    away, two bidirectional LSTMs over the columns, a per-column class
+    projection with LogSoftmax (a CTC head). Output [columns, 1, classes]."""
+    b = Builder(rng)
+    x, cin = "input", 1
+    for cout, pool in ((32, (2, 2)), (64, (2, 2)), (128, (2, 1)), (128, (2, 1))):
+        x = b.op("Relu", [b.bn(b.conv(x, cin, cout, 3, pad=1, bias=False), cout)])
+        x = b.op("MaxPool", [x], kernel_shape=list(pool), strides=list(pool))
+        cin = cout
+    w = b.rand("conv_w", (256, cin, 2, 1), np.sqrt(2.0 / (cin * 2)))
+    x = b.op("Relu", [b.op("Conv", [x, w, b.rand("conv_b", (256,), 0.01)], kernel_shape=[2, 1])])
+    cols = width // 4
+    x = b.op("Reshape", [x, b.const("seq_shape", np.int64([1, 256, cols]))])
+    x, cin = b.op("Transpose", [x], perm=[2, 0, 1]), 256  # [columns, batch, features]
+    for _ in range(2):
+        scale = np.sqrt(1.0 / hidden)
+        y = b.op("LSTM", [x, b.rand("lstm_w", (2, 4 * hidden, cin), scale),
+                          b.rand("lstm_r", (2, 4 * hidden, hidden), scale),
+                          b.rand("lstm_b", (2, 8 * hidden), 0.1)],
+                 n_out=1, direction="bidirectional", hidden_size=hidden)
+        y = b.op("Transpose", [y], perm=[0, 2, 1, 3])  # [columns, batch, 2, hidden]
+        x, cin = b.op("Reshape", [y, b.const("bi_shape", np.int64([cols, 1, 2 * hidden]))]), 2 * hidden
+    logits = b.linear3d(x, cin, classes)
+    out = b.op("LogSoftmax", [logits], axis=-1)
+    return b.model("crnn", [vi("input", [1, 1, height, width])], [vi(out, [cols, 1, classes])],
+                   "CRNN topology, random weights"), (1, 1, height, width)
+
+
+def make_audio(rng, samples=8000, n_fft=256, hop=128, mels=40, hidden=64):
+    """A 1-D audio net (voice activity, keywords): an STFT as a strided Conv
+    over the waveform (Hann-windowed DFT bases), the power spectrum, a mel
+    filter bank as a MatMul, log, a 1-D convolution, a GRU over the frames
+    and a per-frame sigmoid. Output [frames, 1]."""
+    b = Builder(rng)
+    bins, frames = n_fft // 2 + 1, (samples - n_fft) // hop + 1
+    t = np.arange(n_fft)
+    hann = 0.5 - 0.5 * np.cos(2 * np.pi * t / n_fft)
+    k = np.arange(bins)[:, None]
+    basis = np.concatenate([np.cos(2 * np.pi * k * t / n_fft) * hann, -np.sin(2 * np.pi * k * t / n_fft) * hann])
+    spec = b.op("Conv", ["input", b.const("stft_basis", basis[:, None, :].astype(np.float32))],
+                kernel_shape=[n_fft], strides=[hop])  # [1, 2 * bins, frames]
+
+    def part(begin, end):
+        return b.op("Slice", [spec, b.const("begin", np.int64([begin])), b.const("end", np.int64([end])),
+                              b.const("axis", np.int64([1]))])
+
+    re, im = part(0, bins), part(bins, 2 * bins)
+    power = b.op("Add", [b.op("Mul", [re, re]), b.op("Mul", [im, im])])
+    # Triangular filters evenly spaced on the mel scale.
+    mel = lambda f: 2595 * np.log10(1 + f / 700.0)  # noqa: E731
+    edges = 700 * (10 ** (np.linspace(mel(0), mel(8000), mels + 2) / 2595) - 1)
+    freqs = np.linspace(0, 8000, bins)
+    bank = np.zeros((bins, mels), np.float32)
+    for m in range(mels):
+        lo, mid, hi = edges[m], edges[m + 1], edges[m + 2]
+        bank[:, m] = np.clip(np.minimum((freqs - lo) / (mid - lo), (hi - freqs) / (hi - mid)), 0, None)
+    x = b.op("MatMul", [b.op("Transpose", [power], perm=[0, 2, 1]), b.const("mel_bank", bank)])
+    x = b.op("Log", [b.op("Add", [x, b.const("log_eps", np.float32(1e-6))])])  # [1, frames, mels]
+    w = b.rand("conv1d_w", (hidden, mels, 3), np.sqrt(2.0 / (mels * 3)))
+    x = b.op("Relu", [b.op("Conv", [b.op("Transpose", [x], perm=[0, 2, 1]), w, b.rand("conv1d_b", (hidden,), 0.01)],
+                           kernel_shape=[3], pads=[1, 1])])  # [1, hidden, frames]
+    x = b.op("Transpose", [x], perm=[2, 0, 1])  # [frames, 1, hidden]
+    scale = np.sqrt(1.0 / hidden)
+    y = b.op("GRU", [x, b.rand("gru_w", (1, 3 * hidden, hidden), scale), b.rand("gru_r", (1, 3 * hidden, hidden), scale),
+                     b.rand("gru_b", (1, 6 * hidden), 0.1)], hidden_size=hidden, linear_before_reset=1)
+    y = b.op("Reshape", [y, b.const("frames_shape", np.int64([frames, hidden]))])
+    out = b.op("Sigmoid", [b.gemm(y, hidden, 1)])
+    return b.model("audio", [vi("input", [1, 1, samples])], [vi(out, [frames, 1])],
+                   "1-D audio net (STFT conv, mel bank, GRU), random weights"), (1, 1, samples)
+
+
+def make_bert_mask(rng, seq=64, vocab=1000, d=128, heads=4, ffn=512, layers=2):
+    """A BERT encoder as exporters write it, with an attention mask input:
+    token, position (RoBERTa style, from a CumSum of the mask) and type
+    embeddings gathered, the padding masked from the scores through
+    Equal, Expand and Where, two post-LN layers. Inputs input_ids and
+    attention_mask (int64 [1, seq]); output the last hidden state."""
+    b = Builder(rng)
+    dh = d // heads
+    ids, mask = "input_ids", "attention_mask"
+    emb = b.op("Gather", [b.rand("word_emb", (vocab, d), 0.5), ids])
+    positions = b.op("Add", [b.op("Mul", [b.op("CumSum", [mask, b.const("axis", np.int64(1))]), mask]),
+                             b.const("padding_idx", np.int64(1))])
+    emb = b.op("Add", [emb, b.op("Gather", [b.rand("pos_emb", (seq + 2, d), 0.5), positions])])
+    types = b.op("ConstantOfShape", [b.op("Shape", [ids])], value=numpy_helper.from_array(np.int64([0])))
+    emb = b.op("Add", [emb, b.op("Gather", [b.rand("type_emb", (2, d), 0.5), types])])
+    x = layer_norm(b, emb, d, False)
+    padded = b.op("Reshape", [b.op("Equal", [mask, b.const("zero", np.int64(0))]),
+                              b.const("mask_shape", np.int64([1, 1, 1, seq]))])
+    padded = b.op("Expand", [padded, b.const("scores_shape", np.int64([1, heads, seq, seq]))])
+    bias = b.op("Where", [padded, b.const("neg", np.float32(-1e4)), b.const("nothing", np.float32(0))])
+    shape_heads = b.const("shape_heads", np.int64([1, seq, heads, dh]))
+    shape_merge = b.const("shape_merge", np.int64([1, seq, d]))
+
+    def split_heads(t, perm):
+        return b.op("Transpose", [b.op("Reshape", [t, shape_heads])], perm=perm)
+
+    for _ in range(layers):
+        q = split_heads(b.linear3d(x, d, d), [0, 2, 1, 3])
+        k = split_heads(b.linear3d(x, d, d), [0, 2, 3, 1])
+        v = split_heads(b.linear3d(x, d, d), [0, 2, 1, 3])
+        scores = b.op("Div", [b.op("MatMul", [q, k]), b.const("sqrt_dh", np.float32(np.sqrt(dh)))])
+        probs = b.op("Softmax", [b.op("Add", [scores, bias])], axis=-1)
+        ctx = b.op("Reshape", [b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3]), shape_merge])
+        x = layer_norm(b, b.op("Add", [b.linear3d(ctx, d, d), x]), d, False)
+        f = b.linear3d(gelu_erf(b, b.linear3d(x, d, ffn)), ffn, d)
+        x = layer_norm(b, b.op("Add", [f, x]), d, False)
+    model = b.model("bert_mask", [vi(ids, [1, seq], TensorProto.INT64), vi(mask, [1, seq], TensorProto.INT64)],
+                    [vi(x, [1, seq, d])], f"BERT encoder with an attention mask, {layers} layers, d={d}")
+    valid = seq * 3 // 4
+    return model, {ids: rng.integers(2, vocab, (1, seq)).astype(np.int64),
+                   mask: np.int64([[1] * valid + [0] * (seq - valid)])}
+
+
+def make_yolo(rng, size=256, classes=20):
+    """A YOLO-style detector: a strided conv backbone with SiLU, a neck that
+    upsamples (nearest Resize) and joins the finer map, and a head at two
+    scales decoding boxes as YOLOv5 does (sigmoid, grid offsets, anchors).
+    Output [1, boxes, 5 + classes]."""
+    b = Builder(rng)
+
+    def cbs(x, cin, cout, k, stride=1):
+        x = b.conv_bn(x, cin, cout, k, stride)
+        return b.op("Mul", [x, b.op("Sigmoid", [x])])
+
+    x, feats = "input", []
+    for cin, cout in ((3, 16), (16, 32), (32, 64), (64, 128), (128, 256)):
+        x = cbs(cbs(x, cin, cout, 3, stride=2), cout, cout, 3)
+        feats.append(x)
+    p4, p5 = feats[3], cbs(feats[4], 256, 128, 1)
+    up = b.op("Resize", [p5, "", b.const("up_scales", np.float32([1, 1, 2, 2]))], mode="nearest")
+    p4 = cbs(b.op("Concat", [up, p4], axis=1), 256, 128, 3)
+    per = 5 + classes
+    anchors = {16: [(10, 13), (16, 30), (33, 23)], 32: [(30, 61), (62, 45), (59, 119)]}
+    boxes = []
+    for feat, ch, stride in ((p4, 128, 16), (p5, 128, 32)):
+        n = size // stride
+        y = b.conv(feat, ch, 3 * per, 1, bias=True)
+        y = b.op("Reshape", [y, b.const("head_shape", np.int64([1, 3, per, n, n]))])
+        y = b.op("Sigmoid", [b.op("Transpose", [y], perm=[0, 1, 3, 4, 2])])  # [1, 3, n, n, per]
+
+        def cut(begin, end):
+            return b.op("Slice", [y, b.const("begin", np.int64([begin])), b.const("end", np.int64([end])),
+                                  b.const("axis", np.int64([4]))])
+
+        gy, gx = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        grid = np.stack([gx, gy], -1).reshape(1, 1, n, n, 2).astype(np.float32) - 0.5
+        anchor_grid = np.float32(anchors[stride]).reshape(1, 3, 1, 1, 2)
+        two = b.const("two", np.float32(2))
+        xy = b.op("Mul", [b.op("Add", [b.op("Mul", [cut(0, 2), two]), b.const("grid", grid)]),
+                          b.const("stride", np.float32(stride))])
+        wh = b.op("Mul", [b.op("Pow", [b.op("Mul", [cut(2, 4), two]), two]), b.const("anchor_grid", anchor_grid)])
+        y = b.op("Concat", [xy, wh, cut(4, per)], axis=4)
+        boxes.append(b.op("Reshape", [y, b.const("boxes_shape", np.int64([1, 3 * n * n, per]))]))
+    out = b.op("Concat", boxes, axis=1)
+    count = 3 * ((size // 16) ** 2 + (size // 32) ** 2)
+    return b.model("yolo", [vi("input", [1, 3, size, size])], [vi(out, [1, count, per])],
+                   "YOLO-style detector, random weights"), (1, 3, size, size)
+
+
 MODELS = {
     "mlp": make_mlp,
     "cnn": make_cnn,
@@ -343,11 +514,15 @@ MODELS = {
     "mobilenetv2": make_mobilenetv2,
     "efficientnet_b0": make_efficientnet_b0,
     "unet": make_unet,
+    "crnn": make_crnn,
+    "audio": make_audio,
+    "bert_mask": make_bert_mask,
+    "yolo": make_yolo,
 }
 
 
 FIRST = ("mlp", "cnn", "resnet18", "transformer", "transformer_ln_decomposed", "bert_base_block")
-OPT_IN = ("bert_base_block", "mobilenetv2", "efficientnet_b0", "unet")  # made only when asked for (--only)
+OPT_IN = ("bert_base_block", "mobilenetv2", "efficientnet_b0", "unet", "crnn", "audio", "bert_mask", "yolo")  # made only when asked for (--only)
 
 
 def count_macs(model):
@@ -393,9 +568,17 @@ def main():
         onnx.checker.check_model(model, full_check=True)  # also runs strict shape inference
         path = os.path.join(args.out, n + ".onnx")
         onnx.save(model, path)
-        inp = rng.standard_normal(in_shape).astype(np.float32)
-        onnx.save_tensor(numpy_helper.from_array(inp, "input"), os.path.join(args.out, n + ".input_0.pb"))
-        np.save(os.path.join(args.out, n + ".input_0.npy"), inp)
+        # A model gives its input's shape (one float input named "input",
+        # drawn here), or its inputs by name.
+        inputs = in_shape if isinstance(in_shape, dict) else {
+            "input": rng.standard_normal(in_shape).astype(np.float32)}
+        listed = []
+        for k, (name, value) in enumerate(inputs.items()):
+            onnx.save_tensor(numpy_helper.from_array(value, name), os.path.join(args.out, f"{n}.input_{k}.pb"))
+            np.save(os.path.join(args.out, f"{n}.input_{k}.npy"), value)
+            listed.append(f"{name}={n}.input_{k}.npy")
+        with open(os.path.join(args.out, n + ".inputs"), "w") as f:
+            f.write("\n".join(listed) + "\n")
         nparams = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
         ops = sorted({nd.op_type for nd in model.graph.node})
         print(f"{path}: {os.path.getsize(path) / 1e6:.2f} MB, {len(model.graph.node)} nodes, "

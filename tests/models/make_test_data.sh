@@ -17,10 +17,15 @@ if [ ! -d "$src/tools/ort/node_modules/onnxruntime-node" ]; then
 fi
 /usr/bin/python3 "$src/tests/models/make_op_models.py" --out "$out/ops" > /dev/null
 /usr/bin/python3 "$src/tests/models/make_models.py" --out "$out/models" \
-  --only mlp,cnn,resnet18,transformer,transformer_ln_decomposed,mobilenetv2,efficientnet_b0,unet > /dev/null
+  --only mlp,cnn,resnet18,transformer,transformer_ln_decomposed,mobilenetv2,efficientnet_b0,unet,crnn,audio,bert_mask,yolo \
+  > /dev/null
 node "$src/tools/ort/ort_run.js" --manifest "$out/ops/manifest.json" --output-dir "$out/ops_ort" > /dev/null
-for m in mlp cnn resnet18 transformer transformer_ln_decomposed mobilenetv2 efficientnet_b0 unet; do
-  node "$src/tools/ort/ort_run.js" "$out/models/$m.onnx" --input "input=$out/models/$m.input_0.npy" \
+for m in mlp cnn resnet18 transformer transformer_ln_decomposed mobilenetv2 efficientnet_b0 unet \
+  crnn audio bert_mask yolo; do
+  inputs=()
+  while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
+    < "$out/models/$m.inputs"
+  node "$src/tools/ort/ort_run.js" "$out/models/$m.onnx" "${inputs[@]}" \
     --output-dir "$out/models_ort/$m" --threads 1 > /dev/null
 done
 touch "$out/ready"
