@@ -435,6 +435,50 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target) {
   });
 }
 
+Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
+  if (!target) return graph;
+  const ir::HardwareParams machine = ir::hardware_params(target);
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    // The weight's axis of the output channels.
+    size_t axis = 0;
+    if (c.op == "nn.conv2d") {
+      const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+      if (conv.data_layout != "NHWC" || conv.groups != 1) return Value();
+      axis = 3;  // HWIO
+    } else if (c.op == "nn.dense") {
+      axis = 0;  // [N, K]
+    } else if (c.op == "nn.matmul" && args[1]->shape.size() == 2) {
+      axis = 1;  // [K, N]
+    } else {
+      return Value();
+    }
+    const ConstantNode* weight = as_constant(args[1]);
+    if (!weight || c.shape.empty()) return Value();
+    const int64_t channels = c.shape.back(), lanes = ir::vector_lanes(*machine, c.dtype);
+    const int64_t padded = (channels + lanes - 1) / lanes * lanes;
+    if (lanes < 4 || channels < lanes || channels % (lanes / 2) == 0 || 2 * padded > 3 * channels) {
+      return Value();
+    }
+    const te::NDArray& w = weight->data.array();
+    std::vector<int64_t> shape = w.shape();
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+    shape[axis] = padded;
+    te::NDArray wide(w.dtype(), shape);  // zeros
+    for (int64_t i = 0; i < w.size(); ++i) {
+      const int64_t outer = i / (channels * inner), rest = i % (channels * inner);
+      wide.set(outer * padded * inner + rest, w.get(i));
+    }
+    Value out = call(c.op, {args[0], constant(std::move(wide), weight->name + ".padded")}, c.attrs,
+                     c.name + ".padded");
+    auto s = make_node<te::SliceAttrsNode>();
+    s->begin.assign(c.shape.size(), 0);
+    s->end = c.shape;
+    s->strides.assign(c.shape.size(), 1);
+    return call("slice", {out}, te::Attrs(attrs_node(std::move(s))), c.name);
+  });
+}
+
 Graph sink_reshapes(const Graph& graph) {
   auto reshape_of = [](const Value& v) -> const CallNode* {
     const CallNode* c = as_call(v);
@@ -510,6 +554,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"fold_constants", any_target<fold_constants>},
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
       {"winograd_conv2d", winograd_conv2d},
+      {"pad_output_channels", pad_output_channels},
       {"sink_reshapes", any_target<sink_reshapes>},
   };
   return passes;

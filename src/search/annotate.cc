@@ -1,4 +1,5 @@
 #include "tensortune/search/annotate.h"
+#include "search/parallel_work.h"
 
 #include <algorithm>
 #include <map>
@@ -480,7 +481,7 @@ void parallelize_inner_loop(LoopState& state, const ir::HardwareParamsNode& mach
 
 void parallelize_outer(LoopState& state, const ir::HardwareParamsNode& machine,
                        std::mt19937_64& rng) {
-  if (machine.num_cores <= 1) return;
+  if (machine.num_cores <= 1 || state_iterations(state) < kMinParallelIterations) return;
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot || st.leaves.empty()) {

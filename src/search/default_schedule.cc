@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "search/parallel_work.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/annotate.h"
@@ -235,8 +236,10 @@ schedule::State default_schedule(const te::Task& task) {
       try_apply(state, schedule::annotate(s, last, schedule::IterAnnotation::kVectorize));
     }
     const Stage& now = state.stage(s);
-    // Enough outer loops fused for every core to have work.
-    if (machine.num_cores > 1 && now.location == schedule::ComputeLocation::kRoot) {
+    // Enough outer loops fused for every core to have work, when there is
+    // enough work to pay for the threads.
+    if (machine.num_cores > 1 && now.location == schedule::ComputeLocation::kRoot &&
+        state_iterations(state) >= kMinParallelIterations) {
       int count = 0;
       int64_t product = 1;
       for (int id : now.leaves) {

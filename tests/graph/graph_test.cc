@@ -152,6 +152,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
+           {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"sink_reshapes", sink_reshapes},
            {"optimize", [&](const Graph& x) { return optimize(x, target); }}}) {
     SCOPED_TRACE(name);
@@ -171,7 +172,35 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                      "winograd_conv2d", "sink_reshapes"}));
+                                      "winograd_conv2d", "pad_output_channels", "sink_reshapes"}));
+}
+
+// Output channels no vector width divides: a few zero channels more, sliced
+// off, and the same answer. Channels that half a vector divides stay.
+TEST(GraphPasses, OutputChannelsPadToWholeVectors) {
+  auto x = input("x", {1, 4, 6, 6}, kF32);
+  Value odd = call("nn.conv2d", {x, weight({37, 4, 3, 3}, 1)}, conv_attrs({1, 1, 1, 1}), "odd");
+  Value even = call("nn.conv2d", {x, weight({12, 4, 1, 1}, 2)}, conv_attrs({0, 0, 0, 0}), "even");
+  auto rows = input("rows", {3, 16}, kF32);
+  Value fc = call("nn.dense", {rows, weight({75, 16}, 3)}, te::Attrs(), "fc");
+  Graph g = Graph::make({x, rows}, {call("relu", {odd}), even, fc}, {"odd", "even", "fc"});
+  // AVX2: 8 float lanes, so 37 -> 40 and 75 -> 80; 12 is a multiple of 4.
+  const ir::Target target = ir::Target::parse("c -mattr=avx2,fma -num-cores=2");
+  Graph out = pad_output_channels(convert_layout_nhwc(g), target);
+  std::map<std::string, std::vector<int64_t>> padded;
+  for (const auto& c : calls_in_order(out)) {
+    if (c->op == "nn.conv2d" || c->op == "nn.dense") padded[c->name] = c->shape;
+  }
+  EXPECT_EQ(padded["odd.padded"], (std::vector<int64_t>{1, 6, 6, 40}));
+  EXPECT_EQ(padded["fc.padded"], (std::vector<int64_t>{3, 80}));
+  EXPECT_EQ(padded.count("even.padded"), 0u);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 4, 6, 6}, 3),
+                                 te::NDArray::random(kF32, {3, 16}, 4)};
+  std::vector<te::NDArray> want = evaluate_graph(g, in), got = evaluate_graph(out, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(te::allclose(got[i], want[i], te::Tolerance{1e-5, 1e-4})) << i;
+  }
 }
 
 TEST(GraphPasses, PowersByConstantExponentsBecomeProducts) {

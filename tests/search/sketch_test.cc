@@ -560,7 +560,8 @@ TEST(Annotate, AReductionIsComputedOnlyWhereItIsNotComputedAgain) {
 TEST(Annotate, AnInnerLoopMovedOutermostIsSplitBetweenTheThreadsAndComputesTheSame) {
   // A Winograd input transform, [alpha, alpha, N, TH, TW, C]: its tile rows
   // are the loop to split between threads (parallelize_inner_loop says why).
-  te::Tensor data = te::placeholder({1, 10, 9, 16}, ir::DataType::float32(), "data");
+  // 36 x 11 x 11 tiles x 16 channels: enough work to be worth two threads.
+  te::Tensor data = te::placeholder({1, 42, 42, 16}, ir::DataType::float32(), "data");
   te::WorkloadTensors tensors{{data}, {te::winograd_input_transform(data, 4, {1, 1, 1, 1})}};
   ComputeDAG dag(tensors);
   std::vector<Sketch> sketches = generate_sketches(dag);

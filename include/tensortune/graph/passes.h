@@ -56,6 +56,14 @@ Graph convert_layout_nhwc(const Graph& graph);
 /// that many, else 2.
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target);
 
+/// A conv2d (NHWC, ungrouped), dense or 2-D matmul with a constant weight
+/// whose output channels no vector width of `target` divides (an STFT's
+/// 2 x 257 bins, a detection head's 3 x 25) computes a few zero channels
+/// more, up to a whole number of vectors, and a slice drops them: a
+/// register tile of whole vectors instead of scalar code. Only where half a
+/// vector does not divide the channels either, and at most 1.5 times them.
+Graph pad_output_channels(const Graph& graph, const ir::Target& target);
+
 /// Elementwise operations move before the reshapes they read: a unary one
 /// always, a binary one when its other operand is a constant that
 /// broadcasts along trailing dimensions the reshape keeps (a bias). The
@@ -70,8 +78,8 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), winograd_conv2d (skipped without a target),
-/// sink_reshapes. Runs under the current PassContext: a pass in its
+/// folding constants again), winograd_conv2d and pad_output_channels
+/// (skipped without a target), sink_reshapes. Runs under the current PassContext: a pass in its
 /// disabled list is skipped.
 Graph optimize(const Graph& graph, const ir::Target& target = ir::Target());
 
