@@ -151,6 +151,36 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
       groups.emplace_back();
       joined = groups.size() - 1;
     }
+    if (is_elementwise(pattern)) {
+      // The other operands' groups join too when this call alone reads
+      // them, they are elementwise work of the same shape (no anchor or
+      // reduction, nothing a broadcast would recompute per element) and no
+      // call is planned into them: an LSTM's gates, each a separate
+      // activation of a slice, become one kernel with the cell update.
+      for (const auto& a : c->args) {
+        auto it = group_of.find(a.get());
+        if (it == group_of.end() || it->second == *joined) continue;
+        const size_t from = it->second;
+        Building& other = groups[from];
+        if (other.heavy || other.group.is_view() || !other.group.calls.back().same_as(a) ||
+            readers[a.get()] != 1 || a->shape != c->shape ||
+            other.group.calls.size() + groups[*joined].group.calls.size() >= max_calls) {
+          continue;
+        }
+        bool planned_into = false;
+        for (const auto& [call, group] : planned) planned_into = planned_into || group == from;
+        if (planned_into) continue;
+        std::vector<Ref<CallNode>>& into = groups[*joined].group.calls;
+        for (auto& moved : other.group.calls) {
+          group_of[moved.get()] = *joined;
+          into.push_back(std::move(moved));
+        }
+        other.group.calls.clear();
+        std::stable_sort(into.begin(), into.end(), [&](const auto& x, const auto& y) {
+          return position_of.at(x.get()) < position_of.at(y.get());
+        });
+      }
+    }
     Building& g = groups[*joined];
     g.group.calls.push_back(c);
     g.heavy |= pattern == te::OpPattern::kAnchor || pattern == te::OpPattern::kReduction;
@@ -165,6 +195,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
                    [](const Building& a, const Building& b) { return a.last < b.last; });
   std::vector<FusedGroup> out;
   for (auto& g : groups) {
+    if (g.group.calls.empty()) continue;  // joined another group
     std::unordered_set<const Object*> inside, seen;
     for (const auto& c : g.group.calls) inside.insert(c.get());
     for (const auto& c : g.group.calls) {

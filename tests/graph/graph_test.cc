@@ -406,6 +406,36 @@ TEST(GraphFusion, GroupsRunProducersFirst) {
       << join(d, ", ");
 }
 
+TEST(GraphFusion, ElementwiseOperandsOfOneReaderJoinIt) {
+  // An LSTM cell's update: each gate an activation of its own input, met in
+  // one product and sum, is one kernel.
+  auto i = input("i", {1, 64}, kF32), f = input("f", {1, 64}, kF32);
+  auto g = input("g", {1, 64}, kF32), c = input("c", {1, 64}, kF32);
+  Value ig = call("multiply", {call("sigmoid", {i}), call("tanh", {g})});
+  Value cell = call("add", {call("multiply", {call("sigmoid", {f}), c}), ig});
+  std::vector<std::string> groups;
+  for (const auto& grp : fuse_groups(Graph::make({i, f, g, c}, {cell}, {"cell"}))) {
+    groups.push_back(grp.description());
+  }
+  EXPECT_EQ(groups, (std::vector<std::string>{"sigmoid+multiply+sigmoid+tanh+multiply+add"}));
+  // Not an operand that broadcasts (it would be computed again for every
+  // element), nor one read twice, nor an anchor's.
+  auto row = input("row", {1, 1}, kF32);
+  Value twice = call("tanh", {g});
+  Value d = call("nn.dense", {i, weight({64, 64}, 1)});
+  Value out =
+      call("add",
+           {call("add", {call("multiply", {call("sigmoid", {i}), call("exp", {row})}), twice}), d});
+  groups.clear();
+  for (const auto& grp :
+       fuse_groups(Graph::make({i, g, row}, {out, call("relu", {twice})}, {"out", "r"}))) {
+    groups.push_back(grp.description());
+  }
+  EXPECT_EQ(groups, (std::vector<std::string>{"exp", "tanh", "nn.dense", "sigmoid+multiply+add+add",
+                                              "relu"}))
+      << join(groups, ", ");
+}
+
 /// GELU of `x` as ONNX exporters write it: x * 0.5 * (1 + erf(x / sqrt 2)).
 Value gelu(const Value& x) {
   auto scalar = [](float v, const char* name) {
