@@ -28,4 +28,14 @@ for m in mlp cnn resnet18 transformer transformer_ln_decomposed mobilenetv2 effi
   node "$src/tools/ort/ort_run.js" "$out/models/$m.onnx" "${inputs[@]}" \
     --output-dir "$out/models_ort/$m" --threads 1 > /dev/null
 done
+# float16 variants, as converters write them; ONNX Runtime runs them in half.
+for m in cnn unet crnn audio bert_mask yolo; do
+  /usr/bin/python3 "$src/tests/models/convert_models.py" float16 "$out/models/$m.onnx" \
+    "$out/models/${m}_fp16.onnx" --inputs "$out/models/$m.inputs"
+  inputs=()
+  while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
+    < "$out/models/${m}_fp16.inputs"
+  node "$src/tools/ort/ort_run.js" "$out/models/${m}_fp16.onnx" "${inputs[@]}" \
+    --output-dir "$out/models_ort/${m}_fp16" --threads 1 > /dev/null
+done
 touch "$out/ready"
