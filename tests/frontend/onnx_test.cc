@@ -350,6 +350,36 @@ TEST(OnnxImport, HalfModelsMatchOnnxRuntime) {
   }
 }
 
+// The int8 variants in both forms ONNX Runtime's quantizer writes, against
+// ONNX Runtime running them with its integer kernels. QOperator's integer
+// products are exact on both sides. QDQ runs here as float operators
+// between quantize and dequantize pairs, where ONNX Runtime fuses each pair
+// into an integer kernel: a value on a rounding boundary may land one
+// quantization step apart, and the step carries through the layers after.
+TEST(OnnxImport, Int8ModelsMatchOnnxRuntime) {
+  REQUIRE_GENERATED();
+  const Generated& g = generated();
+  for (const char* base : {"cnn", "crnn", "bert_mask", "yolo"}) {
+    for (const char* form : {"qdq", "qoperator"}) {
+      const std::string name = std::string(base) + "_" + form;
+      SCOPED_TRACE(name);
+      graph::Graph model = frontend::import_onnx(g.model(name));
+      std::vector<te::NDArray> inputs;
+      for (size_t k = 0; k < model->inputs.size(); ++k) {
+        inputs.push_back(npy(g.dir + "/models/" + name + ".input_" + std::to_string(k) + ".npy"));
+      }
+      std::vector<te::NDArray> out =
+          compile_and_run(model, inputs, g.scratch + "/models_tt/" + name);
+      ASSERT_EQ(out.size(), 1u);
+      te::NDArray ort =
+          npy(g.dir + "/models_ort/" + name + "/" + npy_names(model->output_names)[0]);
+      double scale = 0;
+      for (int64_t i = 0; i < ort.size(); ++i) scale = std::max(scale, std::abs(ort.get(i)));
+      EXPECT_TRUE(matches(out[0], ort, std::string(form) == "qdq" ? 2e-2 * scale : 0));
+    }
+  }
+}
+
 // What a partition is, for every model: each call in exactly one group,
 // each group reading only what earlier groups (or the model) made, each
 // non-view group one of the tasks, and the tasks' occurrences adding up to

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
-"""The float16 variant of a generated float32 model, as ONNX converters write it.
+"""The float16 and int8 variants of a generated float32 model, as ONNX
+converters and ONNX Runtime's quantizer write them.
 
-    /usr/bin/python3 convert_models.py float16 IN.onnx OUT.onnx [--inputs IN.inputs]
+    /usr/bin/python3 convert_models.py float16 IN.onnx OUT.onnx [--inputs IN.inputs] [--wide]
+    /usr/bin/python3 convert_models.py qdq|qoperator IN.onnx OUT.onnx --inputs IN.inputs
 
+float16:
 Every float32 tensor becomes float16: weights, Constant nodes, Cast targets,
 ConstantOfShape values, the graph's inputs and outputs. What has to stay
 float32 stays: Resize's roi and scales, and the operators ONNX Runtime's CPU
@@ -14,10 +17,17 @@ With --wide, OUT's stem + _wide.onnx is the same float16 model computed in
 float32 (every float16 value widened exactly): the reference against which
 bench/fp16_ulps.sh counts half-precision ulps.
 
+qdq and qoperator: static quantization as ONNX Runtime's quantizer does it
+(see quantize()), calibrated on the inputs --inputs lists, by running the
+float32 model in ONNX Runtime (tools/ort, Node.js) with every tensor that
+needs a range as an output. The inputs are written again beside OUT.
+
 Uses only Debian's python3-onnx (1.12) and python3-numpy.
 """
 import argparse
 import os
+import subprocess
+import tempfile
 
 import numpy as np
 import onnx
@@ -95,16 +105,181 @@ def widened(model):
     return m
 
 
+QUANTIZED = {"Conv", "MatMul", "Gemm"}
+
+
+def calibrate(model, inputs, names, near):
+    """The smallest and largest value of each of `names` when ONNX Runtime
+    runs `model` (float32) on `inputs` ({name: file}): the ranges the
+    quantization parameters come from, as ONNX Runtime's MinMax calibrator
+    takes them."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inferred = onnx.shape_inference.infer_shapes(m)
+    types = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.input)
+             + list(inferred.graph.output)}
+    present = {o.name for o in m.graph.output}
+    for n in names:
+        if n not in present:
+            m.graph.output.append(types[n])
+    ort = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "ort", "ort_run.js")
+    # A folder of its own beside the output, not in a shared temporary one.
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(near)), prefix=".calibration_") as work:
+        path = os.path.join(work, "calibration.onnx")
+        onnx.save(m, path)
+        cmd = ["node", ort, path, "--output-dir", os.path.join(work, "out")]
+        for name, file in inputs.items():
+            cmd += ["--input", f"{name}={file}"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        ranges = {}
+        for n in names:
+            file = "".join(c if c.isalnum() or c in "._-" else "_" for c in n) + ".npy"
+            a = np.load(os.path.join(work, "out", file))
+            ranges[n] = (min(float(a.min()), 0.0), max(float(a.max()), 0.0))
+    return ranges
+
+
+def uint8_params(low, high):
+    """Asymmetric uint8 scale and zero point of [low, high] (which holds 0)."""
+    scale = (high - low) / 255.0 or 1.0
+    zero_point = int(np.clip(round(-low / scale), 0, 255))
+    return np.float32(scale), np.uint8(zero_point)
+
+
+def int8_per_channel(w, axis):
+    """Symmetric int8 of `w` with one scale per slice along `axis`."""
+    moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+    scale = np.maximum(np.abs(moved).max(axis=1), 1e-8) / 127.0
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def quantize(model, inputs, form, near):
+    """`model` quantized as ONNX Runtime's static quantizer writes it: uint8
+    activations (asymmetric, from the calibration ranges), int8 weights
+    (symmetric, per output channel), int32 biases. form "qdq": each Conv,
+    MatMul and Gemm between QuantizeLinear/DequantizeLinear pairs, which
+    ONNX Runtime fuses; form "qoperator": Conv and MatMul as QLinearConv and
+    QLinearMatMul between a QuantizeLinear and a DequantizeLinear (Gemm stays
+    float, as ONNX Runtime writes it as its own com.microsoft QGemm)."""
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    targets = [n for n in g.node if n.op_type in QUANTIZED and len(n.input) > 1 and n.input[1] in weights
+               and weights[n.input[1]].dtype == np.float32 and n.input[0] not in weights
+               and (form == "qdq" or n.op_type != "Gemm")
+               and not (n.op_type == "Gemm" and any(a.name == "transA" and a.i for a in n.attribute))]
+    ranges = calibrate(model, inputs, sorted({n.input[0] for n in targets} | {n.output[0] for n in targets}),
+                       near)
+    inits, nodes, replaced = [], [], {}
+    count = [0]
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def q_dq(x):
+        """x through a QuantizeLinear/DequantizeLinear pair (one per value)."""
+        if x in replaced:
+            return replaced[x]
+        s, zp = uint8_params(*ranges[x])
+        scale, zero = const(x + ".scale", s), const(x + ".zero_point", zp)
+        nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [x + ".q"], name=x + ".quantize"))
+        nodes.append(helper.make_node("DequantizeLinear", [x + ".q", scale, zero], [x + ".dq"],
+                                      name=x + ".dequantize"))
+        replaced[x] = x + ".dq"
+        return x + ".dq"
+
+    target_names = {id(n) for n in targets}
+    for n in g.node:
+        if id(n) not in target_names:
+            nodes.append(n)
+            continue
+        count[0] += 1
+        trans_b = any(a.name == "transB" and a.i for a in n.attribute)
+        w = weights[n.input[1]]
+        axis = 0 if n.op_type == "Conv" or (n.op_type == "Gemm" and trans_b) else 1
+        if form == "qoperator" and n.op_type == "MatMul":
+            # QLinearMatMul takes one weight scale (a per-column one is an
+            # extension some runtimes lack).
+            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
+            wq, w_scale = np.clip(np.round(w / scale), -127, 127).astype(np.int8), np.array(scale, np.float32)
+        else:
+            wq, w_scale = int8_per_channel(w, axis)
+        x_scale, x_zero = uint8_params(*ranges[n.input[0]])
+        y_scale, y_zero = uint8_params(*ranges[n.output[0]])
+        wname = n.input[1]
+        bias = n.input[2] if len(n.input) > 2 and n.input[2] in weights else None
+        if form == "qdq":
+            ins = [q_dq(n.input[0])]
+            nodes.append(helper.make_node("DequantizeLinear", [const(wname + ".q", wq), const(wname + ".scale", w_scale),
+                                                               const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))],
+                                          [wname + ".dq"], name=wname + ".dequantize", axis=axis))
+            ins.append(wname + ".dq")
+            if bias:
+                b_scale = (x_scale * w_scale).astype(np.float32)
+                bq = np.round(weights[bias] / b_scale).astype(np.int32)
+                nodes.append(helper.make_node("DequantizeLinear", [const(bias + ".q", bq), const(bias + ".scale", b_scale),
+                                                                   const(bias + ".zero_point", np.zeros_like(bq))],
+                                              [bias + ".dq"], name=bias + ".dequantize", axis=0))
+                ins.append(bias + ".dq")
+            out = n.output[0]
+            copy = helper.make_node(n.op_type, ins, [out + ".float"], name=n.name)
+            copy.attribute.extend(n.attribute)
+            nodes.append(copy)
+            s, zp = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
+            nodes.append(helper.make_node("QuantizeLinear", [out + ".float", s, zp], [out + ".q"], name=out + ".quantize"))
+            nodes.append(helper.make_node("DequantizeLinear", [out + ".q", s, zp], [out], name=out + ".dequantize"))
+            continue
+        x = n.input[0]
+        xs, xz = const(x + ".scale." + n.name, x_scale), const(x + ".zero_point." + n.name, x_zero)
+        nodes.append(helper.make_node("QuantizeLinear", [x, xs, xz], [x + ".q." + n.name], name=n.name + ".quantize"))
+        ws = const(wname + ".scale", w_scale)
+        wz = const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))
+        out = n.output[0]
+        ys, yz = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
+        ins = [x + ".q." + n.name, xs, xz, const(wname + ".q", wq), ws, wz, ys, yz]
+        if n.op_type == "Conv":
+            if bias:
+                ins.append(const(bias + ".q", np.round(weights[bias] / (x_scale * w_scale)).astype(np.int32)))
+            q = helper.make_node("QLinearConv", ins, [out + ".q"], name=n.name)
+            q.attribute.extend(n.attribute)
+        else:
+            q = helper.make_node("QLinearMatMul", ins, [out + ".q"], name=n.name)
+        nodes.append(q)
+        nodes.append(helper.make_node("DequantizeLinear", [out + ".q", ys, yz], [out], name=out + ".dequantize"))
+    used = {i for n in nodes for i in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(keep + inits)
+    del g.value_info[:]
+    return model, count[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["float16"])
+    ap.add_argument("kind", choices=["float16", "qdq", "qoperator"])
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--inputs", help="the source model's NAME.inputs list, to convert its inputs too")
     ap.add_argument("--wide", action="store_true",
                     help="also write OUT's stem + _wide.onnx: the float16 model computed in float32")
     args = ap.parse_args()
-    model = to_float16(onnx.load(args.src))
+    if args.kind == "float16":
+        model = to_float16(onnx.load(args.src))
+    else:
+        if not args.inputs:
+            raise SystemExit("quantizing needs --inputs (the calibration data)")
+        src_dir = os.path.dirname(args.inputs)
+        with open(args.inputs) as f:
+            calibration = dict(l.strip().split("=", 1) for l in f if l.strip())
+        calibration = {k: os.path.join(src_dir, v) for k, v in calibration.items()}
+        model, count = quantize(onnx.load(args.src), calibration, args.kind, args.dst)
+        if count == 0:
+            raise SystemExit(f"{args.src}: nothing to quantize")
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, args.dst)
     if args.wide:
@@ -118,7 +293,7 @@ def main():
             for k, line in enumerate(l.strip() for l in f if l.strip()):
                 name, file = line.split("=", 1)
                 value = np.load(os.path.join(src_dir, file))
-                if value.dtype == np.float32:
+                if value.dtype == np.float32 and args.kind == "float16":
                     value = value.astype(np.float16)
                 np.save(f"{stem}.input_{k}.npy", value)
                 listed.append(f"{name}={os.path.basename(stem)}.input_{k}.npy")

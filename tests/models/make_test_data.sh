@@ -38,4 +38,17 @@ for m in cnn unet crnn audio bert_mask yolo; do
   node "$src/tools/ort/ort_run.js" "$out/models/${m}_fp16.onnx" "${inputs[@]}" \
     --output-dir "$out/models_ort/${m}_fp16" --threads 1 > /dev/null
 done
+# int8 variants in both of ONNX Runtime's quantized forms, calibrated on the
+# model's input; ONNX Runtime runs them with its integer kernels.
+for m in cnn crnn bert_mask yolo; do
+  for form in qdq qoperator; do
+    /usr/bin/python3 "$src/tests/models/convert_models.py" "$form" "$out/models/$m.onnx" \
+      "$out/models/${m}_$form.onnx" --inputs "$out/models/$m.inputs"
+    inputs=()
+    while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
+      < "$out/models/${m}_$form.inputs"
+    node "$src/tools/ort/ort_run.js" "$out/models/${m}_$form.onnx" "${inputs[@]}" \
+      --output-dir "$out/models_ort/${m}_$form" --threads 1 > /dev/null
+  done
+done
 touch "$out/ready"
