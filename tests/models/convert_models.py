@@ -156,14 +156,58 @@ def int8_per_channel(w, axis):
     return q, scale.astype(np.float32)
 
 
+def fold_batch_norms(model):
+    """Each BatchNormalization right after a Conv with a constant weight
+    folded into it, as ONNX Runtime's quantization pre-processing does
+    before a model is quantized."""
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    readers = {}
+    for n in g.node:
+        for i in n.input:
+            readers[i] = readers.get(i, 0) + 1
+    producer = {o: n for n in g.node for o in n.output}
+    drop, new_inits = set(), {}
+    for n in g.node:
+        if n.op_type != "BatchNormalization" or n.input[0] not in producer:
+            continue
+        conv = producer[n.input[0]]
+        if conv.op_type != "Conv" or readers.get(n.input[0]) != 1 or conv.input[1] not in weights or \
+                not all(i in weights for i in n.input[1:5]):
+            continue
+        eps = next((a.f for a in n.attribute if a.name == "epsilon"), 1e-5)
+        scale, shift, mean, var = (weights[i].astype(np.float64) for i in n.input[1:5])
+        factor = scale / np.sqrt(var + eps)
+        w = weights[conv.input[1]].astype(np.float64)
+        b = weights[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
+        wname, bname = conv.input[1] + ".folded", conv.output[0] + ".folded_bias"
+        new_inits[wname] = (w * factor.reshape(-1, *([1] * (w.ndim - 1)))).astype(np.float32)
+        new_inits[bname] = ((b - mean) * factor + shift).astype(np.float32)
+        del conv.input[1:]
+        conv.input.extend([wname, bname])
+        conv.output[0] = n.output[0]
+        drop.add(id(n))
+    kept = [n for n in g.node if id(n) not in drop]
+    del g.node[:]
+    g.node.extend(kept)
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in new_inits.items())
+    used = {i for n in g.node for i in n.input}
+    live = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(live)
+    return model
+
+
 def quantize(model, inputs, form, near):
-    """`model` quantized as ONNX Runtime's static quantizer writes it: uint8
+    """`model` quantized as ONNX Runtime's static quantizer writes it (after
+    its pre-processing folds batch norms into convolutions): uint8
     activations (asymmetric, from the calibration ranges), int8 weights
     (symmetric, per output channel), int32 biases. form "qdq": each Conv,
     MatMul and Gemm between QuantizeLinear/DequantizeLinear pairs, which
     ONNX Runtime fuses; form "qoperator": Conv and MatMul as QLinearConv and
     QLinearMatMul between a QuantizeLinear and a DequantizeLinear (Gemm stays
     float, as ONNX Runtime writes it as its own com.microsoft QGemm)."""
+    model = fold_batch_norms(model)
     g = model.graph
     weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     targets = [n for n in g.node if n.op_type in QUANTIZED and len(n.input) > 1 and n.input[1] in weights
@@ -231,6 +275,7 @@ def quantize(model, inputs, form, near):
             s, zp = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
             nodes.append(helper.make_node("QuantizeLinear", [out + ".float", s, zp], [out + ".q"], name=out + ".quantize"))
             nodes.append(helper.make_node("DequantizeLinear", [out + ".q", s, zp], [out], name=out + ".dequantize"))
+            replaced[out] = out  # already through a pair: a reader quantizes nothing again
             continue
         x = n.input[0]
         xs, xz = const(x + ".scale." + n.name, x_scale), const(x + ".zero_point." + n.name, x_zero)
