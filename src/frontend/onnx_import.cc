@@ -721,8 +721,11 @@ class Importer {
       TT_CHECK(!values_.count(n.output(k)) && !unavailable_.count(n.output(k)), kParse, where,
                ": output '", n.output(k),
                "' is already produced by another node, an initializer or a graph input");
-      if (n.op_type() == "Constant" && k == 0 && !out.empty() && !out[0]) {
-        values_[n.output(k)] = Value();  // an empty tensor, read as an omitted input
+      // An empty tensor (a Constant of no elements, a shape's empty slice
+      // and what is joined of such), read as an omitted input.
+      static const std::set<std::string> may_be_empty = {"Constant", "Slice", "Concat"};
+      if (may_be_empty.count(n.op_type()) && k == 0 && !out.empty() && !out[0]) {
+        values_[n.output(k)] = Value();
         continue;
       }
       if (static_cast<size_t>(k) >= out.size() || !out[static_cast<size_t>(k)]) {
@@ -2880,10 +2883,16 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(make("transpose", {x}, transpose_attrs(perm), n));
   };
   h["Concat"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    TT_CHECK(!in.empty() && in[0], kInvalidArgument, "needs inputs");
+    TT_CHECK(!in.empty(), kInvalidArgument, "needs inputs");
+    // Empty tensors (an empty slice of a shape) add nothing.
+    std::vector<Value> parts;
+    for (const auto& v : in) {
+      if (v) parts.push_back(v);
+    }
+    if (parts.empty()) return std::vector<Value>{Value()};
     // The axis was optional, 1 by default, before opset 4.
-    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), in[0]->shape.size());
-    return one(make("concat", in, axis_attrs(axis), n));
+    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), parts[0]->shape.size());
+    return one(parts.size() == 1 ? parts[0] : make("concat", parts, axis_attrs(axis), n));
   };
   h["Split"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "input");
@@ -2954,6 +2963,15 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       a->end[static_cast<size_t>(d)] = clampv(ends[i]);
       a->strides[static_cast<size_t>(d)] = steps[i];
       if (steps[i] < 0 && ends[i] < -extent) a->end[static_cast<size_t>(d)] = -extent - 1;
+    }
+    // An empty slice of a constant (the prefix of a shape before axis 0) is
+    // an empty tensor, which shape arithmetic joins to others.
+    if (constant_of(x) && rank == 1 && a->strides[0] > 0) {
+      const int64_t extent = x->shape[0];
+      auto place = [&](int64_t v) {
+        return std::clamp<int64_t>(v < 0 ? v + extent : v, 0, extent);
+      };
+      if (place(a->end[0]) <= place(a->begin[0])) return std::vector<Value>{Value()};
     }
     return one(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
   };

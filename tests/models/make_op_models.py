@@ -743,6 +743,20 @@ def _(g):
     g.output(y1, y2, shape=[2, 3])
 
 
+@case("shape_empty_prefix", opset=13)
+def _(g):
+    # Shape arithmetic through an empty tensor, as ONNX's expanded layer norm
+    # at axis 0 writes it: the shape's prefix before axis 0 joined to the rest.
+    x = g.input("x", [2, 3, 4])
+    shape = g.node("Shape", [x])
+    prefix = g.node("Slice", [shape, g.const("zero", np.int64([0])), g.const("none", np.int64([0]))])
+    rest = g.node("Slice", [shape, g.const("one", np.int64([1])), g.const("end", np.int64([3]))])
+    joined = g.node("Concat", [prefix, g.const("six", np.int64([6])), rest, prefix], axis=0)
+    g.output(g.node("Reshape", [g.node("Relu", [x]), g.node("Concat", [prefix, g.const("m", np.int64([-1]))], axis=0)]),
+             shape=[24])
+    g.output(g.node("Expand", [g.const("s", np.float32(1.5)), joined]), shape=[6, 3, 4])
+
+
 @case("microsoft_transformer_ops")
 def _(g):
     # What ONNX Runtime's transformer optimizer writes into a BERT.
