@@ -20,23 +20,23 @@ fi
   --only mlp,cnn,resnet18,transformer,transformer_ln_decomposed,mobilenetv2,efficientnet_b0,unet,crnn,audio,bert_mask,yolo \
   > /dev/null
 node "$src/tools/ort/ort_run.js" --manifest "$out/ops/manifest.json" --output-dir "$out/ops_ort" > /dev/null
+# ONNX Runtime's outputs for model NAME in models/, on the inputs NAME.inputs lists.
+ort_outputs() {
+  local inputs=() line
+  while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
+    < "$out/models/$1.inputs"
+  node "$src/tools/ort/ort_run.js" "$out/models/$1.onnx" "${inputs[@]}" \
+    --output-dir "$out/models_ort/$1" --threads 1 > /dev/null
+}
 for m in mlp cnn resnet18 transformer transformer_ln_decomposed mobilenetv2 efficientnet_b0 unet \
   crnn audio bert_mask yolo; do
-  inputs=()
-  while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
-    < "$out/models/$m.inputs"
-  node "$src/tools/ort/ort_run.js" "$out/models/$m.onnx" "${inputs[@]}" \
-    --output-dir "$out/models_ort/$m" --threads 1 > /dev/null
+  ort_outputs "$m"
 done
 # float16 variants, as converters write them; ONNX Runtime runs them in half.
 for m in cnn unet crnn audio bert_mask yolo; do
   /usr/bin/python3 "$src/tests/models/convert_models.py" float16 "$out/models/$m.onnx" \
     "$out/models/${m}_fp16.onnx" --inputs "$out/models/$m.inputs"
-  inputs=()
-  while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
-    < "$out/models/${m}_fp16.inputs"
-  node "$src/tools/ort/ort_run.js" "$out/models/${m}_fp16.onnx" "${inputs[@]}" \
-    --output-dir "$out/models_ort/${m}_fp16" --threads 1 > /dev/null
+  ort_outputs "${m}_fp16"
 done
 # int8 variants in both of ONNX Runtime's quantized forms, calibrated on the
 # model's input; ONNX Runtime runs them with its integer kernels.
@@ -44,11 +44,7 @@ for m in cnn crnn bert_mask yolo; do
   for form in qdq qoperator; do
     /usr/bin/python3 "$src/tests/models/convert_models.py" "$form" "$out/models/$m.onnx" \
       "$out/models/${m}_$form.onnx" --inputs "$out/models/$m.inputs"
-    inputs=()
-    while IFS= read -r line; do inputs+=(--input "${line%%=*}=$out/models/${line#*=}"); done \
-      < "$out/models/${m}_$form.inputs"
-    node "$src/tools/ort/ort_run.js" "$out/models/${m}_$form.onnx" "${inputs[@]}" \
-      --output-dir "$out/models_ort/${m}_$form" --threads 1 > /dev/null
+    ort_outputs "${m}_$form"
   done
 done
 touch "$out/ready"
