@@ -3244,7 +3244,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // Einsum of one operand (a transpose with sums) or two (a batched matmul
   // between transposes and reshapes). No ellipsis, no letter repeated
   // within an operand (a diagonal).
-  h["Einsum"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+  h["Einsum"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& given) {
+    std::vector<Value> in = given;  // operands whose diagonals are taken below
     std::string eq;
     for (char ch : attr_string(n, "equation", "")) {
       if (ch != ' ') eq += ch;
@@ -3271,10 +3272,30 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     for (size_t k = 0; k < terms.size(); ++k) {
       TT_CHECK(in[k] && terms[k].size() == in[k]->shape.size(), kInvalidArgument, "operand ", k,
                " '", terms[k], "' does not match its rank");
+      // A letter an operand repeats (ii) takes its diagonal: the operand
+      // times an identity on those two axes, summed over the second.
+      for (size_t p = 0; p < terms[k].size(); ++p) {
+        for (size_t q = terms[k].size(); q-- > p + 1;) {
+          if (terms[k][q] != terms[k][p]) continue;
+          const int64_t size = in[k]->shape[p];
+          TT_CHECK(in[k]->shape[q] == size, kInvalidArgument, "operand ", k, " repeats '",
+                   terms[k][p], "' over extents ", size, " and ", in[k]->shape[q]);
+          std::vector<int64_t> shape(in[k]->shape.size(), 1);
+          shape[p] = shape[q] = size;
+          te::NDArray eye(in[k]->dtype, shape);
+          for (int64_t i = 0; i < size; ++i) eye.set(i * size + i, 1);
+          Value masked =
+              make("multiply", {in[k], graph::constant(std::move(eye), n.name() + ".diagonal")},
+                   te::Attrs(), n);
+          auto r = make_node<te::ReduceAttrsNode>();
+          r->axes = {static_cast<int64_t>(q)};
+          r->keepdims = false;
+          in[k] = make("reduce_sum", {masked}, te::Attrs(attrs(std::move(r))), n);
+          terms[k].erase(q, 1);
+        }
+      }
       for (size_t d = 0; d < terms[k].size(); ++d) {
         char ch = terms[k][d];
-        TT_CHECK(std::count(terms[k].begin(), terms[k].end(), ch) == 1, kInvalidArgument,
-                 "operand ", k, " repeats '", ch, "' (a diagonal), which is not supported");
         auto [it, fresh] = extent.emplace(ch, in[k]->shape[d]);
         TT_CHECK(fresh || it->second == in[k]->shape[d], kInvalidArgument, "'", ch,
                  "' has extents ", it->second, " and ", in[k]->shape[d]);

@@ -757,6 +757,16 @@ def _(g):
     g.output(g.node("Expand", [g.const("s", np.float32(1.5)), joined]), shape=[6, 3, 4])
 
 
+@case("einsum_diagonal", opset=12)
+def _(g):
+    # Repeated letters take diagonals: a batched trace, and a diagonal used
+    # in a contraction.
+    a = g.input("a", [2, 3, 3])
+    g.output(g.node("Einsum", [a], equation="...ii->...i"), shape=[2, 3])
+    g.output(g.node("Einsum", [a], equation="bii->b"), shape=[2])
+    g.output(g.node("Einsum", [g.input("m", [4, 3]), g.input("s", [3, 3])], equation="ij,jj->i"), shape=[4])
+
+
 @case("microsoft_transformer_ops")
 def _(g):
     # What ONNX Runtime's transformer optimizer writes into a BERT.
@@ -1637,10 +1647,9 @@ def _(g):
     g.output(g.node("Again", [g.input("x", [2])], ["y"], domain="custom"), shape=[2])
 
 
-@bad("bad_einsum_diagonal", "node 'Einsum_0' (Einsum): operand 0 repeats 'i' (a diagonal), which is not "
-     "supported")
+@bad("bad_einsum_diagonal_extents", "node 'Einsum_0' (Einsum): operand 0 repeats 'i' over extents 2 and 3")
 def _(g):
-    g.output(g.node("Einsum", [g.input("a", [2, 3, 3])], equation="...ii->...i"), shape=[2, 3])
+    g.output(g.node("Einsum", [g.input("a", [2, 3])], equation="ii->i"), shape=[2])
 
 
 @bad("bad_declared_output_shape", "graph output 'relu_0' is declared [2, 4] but computes [2, 3]",
