@@ -1282,50 +1282,35 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return results;
   };
-  h["Scan"] = [this, stack](const onnx::NodeProto& n, const std::vector<Value>& in) {
-    TT_CHECK(opset_ >= 9, kInvalidArgument,
-             "Scan before opset 9 (a batch axis and sequence_lens) is not supported");
-    const auto* body = attr(n, "body");
-    TT_CHECK(body && body->has_g(), kParse, "has no body");
-    const onnx::GraphProto& g = body->g();
-    const int64_t n_scan_in = attr_int(n, "num_scan_inputs", -1);
-    TT_CHECK(n_scan_in >= 1 && n_scan_in <= static_cast<int64_t>(in.size()), kInvalidArgument,
-             "num_scan_inputs ", n_scan_in, " must be between 1 and its ", in.size(), " inputs");
-    const size_t n_state = in.size() - static_cast<size_t>(n_scan_in);
+  // One scan over `sequences` (each along its axis, reversed where its
+  // direction is 1) from `state`: the final states, then each scan output
+  // stacked along its axis.
+  auto scan = [this, stack](
+                  const onnx::NodeProto& n, const onnx::GraphProto& g, std::vector<Value> state,
+                  const std::vector<Value>& sequences, const std::vector<int64_t>& in_axes,
+                  const std::vector<int64_t>& in_reverse, const std::vector<int64_t>& out_axes,
+                  const std::vector<int64_t>& out_reverse) {
+    const size_t n_state = state.size();
     TT_CHECK(static_cast<size_t>(g.output_size()) >= n_state, kParse, "its body has ",
              g.output_size(), " outputs, fewer than its ", n_state, " state variables");
     const size_t n_scan_out = static_cast<size_t>(g.output_size()) - n_state;
-    auto per = [&](const char* name, size_t count) {
-      std::vector<int64_t> v = attr_ints(n, name, {});
-      if (v.empty()) v.assign(count, 0);
-      TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values for ", count,
-               " scan ",
-               std::string(name).find("input") != std::string::npos ? "inputs" : "outputs");
-      return v;
-    };
-    const std::vector<int64_t> in_axes = per("scan_input_axes", n_scan_in),
-                               in_reverse = per("scan_input_directions", n_scan_in),
-                               out_axes = per("scan_output_axes", n_scan_out),
-                               out_reverse = per("scan_output_directions", n_scan_out);
-    std::vector<Value> sequences;
+    TT_CHECK(out_axes.size() == n_scan_out && out_reverse.size() == n_scan_out, kInvalidArgument,
+             "scan_output_axes and scan_output_directions need ", n_scan_out, " values");
     std::vector<size_t> seq_axes;
     int64_t steps = -1;
-    for (size_t j = 0; j < static_cast<size_t>(n_scan_in); ++j) {
-      const Value& x = in[n_state + j];
+    for (size_t j = 0; j < sequences.size(); ++j) {
+      const Value& x = sequences[j];
       TT_CHECK(x, kInvalidArgument, "its scan input ", j, " is left out");
       const size_t axis = static_cast<size_t>(normalise(in_axes[j], x->shape.size()));
       TT_CHECK(steps < 0 || x->shape[axis] == steps, kInvalidArgument,
-               "its scan inputs differ "
-               "in length along their scan axes: ",
-               steps, " and ", x->shape[axis]);
+               "its scan inputs differ in length along their scan axes: ", steps, " and ",
+               x->shape[axis]);
       steps = x->shape[axis];
-      sequences.push_back(x);
       seq_axes.push_back(axis);
     }
     TT_CHECK(steps > 0, kInvalidArgument, "scans a sequence of length 0");
     TT_CHECK(steps <= kMaxIterations, kInvalidArgument, "scans ", steps, " steps, more than ",
              kMaxIterations, ", each of which is unrolled");
-    std::vector<Value> state(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n_state));
     std::vector<std::vector<Value>> scans(n_scan_out);
     for (int64_t t = 0; t < steps; ++t) {
       std::vector<Value> bound = state;
@@ -1344,6 +1329,72 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::vector<Value> results = state;
     for (size_t k = 0; k < n_scan_out; ++k) {
       results.push_back(stack(std::move(scans[k]), out_axes[k], out_reverse[k] != 0, n));
+    }
+    return results;
+  };
+  h["Scan"] = [this, scan, stack](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const auto* body = attr(n, "body");
+    TT_CHECK(body && body->has_g(), kParse, "has no body");
+    const onnx::GraphProto& g = body->g();
+    // Before opset 9 a first input, sequence_lens, comes before the states.
+    const size_t first = opset_ < 9 ? 1 : 0;
+    const int64_t n_scan_in = attr_int(n, "num_scan_inputs", -1);
+    TT_CHECK(n_scan_in >= 1 && first + static_cast<size_t>(n_scan_in) <= in.size(),
+             kInvalidArgument, "num_scan_inputs ", n_scan_in, " does not fit its ", in.size(),
+             " inputs");
+    const size_t n_state = in.size() - first - static_cast<size_t>(n_scan_in);
+    const size_t n_scan_out =
+        static_cast<size_t>(std::max<int64_t>(0, g.output_size() - static_cast<int64_t>(n_state)));
+    auto per = [&](const char* name, size_t count) {
+      std::vector<int64_t> v = attr_ints(n, name, {});
+      if (v.empty()) v.assign(count, 0);
+      TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values, not ",
+               count);
+      return v;
+    };
+    std::vector<Value> state(in.begin() + static_cast<std::ptrdiff_t>(first),
+                             in.begin() + static_cast<std::ptrdiff_t>(first + n_state));
+    std::vector<Value> sequences(in.begin() + static_cast<std::ptrdiff_t>(first + n_state),
+                                 in.end());
+    if (opset_ >= 9) {
+      return scan(n, g, state, sequences, per("scan_input_axes", n_scan_in),
+                  per("scan_input_directions", n_scan_in), per("scan_output_axes", n_scan_out),
+                  per("scan_output_directions", n_scan_out));
+    }
+    // Opset 8: every state and scan input has a batch axis first, the scan
+    // inputs their sequence axis second; each batch entry scans on its own.
+    TT_CHECK(sequences[0], kInvalidArgument, "its scan input 0 is left out");
+    const int64_t batch = sequences[0]->shape[0], steps = sequences[0]->shape.at(1);
+    if (!in.empty() && in[0]) {
+      const auto* lens = constant_of(in[0]);
+      TT_CHECK(lens, kInvalidArgument, "its sequence_lens must be a constant");
+      for (int64_t v : ints_of(lens->data.array())) {
+        TT_CHECK(v == steps, kInvalidArgument, "sequence_lens ", v,
+                 " differs from the sequence's length ", steps,
+                 " (shorter sequences are not supported)");
+      }
+    }
+    auto entry = [&](const Value& v, int64_t b) {
+      TT_CHECK(v && !v->shape.empty() && v->shape[0] == batch, kInvalidArgument,
+               "its inputs differ in batch size");
+      std::vector<int64_t> shape(v->shape.begin() + 1, v->shape.end());
+      return make("reshape", {make("slice", {v}, slice_along(v->shape, 0, b, b + 1), n)},
+                  reshape_attrs(shape), n);
+    };
+    std::vector<std::vector<Value>> per_entry;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Value> s, q;
+      for (const auto& v : state) s.push_back(entry(v, b));
+      for (const auto& v : sequences) q.push_back(entry(v, b));
+      per_entry.push_back(scan(n, g, s, q, std::vector<int64_t>(q.size(), 0),
+                               per("directions", q.size()), std::vector<int64_t>(n_scan_out, 0),
+                               std::vector<int64_t>(n_scan_out, 0)));
+    }
+    std::vector<Value> results;
+    for (size_t k = 0; k < per_entry[0].size(); ++k) {
+      std::vector<Value> parts;
+      for (const auto& r : per_entry) parts.push_back(r[k]);
+      results.push_back(stack(std::move(parts), 0, false, n));
     }
     return results;
   };

@@ -719,6 +719,24 @@ def _(g):
     g.output("o2s", shape=[3, 5])
 
 
+@case("scan8_batch", opset=8)
+def _(g):
+    # Scan at opset 8: a batch axis first on every state and scan input,
+    # each batch entry scanned on its own (here one input read backwards).
+    xs, ys = g.input("xs", [2, 4, 3]), g.input("ys", [2, 4, 3])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x_t"], ["s_out"], name="body_add"),
+         helper.make_node("Mul", ["s_out", "y_t"], ["o"], name="body_mul")],
+        "body",
+        [helper.make_tensor_value_info("s", F, [3]), helper.make_tensor_value_info("x_t", F, [3]),
+         helper.make_tensor_value_info("y_t", F, [3])],
+        [helper.make_tensor_value_info("s_out", F, [3]), helper.make_tensor_value_info("o", F, [3])])
+    g.nodes.append(helper.make_node("Scan", ["", g.input("s0", [2, 3]), xs, ys], ["s_final", "os"], name="Scan_0",
+                                    body=body, num_scan_inputs=2, directions=[1, 0]))
+    g.output("s_final", shape=[2, 3])
+    g.output("os", shape=[2, 4, 3])
+
+
 @case("model_local_function", opset=15)
 def _(g):
     # A function of the model's own, called twice with different attributes;
