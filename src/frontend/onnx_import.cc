@@ -2654,6 +2654,48 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         call("add", {deviation, scalar_constant(x->dtype, 1e-9, n.name() + ".epsilon")});
     return one(call("divide", {call("subtract", {x, mean}), denominator}));
   };
+  // ReverseSequence with constant lengths: each batch entry's first
+  // length steps reversed (a slice of stride -1), the rest as they are.
+  h["ReverseSequence"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "input");
+    const auto* lens = constant_of(need(in, 1, "sequence_lens"));
+    TT_CHECK(lens, kInvalidArgument, "its sequence_lens must be a constant");
+    TT_CHECK(x->shape.size() >= 2, kInvalidArgument, "needs data of rank 2 or more, got ",
+             shape_text(x->shape));
+    const auto batch_axis = static_cast<size_t>(normalise(attr_int(n, "batch_axis", 1), 2));
+    const auto time_axis = static_cast<size_t>(normalise(attr_int(n, "time_axis", 0), 2));
+    TT_CHECK(batch_axis != time_axis, kInvalidArgument, "batch_axis and time_axis are both ",
+             batch_axis);
+    const std::vector<int64_t> lengths = ints_of(lens->data.array());
+    const int64_t batch = x->shape[batch_axis], steps = x->shape[time_axis];
+    TT_CHECK(static_cast<int64_t>(lengths.size()) == batch, kInvalidArgument, "has ",
+             lengths.size(), " sequence lengths for a batch of ", batch);
+    std::vector<Value> entries;
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t length = lengths[static_cast<size_t>(b)];
+      TT_CHECK(length >= 1 && length <= steps, kInvalidArgument, "sequence length ", length,
+               " is outside 1 to ", steps);
+      Value entry = make("slice", {x}, slice_along(x->shape, batch_axis, b, b + 1), n);
+      auto r = make_node<te::SliceAttrsNode>();
+      r->begin.assign(entry->shape.size(), 0);
+      r->end = entry->shape;
+      r->strides.assign(entry->shape.size(), 1);
+      r->begin[time_axis] = length - 1;
+      r->end[time_axis] = -steps - 1;  // past the first step, backwards
+      r->strides[time_axis] = -1;
+      std::vector<Value> parts = {make("slice", {entry}, te::Attrs(attrs(std::move(r))), n)};
+      if (length < steps) {
+        parts.push_back(
+            make("slice", {entry}, slice_along(entry->shape, time_axis, length, steps), n));
+      }
+      entries.push_back(parts.size() == 1 ? parts[0]
+                                          : make("concat", parts,
+                                                 axis_attrs(static_cast<int64_t>(time_axis)), n));
+    }
+    return one(entries.size() == 1
+                   ? entries[0]
+                   : make("concat", entries, axis_attrs(static_cast<int64_t>(batch_axis)), n));
+  };
   h["Compress"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "input");
     const auto* condition = constant_of(need(in, 1, "condition"));

@@ -785,6 +785,14 @@ def _(g):
     g.output(g.node("Einsum", [g.input("m", [4, 3]), g.input("s", [3, 3])], equation="ij,jj->i"), shape=[4])
 
 
+@case("reverse_sequence", opset=10)
+def _(g):
+    # Constant lengths, in both layouts: time-major (the default) and batch-major.
+    g.output(g.node("ReverseSequence", [g.input("t", [4, 3, 2]), g.const("lt", np.int64([4, 1, 3]))]),
+             g.node("ReverseSequence", [g.input("b", [2, 5, 3]), g.const("lb", np.int64([2, 5]))],
+                    batch_axis=0, time_axis=1))
+
+
 @case("microsoft_transformer_ops")
 def _(g):
     # What ONNX Runtime's transformer optimizer writes into a BERT.
