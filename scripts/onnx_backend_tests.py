@@ -118,12 +118,15 @@ def compile_model(tensortune, model_path, compiled, fixed):
     return "fail", "compile: " + (c.stderr.strip() or c.stdout.strip())[-400:]
 
 
+ORT_INSTALLED = bool(shutil.which("node")) and os.path.exists(os.path.join(os.path.dirname(ORT_RUN), "node_modules"))
+
+
 def ort_agrees(model_path, inputs, ours_dir, outputs, out):
     """Whether ONNX Runtime, run on the same inputs, gives our outputs: ONNX
     Runtime is the reference where ONNX's expected outputs and it differ
     (ONNX 1.12's align_corners resize maps by the unrounded extent, ONNX
     Runtime by the output's). False when ONNX Runtime is not installed or fails."""
-    if not shutil.which("node") or not os.path.exists(os.path.join(os.path.dirname(ORT_RUN), "node_modules")):
+    if not ORT_INSTALLED:
         return False
     args = ["node", ORT_RUN, model_path, "--output-dir", os.path.join(out, "ort")]
     for input_name, file in inputs:
@@ -195,6 +198,7 @@ def run_test(name, tensortune, work):
             return "fail", op, f"{ds}: run timed out"
         if r.returncode != 0:
             return "fail", op, f"{ds}: run: " + (r.stderr.strip() or r.stdout.strip())[-400:]
+        ort_verdict = None
         for k, f in enumerate(npy_names(outputs)):
             expected_file = os.path.join(dsdir, f"output_{k}.pb")
             if not os.path.exists(expected_file):
@@ -205,8 +209,13 @@ def run_test(name, tensortune, work):
             expected = numpy_helper.to_array(t)
             ours = np.load(os.path.join(out, ds, f))
             why = close(ours, expected)
-            if why and ort_agrees(os.path.join(src, "model.onnx"), files, os.path.join(out, ds), outputs, out):
-                why, agrees_with_ort = None, True
+            if why:
+                # One ONNX Runtime run answers for every output of the data set.
+                if ort_verdict is None:
+                    ort_verdict = ort_agrees(os.path.join(src, "model.onnx"), files, os.path.join(out, ds),
+                                             outputs, out)
+                if ort_verdict:
+                    why, agrees_with_ort = None, True
             if why:
                 return "fail", op, f"{ds} output {outputs[k]}: {why}"
     shutil.rmtree(out, ignore_errors=True)

@@ -200,6 +200,24 @@ Ref<T> attrs(std::shared_ptr<T> n) {
   return Ref<T>(std::move(n));
 }
 
+/// Attribute `name` of `n`: `count` integers, or `count` times `fallback`
+/// when it is absent.
+std::vector<int64_t> sized_ints(const onnx::NodeProto& n, const char* name, int64_t fallback,
+                                size_t count) {
+  std::vector<int64_t> v;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) v.assign(a.ints().begin(), a.ints().end());
+  }
+  if (v.empty()) v.assign(count, fallback);
+  TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values, not ", count);
+  return v;
+}
+
+std::vector<int64_t> window_pads(const std::string& auto_pad, std::vector<int64_t> pads,
+                                 const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations);
+
 /// The extents of a pool's or convolution's window over `in`: pads from
 /// auto_pad or explicit (all begins, then all ends), and the output extents.
 struct Window {
@@ -207,25 +225,14 @@ struct Window {
 };
 
 Window window_of(const onnx::NodeProto& n, const std::vector<int64_t>& in,
-                 std::vector<int64_t> kernel, bool ceil_mode, const char* what) {
+                 std::vector<int64_t> kernel, bool ceil_mode) {
   const size_t k = in.size();
   Window w;
   w.kernel = std::move(kernel);
-  auto ints = [&](const char* name, int64_t fallback, size_t count) {
-    std::vector<int64_t> v;
-    for (const auto& a : n.attribute()) {
-      if (a.name() == name) v.assign(a.ints().begin(), a.ints().end());
-    }
-    if (v.empty()) v.assign(count, fallback);
-    TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values for a ", k,
-             "-D ", what);
-    return v;
-  };
   TT_CHECK(w.kernel.size() == k, kInvalidArgument, "kernel_shape has ", w.kernel.size(),
-           " values for a ", k, "-D ", what);
-  w.strides = ints("strides", 1, k);
-  w.dilations = ints("dilations", 1, k);
-  std::vector<int64_t> pads = ints("pads", 0, 2 * k);
+           " values for a ", k, "-D window");
+  w.strides = sized_ints(n, "strides", 1, k);
+  w.dilations = sized_ints(n, "dilations", 1, k);
   std::string auto_pad = "NOTSET";
   for (const auto& a : n.attribute()) {
     if (a.name() == "auto_pad") auto_pad = a.s();
@@ -233,19 +240,12 @@ Window window_of(const onnx::NodeProto& n, const std::vector<int64_t>& in,
   for (size_t d = 0; d < k; ++d) {
     TT_CHECK(w.strides[d] >= 1 && w.dilations[d] >= 1 && w.kernel[d] >= 1, kInvalidArgument,
              "strides, dilations and kernel_shape must be positive");
+  }
+  const std::vector<int64_t> pads =
+      window_pads(auto_pad, sized_ints(n, "pads", 0, 2 * k), in, w.kernel, w.strides, w.dilations);
+  for (size_t d = 0; d < k; ++d) {
     const int64_t span = (w.kernel[d] - 1) * w.dilations[d] + 1;
-    int64_t b = pads[d], e = pads[d + k];
-    if (auto_pad == "VALID") {
-      b = e = 0;
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t o = (in[d] + w.strides[d] - 1) / w.strides[d];
-      const int64_t total = std::max<int64_t>(0, (o - 1) * w.strides[d] + span - in[d]);
-      b = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      e = total - b;
-    } else {
-      TT_CHECK(auto_pad == "NOTSET" || auto_pad.empty(), kInvalidArgument, "auto_pad '", auto_pad,
-               "' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
-    }
+    const int64_t b = pads[d], e = pads[d + k];
     TT_CHECK(b >= 0 && e >= 0, kInvalidArgument, "negative pads are not supported");
     const int64_t room = in[d] + b + e - span;
     TT_CHECK(room >= 0, kInvalidArgument, "a window spanning ", span, " does not fit an extent of ",
@@ -944,29 +944,31 @@ int64_t normalise(int64_t axis, size_t rank) {
   return normalize_axis(axis, static_cast<int64_t>(rank), "");
 }
 
-/// Pads of a 2-D window op: explicit (ONNX order x1_begin, x2_begin, x1_end,
-/// x2_end, as ours), or from auto_pad for the input extents.
+/// Pads of a window op over `in` (any number of axes): explicit (ONNX's
+/// order, every axis's begin then every axis's end, as ours), or from
+/// auto_pad for the input extents.
 std::vector<int64_t> window_pads(const std::string& auto_pad, std::vector<int64_t> pads,
                                  const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilations) {
+  const size_t k = in.size();
   if (auto_pad.empty() || auto_pad == "NOTSET") {
-    if (pads.empty()) pads = {0, 0, 0, 0};
-    TT_CHECK(pads.size() == 4, kInvalidArgument, "pads needs 4 values for a 2-D window, got ",
-             pads.size());
+    if (pads.empty()) pads.assign(2 * k, 0);
+    TT_CHECK(pads.size() == 2 * k, kInvalidArgument, "pads needs ", 2 * k, " values for a ", k,
+             "-D window, got ", pads.size());
     return pads;
   }
-  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad == "VALID") return std::vector<int64_t>(2 * k, 0);
   TT_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", kInvalidArgument, "auto_pad '",
            auto_pad, "' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
-  std::vector<int64_t> out(4);
-  for (size_t d = 0; d < 2; ++d) {
+  std::vector<int64_t> out(2 * k);
+  for (size_t d = 0; d < k; ++d) {
     int64_t o = (in[d] + strides[d] - 1) / strides[d];
     int64_t total =
         std::max<int64_t>(0, (o - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d]);
     int64_t small = total / 2, big = total - small;
     out[d] = auto_pad == "SAME_UPPER" ? small : big;
-    out[d + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    out[d + k] = auto_pad == "SAME_UPPER" ? big : small;
   }
   return out;
 }
@@ -1094,6 +1096,20 @@ ResizeTaps resize_taps(const ResizeRule& r, int64_t in, int64_t out, double scal
   return t;
 }
 
+/// The output of an Einsum's implicit form: the letters of `lhs` used
+/// once, in alphabetical order, less those in `skip`.
+std::string implicit_output(const std::string& lhs, const std::string& skip) {
+  std::map<char, int> uses;
+  for (char ch : lhs) {
+    if (std::isalpha(static_cast<unsigned char>(ch))) ++uses[ch];
+  }
+  std::string out;
+  for (const auto& [ch, count] : uses) {
+    if (count == 1 && skip.find(ch) == std::string::npos) out += ch;
+  }
+  return out;
+}
+
 /// `equation` with each "..." spelled out as letters it does not use: an
 /// operand's ellipsis stands for its axes beyond its letters, lined up from
 /// the right as numpy broadcasts them. An implicit output gets the
@@ -1122,12 +1138,10 @@ std::string spell_out_ellipses(const std::string& equation, const std::vector<Va
            "' leaves too few letters for its ellipsis");
   const std::string letters = spare.substr(0, static_cast<size_t>(most));
   std::string lhs;
-  std::map<char, int> uses;
   for (size_t k = 0; k < terms.size(); ++k) {
     if (size_t at = terms[k].find("..."); at != std::string::npos) {
       terms[k].replace(at, 3, letters.substr(static_cast<size_t>(most - hidden[k])));
     }
-    for (char ch : terms[k]) ++uses[ch];
     lhs += (k ? "," : "") + terms[k];
   }
   if (arrow != std::string::npos) {
@@ -1135,11 +1149,7 @@ std::string spell_out_ellipses(const std::string& equation, const std::vector<Va
     if (size_t at = out.find("..."); at != std::string::npos) out.replace(at, 3, letters);
     return lhs + "->" + out;
   }
-  std::string out = letters;
-  for (const auto& [ch, count] : uses) {
-    if (count == 1 && letters.find(ch) == std::string::npos) out += ch;
-  }
-  return lhs + "->" + out;
+  return lhs + "->" + letters + implicit_output(lhs, letters);
 }
 
 const std::map<std::string, Importer::Handler>& Importer::handlers() {
@@ -1345,13 +1355,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const size_t n_state = in.size() - first - static_cast<size_t>(n_scan_in);
     const size_t n_scan_out =
         static_cast<size_t>(std::max<int64_t>(0, g.output_size() - static_cast<int64_t>(n_state)));
-    auto per = [&](const char* name, size_t count) {
-      std::vector<int64_t> v = attr_ints(n, name, {});
-      if (v.empty()) v.assign(count, 0);
-      TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values, not ",
-               count);
-      return v;
-    };
+    auto per = [&](const char* name, size_t count) { return sized_ints(n, name, 0, count); };
     std::vector<Value> state(in.begin() + static_cast<std::ptrdiff_t>(first),
                              in.begin() + static_cast<std::ptrdiff_t>(first + n_state));
     std::vector<Value> sequences(in.begin() + static_cast<std::ptrdiff_t>(first + n_state),
@@ -1688,8 +1692,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                " and the data ", shape_text(x->shape), " differ in rank");
       std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {});
       if (kernel.empty()) kernel.assign(w->shape.begin() + 2, w->shape.end());
-      const Window win =
-          window_of(n, {x->shape.begin() + 2, x->shape.end()}, kernel, false, "convolution");
+      const Window win = window_of(n, {x->shape.begin() + 2, x->shape.end()}, kernel, false);
       Value out = conv3d_by_slices(n, x, w, win, attr_int(n, "group", 1));
       if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
       return one(out);
@@ -2097,18 +2100,18 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                                                             {"Div", "divide"},
                                                             {"Pow", "power"}};
     std::string name = ours.at(op);
-    h[op] = [this, need, one, name](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    h[op] = [this, need, one, name, cast_to](const onnx::NodeProto& n,
+                                             const std::vector<Value>& in) {
       Value a = need(in, 0, "A"), b = need(in, 1, "B");
       if (name == "power" && !a->dtype.is_float()) {
         // An integer base: raised in float64 (exact to 2^53) and truncated
         // back to its type, as ONNX Runtime's static_cast<T>(pow(x, y)).
-        const auto wide = cast_attrs(DataType::float64());
-        Value raised =
-            make("power", {make("cast", {a}, wide, n), make("cast", {b}, wide, n)}, te::Attrs(), n);
-        return one(make("cast", {raised}, cast_attrs(a->dtype), n));
+        const DataType wide = DataType::float64();
+        Value raised = make("power", {cast_to(a, wide, n), cast_to(b, wide, n)}, te::Attrs(), n);
+        return one(cast_to(raised, a->dtype, n));
       }
       // The result has the base's type, whatever the exponent's.
-      if (name == "power" && b->dtype != a->dtype) b = make("cast", {b}, cast_attrs(a->dtype), n);
+      if (name == "power") b = cast_to(b, a->dtype, n);
       return one(make(name, {a, b}, te::Attrs(), n));
     };
   }
@@ -2486,11 +2489,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     } else {
       const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {});
       TT_CHECK(kernel.size() == k, kInvalidArgument, "needs a kernel_shape of ", k, " values");
-      std::vector<int64_t> strides = attr_ints(n, "strides", {}), pads = attr_ints(n, "pads", {});
-      if (strides.empty()) strides.assign(k, 1);
-      if (pads.empty()) pads.assign(2 * k, 0);
-      TT_CHECK(strides.size() == k && pads.size() == 2 * k, kInvalidArgument,
-               "strides and pads need ", k, " and ", 2 * k, " values");
+      const std::vector<int64_t> strides = sized_ints(n, "strides", 1, k),
+                                 pads = sized_ints(n, "pads", 0, 2 * k);
       shape = {x->shape[0], x->shape[1]};
       for (size_t d = 0; d < k; ++d) {
         shape.push_back((x->shape[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + k]);
@@ -3346,16 +3346,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (eq.find("...") != std::string::npos) eq = spell_out_ellipses(eq, in);
     size_t arrow = eq.find("->");
     if (arrow == std::string::npos) {
-      // The implicit form: the output has the letters used once, in alphabetical order.
-      std::map<char, int> uses;
-      for (char ch : eq) {
-        if (std::isalpha(static_cast<unsigned char>(ch))) ++uses[ch];
-      }
       arrow = eq.size();
-      eq += "->";
-      for (const auto& [ch, count] : uses) {
-        if (count == 1) eq += ch;
-      }
+      eq += "->" + implicit_output(eq.substr(0, arrow), "");
     }
     std::vector<std::string> terms = split(eq.substr(0, arrow), ',');
     const std::string out_term = eq.substr(arrow + 2);
@@ -3541,18 +3533,12 @@ std::string gaps_text(const std::vector<OnnxGap>& gaps) {
   return text;
 }
 
-/// The recurrent operators unrolled: the input projection of every time step
-/// is one matmul over the whole sequence ([seq * batch, I] x [I, G * H], G
-/// gates), and each step adds its state's projection ([batch, H] x [H, G * H])
-/// and applies the gates. Steps of equal shape are one tuning task. A
-/// sequence length shorter than the sequence holds the state and writes
-/// zeros past it, as ONNX says.
 std::vector<Value> Importer::pool_by_taps(const onnx::NodeProto& n, const Value& x, bool is_max,
                                           const std::vector<int64_t>& kernel) {
   const size_t rank = x->shape.size(), k = rank - 2;
   const std::vector<int64_t> in(x->shape.begin() + 2, x->shape.end());
   const bool ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
-  const Window w = window_of(n, in, kernel, ceil_mode, "pool");
+  const Window w = window_of(n, in, kernel, ceil_mode);
   // Half data sums in float32, as every other sum of a half model does.
   const bool half = x->dtype == DataType::float16();
   const DataType t = half && !is_max ? DataType::float32() : x->dtype;
@@ -3582,8 +3568,6 @@ std::vector<Value> Importer::pool_by_taps(const onnx::NodeProto& n, const Value&
   if (padded) data = make("pad", {data}, te::Attrs(attrs(std::move(p))), n);
   const bool want_indices = is_max && n.output_size() > 1 && !n.output(1).empty();
   const bool column_major = attr_int(n, "storage_order", 0) != 0;
-  std::vector<int64_t> out_shape(x->shape.begin(), x->shape.begin() + 2);
-  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
   int64_t taps = 1, out_count = 1;
   for (size_t d = 0; d < k; ++d) {
     taps *= w.kernel[d];
@@ -3738,15 +3722,10 @@ Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const
   const int64_t groups = attr_int(n, "group", 1);
   TT_CHECK(groups >= 1 && x->shape[1] % groups == 0, kInvalidArgument, "group ", groups,
            " does not divide the ", x->shape[1], " input channels");
-  auto ints = [&](const char* name, int64_t fallback, size_t count) {
-    std::vector<int64_t> v = attr_ints(n, name, {});
-    if (v.empty()) v.assign(count, fallback);
-    TT_CHECK(v.size() == count, kInvalidArgument, name, " has ", v.size(), " values, not ", count);
-    return v;
-  };
-  const std::vector<int64_t> strides = ints("strides", 1, 3), dilations = ints("dilations", 1, 3),
-                             extra = ints("output_padding", 0, 3);
-  std::vector<int64_t> pads = ints("pads", 0, 6);
+  const std::vector<int64_t> strides = sized_ints(n, "strides", 1, 3),
+                             dilations = sized_ints(n, "dilations", 1, 3),
+                             extra = sized_ints(n, "output_padding", 0, 3);
+  std::vector<int64_t> pads = sized_ints(n, "pads", 0, 6);
   std::vector<int64_t> given = attr_ints(n, "output_shape", {});
   if (given.size() > 3) given.erase(given.begin(), given.end() - 3);
   TT_CHECK(given.empty() || given.size() == 3, kInvalidArgument, "output_shape has ", given.size(),
@@ -3839,6 +3818,12 @@ Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const
                           win, groups);
 }
 
+/// The recurrent operators unrolled: the input projection of every time step
+/// is one matmul over the whole sequence ([seq * batch, I] x [I, G * H], G
+/// gates), and each step adds its state's projection ([batch, H] x [H, G * H])
+/// and applies the gates. Steps of equal shape are one tuning task. A
+/// sequence length shorter than the sequence holds the state and writes
+/// zeros past it, as ONNX says.
 std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
                                        Recurrent kind) {
   const int gates = kind == Recurrent::kLstm ? 4 : kind == Recurrent::kGru ? 3 : 1;

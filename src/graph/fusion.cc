@@ -108,6 +108,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   // Calls of a converging region (see converging_region) joined to the
   // group they read before their turn comes.
   std::unordered_map<const Object*, size_t> planned;
+  std::unordered_set<size_t> planned_groups;  ///< the groups `planned` joins calls to
   std::unordered_map<const Object*, size_t> position_of;
   for (size_t position = 0; position < calls.size(); ++position) {
     position_of[calls[position].get()] = position;
@@ -142,6 +143,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
                                                          taken, max_calls - g.group.calls.size());
           if (region.empty()) continue;
           for (size_t r : region) planned[calls[r].get()] = it->second;
+          planned_groups.insert(it->second);
         }
         joined = it->second;
         break;
@@ -167,9 +169,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
             other.group.calls.size() + groups[*joined].group.calls.size() >= max_calls) {
           continue;
         }
-        bool planned_into = false;
-        for (const auto& [call, group] : planned) planned_into = planned_into || group == from;
-        if (planned_into) continue;
+        if (planned_groups.count(from)) continue;
         std::vector<Ref<CallNode>>& into = groups[*joined].group.calls;
         for (auto& moved : other.group.calls) {
           group_of[moved.get()] = *joined;

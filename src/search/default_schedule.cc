@@ -213,6 +213,8 @@ schedule::State default_schedule(const te::Task& task) {
         }
         return lengths;
       });
+  // Splits leave the stages' extents as they are: decided once.
+  const bool worth_threads = state_iterations(state) >= kMinParallelIterations;
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& st = state.stage(s);
     if (st.is_placeholder() || st.location == schedule::ComputeLocation::kInline ||
@@ -239,7 +241,7 @@ schedule::State default_schedule(const te::Task& task) {
     // Enough outer loops fused for every core to have work, when there is
     // enough work to pay for the threads.
     if (machine.num_cores > 1 && now.location == schedule::ComputeLocation::kRoot &&
-        state_iterations(state) >= kMinParallelIterations) {
+        worth_threads) {
       int count = 0;
       int64_t product = 1;
       for (int id : now.leaves) {

@@ -1,5 +1,5 @@
 /// \file
-/// When a stage is worth splitting between threads: the search and the
+/// When a task is worth splitting between threads: the search and the
 /// default schedules ask the same question.
 #pragma once
 
@@ -9,7 +9,8 @@
 
 namespace tensortune::search {
 
-/// Loop iterations below which a stage runs on one thread: forking and
+/// Loop iterations (state_iterations) below which a task runs on one
+/// thread: forking and
 /// joining OpenMP's threads costs about a microsecond, what a few thousand
 /// vector multiply-adds take. A recurrent cell's per-step gates (a few
 /// hundred elements) and its hidden-state matmul ran slower on two threads

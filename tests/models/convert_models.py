@@ -217,7 +217,6 @@ def quantize(model, inputs, form, near):
     ranges = calibrate(model, inputs, sorted({n.input[0] for n in targets} | {n.output[0] for n in targets}),
                        near)
     inits, nodes, replaced = [], [], {}
-    count = [0]
 
     def const(name, value):
         inits.append(numpy_helper.from_array(np.asarray(value), name))
@@ -240,7 +239,6 @@ def quantize(model, inputs, form, near):
         if id(n) not in target_names:
             nodes.append(n)
             continue
-        count[0] += 1
         trans_b = any(a.name == "transB" and a.i for a in n.attribute)
         w = weights[n.input[1]]
         axis = 0 if n.op_type == "Conv" or (n.op_type == "Gemm" and trans_b) else 1
@@ -301,7 +299,7 @@ def quantize(model, inputs, form, near):
     del g.initializer[:]
     g.initializer.extend(keep + inits)
     del g.value_info[:]
-    return model, count[0]
+    return model, len(targets)
 
 
 def main():
