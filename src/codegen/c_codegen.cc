@@ -227,6 +227,7 @@ const char* intrinsic_name(Intrinsic op) {
     case Intrinsic::kExp2: return "exp2";
     case Intrinsic::kLog2: return "log2";
     case Intrinsic::kAtan: return "atan";
+    case Intrinsic::kDot4U8S8: return "tt_dot4_u8s8";
   }
   return "?";
 }
@@ -368,6 +369,71 @@ class Prelude {
     TT_ICHECK(op == Intrinsic::kErf, "no vectorizable form of ", intrinsic_name(op));
     add(helpers_, "tt_erf_f32", c_helper_erf_f32);
     return "tt_erf_f32";
+  }
+  /// Name of `acc` plus dot4_u8s8 of `a` and `b` over `lanes` int32 lanes
+  /// (1: scalar). One VNNI instruction where the target has it; else each
+  /// word's even and odd bytes widened to 16 bits and multiplied in pairs
+  /// (pmaddwd), which is exact; lanes that fit no register, one by one.
+  std::string dot4_u8s8(int lanes) {
+    if (lanes == 1) {
+      add(helpers_, "tt_dot4_u8s8",
+          "static inline int32_t tt_dot4_u8s8(int32_t acc, int32_t a, int32_t b) {\n"
+          "  uint32_t ua = (uint32_t)a, ub = (uint32_t)b;\n"
+          "  for (int k = 0; k < 32; k += 8)\n"
+          "    acc += (int32_t)((ua >> k) & 0xffu) * (int32_t)(int8_t)(uint8_t)((ub >> k) & "
+          "0xffu);\n"
+          "  return acc;\n"
+          "}");
+      return "tt_dot4_u8s8";
+    }
+    std::string type = vector_type("i32", lanes);
+    std::string name = "tt_dot4_u8s8_i32x" + std::to_string(lanes);
+    // Per register width: the VNNI forms, then the pmaddwd form and its ISA.
+    struct Form {
+      const char* vnni;
+      const char* madd_isa;
+      const char* p;   // intrinsic prefix
+      const char* v;   // register type
+      const char* si;  // and/or suffix
+    };
+    std::optional<Form> form;
+    if (lanes == 16)
+      form = Form{"defined(__AVX512VNNI__)", "defined(__AVX512BW__)", "_mm512", "__m512i", "si512"};
+    if (lanes == 8)
+      form = Form{"defined(__AVX512VNNI__) && defined(__AVX512VL__)", "defined(__AVX2__)", "_mm256",
+                  "__m256i", "si256"};
+    if (lanes == 4)
+      form = Form{"defined(__AVX512VNNI__) && defined(__AVX512VL__)", "defined(__SSE2__)", "_mm",
+                  "__m128i", "si128"};
+    std::string per_lane = "  " + type + " r;\n  for (int l = 0; l < " + std::to_string(lanes) +
+                           "; ++l) r[l] = tt_dot4_u8s8(acc[l], a[l], b[l]);\n  return r;\n";
+    dot4_u8s8(1);
+    std::string body;
+    if (!form) {
+      body = per_lane;
+    } else {
+      std::string p = form->p, v = form->v;
+      const std::string cast = "(" + v + ")";
+      body = std::string("#if ") + form->vnni + "\n  return (" + type + ")" + p + "_dpbusd_epi32(" +
+             cast + "acc, " + cast + "a, " + cast + "b);\n";
+      if (lanes != 16) {
+        body += "#elif defined(__AVXVNNI__)\n  return (" + type + ")" + p + "_dpbusd_avx_epi32(" +
+                cast + "acc, " + cast + "a, " + cast + "b);\n";
+      }
+      body += std::string("#elif ") + form->madd_isa + "\n  " + v + " lo = " + p +
+              "_set1_epi16(0x00ff), wa = " + cast + "a, wb = " + cast + "b;\n  " + v +
+              " even = " + p + "_madd_epi16(" + p + "_and_" + form->si + "(wa, lo), " + p +
+              "_srai_epi16(" + p + "_slli_epi16(wb, 8), 8));\n  " + v + " odd = " + p +
+              "_madd_epi16(" + p + "_srli_epi16(wa, 8), " + p +
+              "_srai_epi16(wb, 8));\n  return acc + (" + type + ")even + (" + type +
+              ")odd;\n#else\n" + per_lane + "#endif\n";
+    }
+    add(helpers_, name,
+        "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"
+        "static inline " +
+            type + " " + name + "(" + type + " acc, " + type + " a, " + type + " b) {\n" + body +
+            "}");
+    return name;
   }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
   void bfloat16() {
@@ -930,6 +996,10 @@ class FunctionEmitter {
 
   std::string binary(const ir::BinaryNode& n) {
     DataType t = n.dtype;
+    if (n.op == BinaryOp::kAdd) {
+      if (const ir::CallNode* d = as_dot4(n.b)) return dot4(*d, n.a);
+      if (const ir::CallNode* d = as_dot4(n.a)) return dot4(*d, n.b);
+    }
     int level = binary_precedence(n);
     std::string a = level ? operand(n.a, level, false) : expr(n.a);
     std::string b = level ? operand(n.b, level, true) : expr(n.b);
@@ -1056,7 +1126,23 @@ class FunctionEmitter {
     return converted;
   }
 
+  /// acc + dot4_u8s8(a, b) in one helper call (acc null: 0).
+  std::string dot4(const ir::CallNode& n, const Expr& acc) {
+    int lanes = n.dtype.lanes();
+    std::string zero = lanes == 1 ? "0" : prelude_.broadcast("i32", lanes) + "(0)";
+    std::string f = prelude_.dot4_u8s8(lanes);
+    return f + "(" + (acc ? strip_parens(expr(acc)) : zero) + ", " + strip_parens(expr(n.args[0])) +
+           ", " + strip_parens(expr(n.args[1])) + ")";
+  }
+
+  static const ir::CallNode* as_dot4(const Expr& e) {
+    if (e->kind() != ir::ExprKind::kCall) return nullptr;
+    const auto& c = static_cast<const ir::CallNode&>(*e);
+    return c.op == Intrinsic::kDot4U8S8 ? &c : nullptr;
+  }
+
   std::string call(const ir::CallNode& n) {
+    if (n.op == Intrinsic::kDot4U8S8) return dot4(n, Expr());
     DataType t = n.dtype;
     std::string f = std::string(intrinsic_name(n.op)) + (compute_tag(t) == "f32" ? "f" : "");
     std::string one = compute_tag(t) == "f32" ? "1.0f" : "1.0";

@@ -14,6 +14,8 @@ bool FusedGroup::is_view() const { return calls.size() == 1 && view_offset(*call
 
 std::optional<int64_t> view_offset(const CallNode& call) {
   if (call.op == "reshape") return 0;
+  // Whole words of four bytes are the bytes' own memory, read as int32.
+  if (call.op == "nn.pack_int8x4" && call.args[0]->shape.back() % 4 == 0) return 0;
   const auto* a = dynamic_cast<const te::SliceAttrsNode*>(call.attrs.get());
   if (call.op != "slice" || !a || call.args.size() != 1) return std::nullopt;
   const std::vector<int64_t>& in = call.args[0]->shape;

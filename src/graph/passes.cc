@@ -479,6 +479,120 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
   });
 }
 
+namespace {
+
+/// Bytes `bytes` (uint8) and a zero point with value == bytes - zero_point.
+struct CentredBytes {
+  Value bytes;
+  int64_t zero_point = 0;
+};
+
+/// The single value of a constant whose elements are all equal.
+std::optional<int64_t> uniform_integer(const Value& v) {
+  const ConstantNode* k = as_constant(v);
+  if (!k || !k->dtype.is_integer() || k->data.array().size() == 0) return std::nullopt;
+  const te::NDArray& a = k->data.array();
+  const double first = a.get(0);
+  for (int64_t i = 1; i < a.size(); ++i) {
+    if (a.get(i) != first) return std::nullopt;
+  }
+  return static_cast<int64_t>(first);
+}
+
+te::Attrs cast_attrs(ir::DataType t) {
+  auto a = make_node<te::CastAttrsNode>();
+  a->dtype = t;
+  return te::Attrs(attrs_node(std::move(a)));
+}
+
+/// `data` (int32) as centred int8 or uint8 bytes, as the ONNX importer
+/// writes ConvInteger's and QLinearConv's operand: cast(x) or
+/// subtract(cast(x), zero point), maybe seen through a transpose. int8
+/// bytes are moved up by 128 to uint8, and their zero point with them.
+std::optional<CentredBytes> centred_bytes(const Value& data) {
+  const CallNode* c = as_call(data);
+  if (!c) return std::nullopt;
+  if (c->op == "transpose") {
+    auto inner = centred_bytes(c->args[0]);
+    if (!inner) return std::nullopt;
+    inner->bytes = call("transpose", {inner->bytes}, c->attrs, c->name + ".bytes");
+    return inner;
+  }
+  int64_t zero_point = 0;
+  if (c->op == "subtract") {
+    auto z = uniform_integer(c->args[1]);
+    if (!z) return std::nullopt;
+    zero_point = *z;
+    c = as_call(c->args[0]);
+    if (!c) return std::nullopt;
+  }
+  if (c->op != "cast" || c->dtype != ir::DataType::int32()) return std::nullopt;
+  const Value& x = c->args[0];
+  if (x->dtype == ir::DataType::uint(8)) return CentredBytes{x, zero_point};
+  if (x->dtype != ir::DataType::int_(8)) return std::nullopt;
+  te::NDArray offset(ir::DataType::int32(), {});
+  offset.set(0, 128);
+  Value moved = call("add",
+                     {call("cast", {x}, cast_attrs(ir::DataType::int32()), c->name + ".wide"),
+                      constant(std::move(offset), c->name + ".offset")},
+                     te::Attrs(), c->name + ".offset");
+  return CentredBytes{call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes"),
+                      zero_point + 128};
+}
+
+}  // namespace
+
+Graph int8_conv2d_words(const Graph& graph) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
+    const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+    const ConstantNode* weight = as_constant(args[1]);
+    if (conv.data_layout != "NHWC" || conv.groups != 1 || !weight) return Value();
+    const te::NDArray& w = weight->data.array();
+    for (int64_t i = 0; i < w.size(); ++i) {
+      if (w.get(i) < -128 || w.get(i) > 127) return Value();
+    }
+    std::optional<CentredBytes> data = centred_bytes(args[0]);
+    if (!data || data->zero_point < 0 || data->zero_point > 255) return Value();
+    // The kernel in words, and per output channel the sum of its weights:
+    // sum((x - z) * w) = sum(x * w) - z * sum(w), padding included, since
+    // the data is padded with z.
+    const int64_t r = w.shape()[0], s = w.shape()[1], channels = w.shape()[2], k = w.shape()[3];
+    const int64_t words = (channels + 3) / 4;
+    te::NDArray packed(ir::DataType::int32(), {r, s, words, k});
+    std::vector<int64_t> weight_sums(static_cast<size_t>(k), 0);
+    for (int64_t rs = 0; rs < r * s; ++rs) {
+      for (int64_t word = 0; word < words; ++word) {
+        for (int64_t o = 0; o < k; ++o) {
+          uint32_t bits = 0;
+          for (int64_t j = 0; j < 4 && 4 * word + j < channels; ++j) {
+            const auto v = static_cast<int64_t>(w.get((rs * channels + 4 * word + j) * k + o));
+            weight_sums[static_cast<size_t>(o)] += v;
+            bits |= (static_cast<uint32_t>(v) & 0xffu) << (8 * j);
+          }
+          packed.set_int((rs * words + word) * k + o, static_cast<int32_t>(bits));
+        }
+      }
+    }
+    // The padding holds the zero point in each byte.
+    te::NDArray pad_word(ir::DataType::int32(), {});
+    pad_word.set_int(0,
+                     static_cast<int32_t>(static_cast<uint32_t>(data->zero_point) * 0x01010101u));
+    Value out = call("nn.conv2d_int8x4",
+                     {call("nn.pack_int8x4", {data->bytes}, te::Attrs(), c.name + ".words"),
+                      constant(std::move(packed), weight->name + ".words"),
+                      constant(std::move(pad_word), c.name + ".pad_word")},
+                     c.attrs, c.name);
+    if (data->zero_point == 0) return out;
+    te::NDArray correction(ir::DataType::int32(), {k});
+    for (int64_t o = 0; o < k; ++o) {
+      correction.set_int(o, data->zero_point * weight_sums[static_cast<size_t>(o)]);
+    }
+    return call("subtract", {out, constant(std::move(correction), c.name + ".zero_point_sums")},
+                te::Attrs(), c.name + ".centred");
+  });
+}
+
 Graph sink_reshapes(const Graph& graph) {
   auto reshape_of = [](const Value& v) -> const CallNode* {
     const CallNode* c = as_call(v);
@@ -553,6 +667,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"simplify_inference", any_target<simplify_inference>},
       {"fold_constants", any_target<fold_constants>},
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
+      {"int8_conv2d_words", any_target<int8_conv2d_words>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
       {"sink_reshapes", any_target<sink_reshapes>},

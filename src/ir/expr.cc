@@ -350,12 +350,17 @@ Expr cast(DataType dtype, Expr value) {
 }
 
 Expr call(Intrinsic op, std::vector<Expr> args) {
-  size_t arity = op == Intrinsic::kPow ? 2 : 1;
+  size_t arity = op == Intrinsic::kPow || op == Intrinsic::kDot4U8S8 ? 2 : 1;
   TT_CHECK(args.size() == arity, kInvalidArgument, op_name(op), " takes ", arity,
            " argument(s), got ", args.size());
   if (arity == 2) unify(op_name(op), args[0], args[1]);
-  TT_CHECK(args[0] && args[0].dtype().is_float(), kTypeMismatch, op_name(op),
-           " needs a float argument", args[0] ? ", got " + args[0].dtype().str() : "");
+  if (op == Intrinsic::kDot4U8S8) {
+    TT_CHECK(args[0].dtype().element_of() == DataType::int32(), kTypeMismatch, op_name(op),
+             " needs int32 words, got ", args[0].dtype().str());
+  } else {
+    TT_CHECK(args[0] && args[0].dtype().is_float(), kTypeMismatch, op_name(op),
+             " needs a float argument", args[0] ? ", got " + args[0].dtype().str() : "");
+  }
   auto n = with_type<CallNode>(args[0].dtype());
   n->op = op;
   n->args = std::move(args);
@@ -464,6 +469,7 @@ Expr tanh(Expr x) { return call(Intrinsic::kTanh, {std::move(x)}); }
 Expr erf(Expr x) { return call(Intrinsic::kErf, {std::move(x)}); }
 Expr sigmoid(Expr x) { return call(Intrinsic::kSigmoid, {std::move(x)}); }
 Expr pow(Expr x, Expr y) { return call(Intrinsic::kPow, {std::move(x), std::move(y)}); }
+Expr dot4_u8s8(Expr a, Expr b) { return call(Intrinsic::kDot4U8S8, {std::move(a), std::move(b)}); }
 Expr fabs(Expr x) { return call(Intrinsic::kFabs, {std::move(x)}); }
 Expr floor(Expr x) { return call(Intrinsic::kFloor, {std::move(x)}); }
 Expr ceil(Expr x) { return call(Intrinsic::kCeil, {std::move(x)}); }

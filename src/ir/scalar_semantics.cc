@@ -139,7 +139,20 @@ bool apply_compare(CompareOp op, DataType dtype, double a, double b) {
   return false;
 }
 
+int32_t dot4_u8s8(int32_t a, int32_t b) {
+  const auto ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
+  int32_t sum = 0;
+  for (int k = 0; k < 32; k += 8) {
+    sum += static_cast<int32_t>((ua >> k) & 0xffu) *
+           static_cast<int8_t>(static_cast<uint8_t>((ub >> k) & 0xffu));
+  }
+  return sum;
+}
+
 double apply_intrinsic(Intrinsic op, DataType dtype, double x, double y) {
+  if (op == Intrinsic::kDot4U8S8) {
+    return dot4_u8s8(static_cast<int32_t>(x), static_cast<int32_t>(y));
+  }
   double r = 0;
   switch (op) {
     case Intrinsic::kExp: r = std::exp(x); break;
@@ -160,6 +173,7 @@ double apply_intrinsic(Intrinsic op, DataType dtype, double x, double y) {
     case Intrinsic::kExp2: r = std::exp2(x); break;
     case Intrinsic::kLog2: r = std::log2(x); break;
     case Intrinsic::kAtan: r = std::atan(x); break;
+    case Intrinsic::kDot4U8S8: break;  // above
   }
   return round_to_float(dtype, r);
 }

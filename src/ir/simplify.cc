@@ -303,6 +303,10 @@ class Simplifier final : public ExprMutator {
     bool all_const = true;
     for (const auto& a : args) all_const &= is_const(a);
     if (all_const) {
+      if (n.op == Intrinsic::kDot4U8S8) {
+        return make_const(n.dtype, dot4_u8s8(static_cast<int32_t>(*as_const_float(args[0])),
+                                             static_cast<int32_t>(*as_const_float(args[1]))));
+      }
       double y = args.size() > 1 ? *as_const_float(args[1]) : 0;
       return float_imm(apply_intrinsic(n.op, n.dtype, *as_const_float(args[0]), y), n.dtype);
     }

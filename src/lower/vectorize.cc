@@ -28,7 +28,7 @@ using ir::BinaryOp;
 using ir::ExprKind;
 using ir::Intrinsic;
 
-constexpr int64_t kMaxLanes = 64;
+constexpr int64_t kMaxLanes = kMaxVectorLanes;
 
 bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -433,7 +433,8 @@ bool has_vector_form(Intrinsic op, DataType t) {
     case Intrinsic::kFloor:
     case Intrinsic::kCeil:
     case Intrinsic::kRound:
-    case Intrinsic::kTrunc: return true;
+    case Intrinsic::kTrunc:
+    case Intrinsic::kDot4U8S8: return true;
     case Intrinsic::kExp:
     case Intrinsic::kErf:
     case Intrinsic::kTanh:

@@ -6,6 +6,7 @@
 
 #include "search/parallel_work.h"
 #include "tensortune/ir/expr_functor.h"
+#include "tensortune/lower/passes.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/annotate.h"
 #include "tensortune/search/sketch.h"
@@ -225,15 +226,19 @@ schedule::State default_schedule(const te::Task& task) {
     // long, or made so by splitting off two vectors (an untiled elementwise
     // stage over a long row).
     int last = static_cast<int>(st.leaves.size()) - 1;
+    // Bytes have 64 lanes to an AVX-512 register: a few vectors of them may
+    // be more lanes than the vectorize pass takes.
     int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
+    const int64_t longest = std::min(4 * lanes, lower::kMaxVectorLanes);
+    const int64_t piece = std::min(2 * lanes, lower::kMaxVectorLanes);
     if (const auto& inner = st.iters[st.leaves.back()];
-        inner.kind == ir::IterKind::kSpatial && inner.extent > 4 * lanes &&
-        inner.extent % (2 * lanes) == 0 && !attached_at(state, s, st.leaves.back())) {
-      if (try_apply(state, schedule::split(s, last, {2 * lanes}))) ++last;
+        inner.kind == ir::IterKind::kSpatial && inner.extent > longest &&
+        inner.extent % piece == 0 && !attached_at(state, s, st.leaves.back())) {
+      if (try_apply(state, schedule::split(s, last, {piece}))) ++last;
     }
     const Stage& split = state.stage(s);
     const auto& it = split.iters[split.leaves.back()];
-    if (it.kind == ir::IterKind::kSpatial && it.extent > 1 && it.extent <= 4 * lanes &&
+    if (it.kind == ir::IterKind::kSpatial && it.extent > 1 && it.extent <= longest &&
         !attached_at(state, s, split.leaves.back())) {
       try_apply(state, schedule::annotate(s, last, schedule::IterAnnotation::kVectorize));
     }

@@ -325,8 +325,14 @@ class Compiler {
   Fn compile_node(const ir::CallNode& n, DataType t) {
     TT_ICHECK(!n.args.empty() && n.args.size() <= 2, "intrinsic ", ir::op_name(n.op), " with ",
               n.args.size(), " arguments");
-    TT_ICHECK(t.is_float(), "intrinsic ", ir::op_name(n.op), " of type ", t.str());
     Fn x = compile(n.args[0]);
+    if (n.op == ir::Intrinsic::kDot4U8S8) {
+      Fn y = compile(n.args[1]);
+      return [x, y](Frame& f) {
+        return int_value(ir::dot4_u8s8(static_cast<int32_t>(x(f).i), static_cast<int32_t>(y(f).i)));
+      };
+    }
+    TT_ICHECK(t.is_float(), "intrinsic ", ir::op_name(n.op), " of type ", t.str());
     DataType tx = n.args[0].dtype();
     ir::Intrinsic op = n.op;
     if (n.args.size() == 1) {

@@ -50,7 +50,8 @@ Count count_ops(const Expr& e) {
         c.ops += a.ops;
         c.on_data = c.on_data || a.on_data;
       }
-      if (c.on_data) c.ops += 1;
+      // dot4_u8s8 is four multiplies and three adds.
+      if (c.on_data) c.ops += node.op == ir::Intrinsic::kDot4U8S8 ? 7 : 1;
       return c;
     } else if constexpr (std::is_same_v<Node, ir::BufferLoadNode> ||
                          std::is_same_v<Node, ir::RampNode> ||

@@ -122,6 +122,44 @@ bool register_all() {
                  return c.data_layout == "NCHW" ? te::conv2d_nchw(a[0], a[1], c)
                                                 : te::conv2d_nhwc(a[0], a[1], c);
                }});
+  // An int8 convolution on words of four channels (the pass
+  // int8_conv2d_words makes them): the packing, and the sum of dot products.
+  register_op({"nn.pack_int8x4", "int8 or uint8 bytes in int32 words of four, along the last axis",
+               1, 1, "", OpPattern::kInjective,
+               [](const Types& a, const AttrsNode*) {
+                 TT_CHECK(
+                     a[0].dtype == ir::DataType::int_(8) || a[0].dtype == ir::DataType::uint(8),
+                     kInvalidArgument, "packs ", a[0].dtype.str(), "; int8 and uint8 are packed");
+                 TT_CHECK(!a[0].shape.empty(), kInvalidArgument, "packs a scalar");
+               },
+               [](const Tensors& a, const AttrsNode*) { return te::pack_int8x4(a[0]); }});
+  register_op({"nn.conv2d_int8x4",
+               "2-D convolution of NHWC uint8 data and an HWIO int8 kernel, both in words of "
+               "four channels (nn.pack_int8x4), to int32; the padding holds the third operand, "
+               "a word",
+               3, 3, Conv2dAttrsNode::kTypeKey, OpPattern::kAnchor,
+               [](const Types& a, const AttrsNode* attrs) {
+                 const auto& c = attrs_as<Conv2dAttrsNode>(attrs);
+                 TT_CHECK(c.data_layout == "NHWC" && c.groups == 1, kInvalidArgument,
+                          "takes NHWC data and no groups");
+                 check_rank(a[0], 4, "the data");
+                 check_rank(a[1], 4, "the kernel");
+                 check_rank(a[2], 0, "the pad word");
+                 for (const auto& t : a) {
+                   TT_CHECK(t.dtype == ir::DataType::int32(), kInvalidArgument,
+                            "needs int32 words, got ", t.dtype.str());
+                 }
+                 TT_CHECK(a[0].shape[3] == a[1].shape[2], kInvalidArgument, "data ",
+                          shape_text(a[0].shape), " and kernel ", shape_text(a[1].shape),
+                          " differ in their words of channels");
+                 pool_extent(a[0].shape[1], c.dilation[0] * (a[1].shape[0] - 1) + 1, c.strides[0],
+                             c.padding[0], c.padding[2], false);
+                 pool_extent(a[0].shape[2], c.dilation[1] * (a[1].shape[1] - 1) + 1, c.strides[1],
+                             c.padding[1], c.padding[3], false);
+               },
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return te::conv2d_nhwc_int8x4(a[0], a[1], a[2], attrs_as<Conv2dAttrsNode>(attrs));
+               }});
   // The steps of a 3x3 convolution by Winograd's algorithm (the pass
   // winograd_conv2d makes them): the input transform, a batched product
   // with the transformed kernel (nn.matmul), the output transform. The

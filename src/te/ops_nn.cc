@@ -285,6 +285,77 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNo
   return narrow(out, data.dtype(), std::move(name));
 }
 
+Tensor pack_int8x4(const Tensor& x, std::string name) {
+  const char* op = "pack_int8x4";
+  DataType t = x.dtype();
+  TT_CHECK(t == DataType::int_(8) || t == DataType::uint(8), kInvalidArgument, op, ": packs ",
+           t.str(), "; int8 and uint8 are packed");
+  TT_CHECK(!x.shape().empty(), kInvalidArgument, op, ": needs at least one axis");
+  const int64_t channels = x.shape().back();
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = (channels + 3) / 4;
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        // The word's value as int32 without overflow: bytes 0..2 unsigned,
+        // byte 3 signed (it holds the sign bit).
+        Expr word = value_const(DataType::int32(), 0);
+        for (int64_t j = 0; j < 4; ++j) {
+          Expr c = mul_index(v.back(), 4) + index_const(j);
+          std::vector<Expr> index(v.begin(), v.end());
+          index.back() = channels % 4 == 0 ? c : ir::min(c, index_const(channels - 1));
+          Expr b = ir::cast(DataType::int32(), x(index));
+          Expr zero = value_const(DataType::int32(), 0);
+          if (j < 3 && t.is_int()) b = ir::select(b < zero, b + value_const(b.dtype(), 256), b);
+          if (j == 3 && t.is_uint()) {
+            b = ir::select(b >= value_const(b.dtype(), 128), b - value_const(b.dtype(), 256), b);
+          }
+          if (channels % 4 != 0) b = ir::select(c < index_const(channels), b, zero);
+          word = word + b * value_const(DataType::int32(), int64_t{1} << (8 * j));
+        }
+        return word;
+      },
+      std::move(name), op);
+}
+
+Tensor conv2d_nhwc_int8x4(const Tensor& data, const Tensor& kernel, const Tensor& pad_word,
+                          const Conv2dAttrsNode& attrs, std::string name) {
+  const char* op = "conv2d_nhwc_int8x4";
+  check_rank(data, 4, op, "data");
+  check_rank(kernel, 4, op, "kernel");
+  check_rank(pad_word, 0, op, "pad word");
+  for (const Tensor* t : {&data, &kernel, &pad_word}) {
+    TT_CHECK(t->dtype() == DataType::int32(), kInvalidArgument, op, ": needs int32 words, got ",
+             t->dtype().str());
+  }
+  check_window(op, attrs.strides, attrs.padding, attrs.dilation);
+  TT_CHECK(attrs.groups == 1, kInvalidArgument, op, ": takes no groups");
+  int64_t n = data.shape()[0], h = data.shape()[1], w = data.shape()[2], c4 = data.shape()[3];
+  int64_t r = kernel.shape()[0], s = kernel.shape()[1], k = kernel.shape()[3];
+  TT_CHECK(kernel.shape()[2] == c4, kInvalidArgument, op, ": data ", shape_text(data.shape()),
+           " and kernel ", shape_text(kernel.shape()), " differ in their words of channels");
+  auto [sh, sw] = as_array<2>(attrs.strides);
+  auto [dh, dw] = as_array<2>(attrs.dilation);
+  auto [pt, pl, pb, pr] = as_array<4>(attrs.padding);
+  int64_t oh = out_extent(op, "height", h, pt + pb, dh * (r - 1) + 1, sh);
+  int64_t ow = out_extent(op, "width", w, pl + pr, dw * (s - 1) + 1, sw);
+  // The border is the zero point's word: its products are taken back out
+  // with the rest of the zero point's (see int8_conv2d_words).
+  Tensor padded =
+      detail::pad_stage(data, {0, pt, pl, 0}, {0, pb, pr, 0}, pad_word({}), "pad_data", "pad_word");
+  IterVar ry = reduce_axis(r, "ry"), rx = reduce_axis(s, "rx"), rc = reduce_axis(c4, "rc");
+  return compute(
+      {n, oh, ow, k},
+      [&](const std::vector<Var>& v) {
+        Expr y = mul_index(v[1], sh) + mul_index(ry.expr(), dh);
+        Expr x = mul_index(v[2], sw) + mul_index(rx.expr(), dw);
+        return sum(ir::dot4_u8s8(padded(v[0], y, x, rc.expr()),
+                                 kernel(ry.expr(), rx.expr(), rc.expr(), v[3])),
+                   {ry, rx, rc});
+      },
+      std::move(name), op, conv_attrs_json(attrs, "NHWC"));
+}
+
 Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs,
                    std::string name) {
   const char* op = "conv2d_nhwc";

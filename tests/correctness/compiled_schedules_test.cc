@@ -10,6 +10,8 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/schedule/random_schedule.h"
+#include "tensortune/support/host_cpu.h"
+#include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
 #include "tensortune/te/ops.h"
 #include "tensortune/te/workload.h"
@@ -107,6 +109,19 @@ std::vector<OpCase> op_cases() {
   add("float16_conv_bias", {himg, hw, hb},
       te::cast(te::bias_add(te::conv2d_nchw(himg, hw, te::Conv2dAttrsNode::uniform(1, 1)), hb, 1),
                DT::float32()));
+  // int8 convolution on words of four channels: 7 channels leave a partial
+  // word; the kernel is packed along its input channels.
+  Tensor bytes = input({1, 5, 6, 7}, "bytes", DT::uint(8));
+  Tensor kbytes = input({3, 2, 5, 7}, "kbytes", DT::int_(8));
+  Tensor pad_word = input({}, "pad_word", DT::int32());
+  te::Conv2dAttrsNode int8_attrs = te::Conv2dAttrsNode::uniform(1, 1);
+  int8_attrs.padding = {1, 0, 2, 1};
+  int8_attrs.strides = {2, 1};
+  int8_attrs.data_layout = "NHWC";
+  add("conv2d_int8x4", {bytes, kbytes, pad_word},
+      te::conv2d_nhwc_int8x4(te::pack_int8x4(bytes),
+                             te::transpose(te::pack_int8x4(kbytes), {0, 1, 3, 2}), pad_word,
+                             int8_attrs));
   add("round_reduce_prod", {x}, te::reduce_prod(te::round(x), {1}, true));
   Tensor xi = input({3, 5, 6}, "xi", DT::int32()), yi = input({5, 1}, "yi", DT::int32());
   add("floor_trunc_mod", {xi, yi}, te::add(te::floor_mod(xi, yi), te::trunc_mod(xi, yi)));
@@ -145,6 +160,46 @@ TEST(CompiledRandomSchedules, EveryOperatorMatchesTheReference) {
       ASSERT_TRUE(check.ok()) << c.name << ", state " << i << ": "
                               << (check.build.ok() ? check.check->mismatch : check.build.error)
                               << "\nstate: " << save_string(states[i]);
+    }
+  }
+}
+
+// The dot products of int8 convolutions in each form the C code takes:
+// VNNI at 512 and 256 bits (AVX-512 VL, AVX-VNNI), pmaddwd (AVX-512 BW,
+// AVX2, SSE2), lane by lane. A form whose instructions this machine lacks
+// is skipped.
+TEST(CompiledRandomSchedules, Int8DotProductsMatchInEveryInstructionSet) {
+  Tensor bytes = input({1, 6, 5, 8}, "bytes", DT::uint(8));
+  Tensor kbytes = input({3, 3, 16, 8}, "kbytes", DT::int_(8));
+  Tensor pad_word = input({}, "pad_word", DT::int32());
+  te::Conv2dAttrsNode attrs = te::Conv2dAttrsNode::uniform(1, 1);
+  attrs.data_layout = "NHWC";
+  te::WorkloadTensors tensors{
+      {bytes, kbytes, pad_word},
+      {te::conv2d_nhwc_int8x4(te::pack_int8x4(bytes),
+                              te::transpose(te::pack_int8x4(kbytes), {0, 1, 3, 2}), pad_word,
+                              attrs)}};
+  ComputeDAG dag(tensors);
+  std::mt19937_64 rng(11);
+  std::vector<State> states = {State::make()};
+  for (int i = 0; i < 8; ++i) states.push_back(random_state(dag, rng));
+  const std::vector<std::string>& host = host_cpu().features;
+  auto has = [&](const std::string& f) {
+    return std::find(host.begin(), host.end(), f) != host.end();
+  };
+  for (std::string mattr : {"avx512f,avx512bw,avx512vl,avx512vnni", "avx2,avxvnni",
+                            "avx512f,avx512bw", "avx2", "sse2"}) {
+    bool supported = true;
+    for (const std::string& f : tensortune::split(mattr, ',')) supported = supported && has(f);
+    if (!supported) continue;
+    SCOPED_TRACE(mattr);
+    ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=" + mattr);
+    std::vector<codegen::StateCheck> checks = codegen::verify_states(
+        tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      ASSERT_TRUE(checks[i].ok()) << "state " << i << ": "
+                                  << (checks[i].build.ok() ? checks[i].check->mismatch
+                                                           : checks[i].build.error);
     }
   }
 }

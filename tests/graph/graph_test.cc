@@ -151,6 +151,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"fold_constants", fold_constants},
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
+           {"int8_conv2d_words", int8_conv2d_words},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"sink_reshapes", sink_reshapes},
@@ -172,7 +173,8 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                      "winograd_conv2d", "pad_output_channels", "sink_reshapes"}));
+                                      "int8_conv2d_words", "winograd_conv2d", "pad_output_channels",
+                                      "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -329,6 +331,68 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
   EXPECT_TRUE(direct(nhwc_conv_block(8, 32, 9, 1), target));
   EXPECT_TRUE(direct(nhwc_conv_block(64, 64, 6, 1), target));  // 3 x 3 tiles of 2
   EXPECT_TRUE(direct(nhwc_conv_block(64, 64, 8, 1), ir::Target()));
+}
+
+// An int32 NHWC convolution of centred bytes, as ConvInteger imports.
+Graph centred_int8_conv(DataType bytes, int64_t zero_point, bool through_transpose, te::Attrs attrs,
+                        double kernel_high = 127.99) {
+  const DataType i32 = DataType::int32();
+  auto x = input(
+      "x", through_transpose ? std::vector<int64_t>{1, 6, 9, 8} : std::vector<int64_t>{1, 9, 8, 6},
+      bytes);
+  auto cast = make_node<te::CastAttrsNode>();
+  cast->dtype = i32;
+  Value wide = call("cast", {x}, te::Attrs(cast), "wide");
+  te::NDArray z(i32, {});
+  z.set_int(0, zero_point);
+  Value centred = call("subtract", {wide, constant(z, "zp")}, te::Attrs(), "centred");
+  if (through_transpose) {
+    auto perm = make_node<te::TransposeAttrsNode>();
+    perm->perm = {0, 2, 3, 1};
+    centred = call("transpose", {centred}, te::Attrs(perm), "nhwc");
+  }
+  Value w = constant(te::NDArray::random(i32, {3, 2, 6, 5}, 3, -128, kernel_high), "w");
+  return Graph::make({x}, {call("nn.conv2d", {centred, w}, std::move(attrs), "conv")}, {"out"});
+}
+
+TEST(GraphPasses, Int8ConvolutionsComputeOnWordsOfFourChannels) {
+  auto attrs = [](std::vector<int64_t> padding, std::vector<int64_t> strides,
+                  std::vector<int64_t> dilation) {
+    auto a = make_node<te::Conv2dAttrsNode>();
+    a->padding = std::move(padding);
+    a->strides = std::move(strides);
+    a->dilation = std::move(dilation);
+    a->data_layout = "NHWC";
+    return te::Attrs(a);
+  };
+  struct Case {
+    DataType bytes;
+    int64_t zero_point;
+    bool transpose;
+    te::Attrs attrs;
+  };
+  const DataType u8 = DataType::uint(8), i8 = DataType::int_(8);
+  for (const Case& c : {Case{u8, 131, false, attrs({1, 1, 1, 1}, {1, 1}, {1, 1})},
+                        Case{u8, 0, true, attrs({2, 0, 1, 1}, {2, 1}, {1, 2})},
+                        Case{i8, -7, false, attrs({0, 1, 2, 0}, {1, 2}, {1, 1})},
+                        Case{i8, 127, true, attrs({1, 1, 1, 1}, {1, 1}, {2, 1})}}) {
+    SCOPED_TRACE(::testing::Message() << c.bytes.str() << " zero point " << c.zero_point);
+    Graph g = centred_int8_conv(c.bytes, c.zero_point, c.transpose, c.attrs);
+    const std::string before = save_string(g);
+    Graph words = int8_conv2d_words(g);
+    EXPECT_EQ(save_string(g), before);
+    const std::string ops = ops_of(words);
+    EXPECT_NE(ops.find("nn.pack_int8x4"), std::string::npos) << ops;
+    EXPECT_NE(ops.find("nn.conv2d_int8x4"), std::string::npos) << ops;
+    EXPECT_EQ(ops.find("nn.conv2d "), std::string::npos) << ops;
+    const double low = c.bytes == u8 ? 0 : -128, high = c.bytes == u8 ? 255.99 : 127.99;
+    std::vector<te::NDArray> in = {te::NDArray::random(c.bytes, g->inputs[0]->shape, 9, low, high)};
+    EXPECT_TRUE(
+        te::allclose(evaluate_graph(words, in)[0], evaluate_graph(g, in)[0], te::Tolerance{0, 0}));
+  }
+  // Left as they are: a kernel beyond int8, a grouped convolution.
+  Graph wide_kernel = centred_int8_conv(u8, 3, false, attrs({0, 0, 0, 0}, {1, 1}, {1, 1}), 200);
+  EXPECT_EQ(ops_of(int8_conv2d_words(wide_kernel)), "cast subtract nn.conv2d");
 }
 
 TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {

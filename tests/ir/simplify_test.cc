@@ -34,6 +34,10 @@ TEST(Simplify, ConstantFolding) {
   expect_simplifies(exp(Expr(0.0)), 1.0);
   expect_simplifies(cast(DataType::int32(), Expr(-2.7)), -2);
   expect_simplifies(Expr(3) < 4, make_const(DataType::boolean(), 1));
+  // Bytes 02 01 ff 80 (unsigned) times 01 ff 80 7f (signed), low byte first.
+  const DataType i32 = DataType::int32();
+  expect_simplifies(dot4_u8s8(int_imm(-2130771710, i32), int_imm(2139160321, i32)),
+                    int_imm(2 - 1 - 255 * 128 + 128 * 127, i32));
   // Division by zero is left for run time.
   Expr div0 = Expr(1) / 0;
   EXPECT_TRUE(structural_equal(simplify(div0), div0));

@@ -1197,6 +1197,27 @@ def _(g):
     g.output(g.node("QLinearConv", ins, group=2, pads=[1, 1, 1, 1]), elem=U8)
 
 
+@case("conv_integer_int8_words")
+def _(g):
+    # Ungrouped with an int8 kernel: computed on words of four channels
+    # (int8_conv2d_words); 6 channels leave half a word, int8 data moves to uint8.
+    x = g.input("x", [1, 6, 9, 8], -128, 127.99, dtype=np.int8)
+    w = g.const("w", g.rng.integers(-128, 128, [5, 6, 3, 2]).astype(np.int8))
+    g.output(g.node("ConvInteger", [x, w, g.const("xzp", np.int8(-7))], pads=[2, 0, 1, 1],
+                    strides=[2, 1], dilations=[1, 2]), elem=TensorProto.INT32)
+
+
+@case("qlinear_conv_words")
+def _(g):
+    x = g.input("x", [1, 8, 7, 7], 0, 255.99, dtype=np.uint8)
+    w = g.const("w", g.rng.integers(-127, 128, [16, 8, 3, 3]).astype(np.int8))
+    ins = [x, g.const("xs", np.float32(0.02)), g.const("xzp", np.uint8(131)), w,
+           g.const("ws", g.rng.uniform(0.001, 0.005, [16]).astype(np.float32)),
+           g.const("wzp", np.int8([0] * 16)), g.const("ys", np.float32(0.3)), g.const("yzp", np.uint8(90)),
+           g.const("b", g.rng.integers(-2000, 2000, [16]).astype(np.int32))]
+    g.output(g.node("QLinearConv", ins, pads=[1, 1, 1, 1]), elem=U8)
+
+
 @case("qlinear_matmul")
 def _(g):
     a = g.input("a", [2, 3, 8], 0, 255.99, dtype=np.uint8)

@@ -28,7 +28,8 @@ struct FusedGroup {
 };
 
 /// Where `call`'s value lies in its operand's memory, in bytes, when it is
-/// a contiguous part of it: a reshape (0), or a slice of consecutive rows
+/// a contiguous part of it: a reshape (0), a packing of whole int8 words
+/// (nn.pack_int8x4 of a multiple of 4 channels: 0), or a slice of consecutive rows
 /// (a unit-stride slice of one axis, every axis before it of extent 1 and
 /// every one after it whole: an LSTM's time step). nullopt otherwise.
 std::optional<int64_t> view_offset(const CallNode& call);

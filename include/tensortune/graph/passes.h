@@ -44,6 +44,13 @@ Graph simplify_inference(const Graph& graph);
 /// transposed at compile time.
 Graph convert_layout_nhwc(const Graph& graph);
 
+/// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
+/// cast, minus one zero point, as ConvInteger and QLinearConv import) with
+/// a constant kernel of int8 values becomes nn.conv2d_int8x4 on the bytes
+/// packed four channels to a word (VNNI's operands), padded with the zero
+/// point, minus the zero point times each output channel's weight sum.
+Graph int8_conv2d_words(const Graph& graph);
+
 /// A 3x3, stride-1 NHWC convolution of float32 data with a constant kernel
 /// becomes Winograd's algorithm (te::winograd_matrices): an input
 /// transform, a batched product with the kernel transformed at compile
@@ -78,7 +85,7 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), winograd_conv2d and pad_output_channels
+/// folding constants again), int8_conv2d_words, winograd_conv2d and pad_output_channels
 /// (skipped without a target), sink_reshapes. Runs under the current PassContext: a pass in its
 /// disabled list is skipped.
 Graph optimize(const Graph& graph, const ir::Target& target = ir::Target());

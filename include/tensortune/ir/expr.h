@@ -78,7 +78,10 @@ enum class LogicalOp { kAnd, kOr };
 enum class ReduceOp { kSum, kMax, kMin, kProd };
 enum class IterKind { kSpatial, kReduce };
 
-/// Math intrinsics; arity is 2 for pow, 1 for the others.
+/// Math intrinsics; arity is 2 for pow and dot4_u8s8, 1 for the others.
+/// dot4_u8s8(a, b) takes two int32 words of four bytes each and gives the
+/// int32 sum of the four products of a's bytes (unsigned) with b's (signed):
+/// the x86 VNNI instruction's step, written out where the target lacks it.
 enum class Intrinsic {
   kExp,
   kLog,
@@ -97,7 +100,8 @@ enum class Intrinsic {
   kCos,
   kExp2,
   kLog2,
-  kAtan
+  kAtan,
+  kDot4U8S8
 };
 
 /// Operator spelling for printing, e.g. "+" or "floordiv".
@@ -299,6 +303,8 @@ Expr tanh(Expr x);
 Expr erf(Expr x);
 Expr sigmoid(Expr x);
 Expr pow(Expr x, Expr y);
+/// dot4_u8s8 of two int32 words (see Intrinsic).
+Expr dot4_u8s8(Expr a, Expr b);
 Expr fabs(Expr x);
 Expr floor(Expr x);
 Expr ceil(Expr x);
@@ -360,8 +366,8 @@ struct EnumNames<ir::IterKind> {
 };
 template <>
 struct EnumNames<ir::Intrinsic> {
-  static constexpr std::array<std::string_view, 18> names = {
-      "exp",   "log",  "sqrt",  "rsqrt", "tanh", "erf", "sigmoid", "pow",  "fabs",
-      "floor", "ceil", "round", "trunc", "sin",  "cos", "exp2",    "log2", "atan"};
+  static constexpr std::array<std::string_view, 19> names = {
+      "exp",  "log",   "sqrt",  "rsqrt", "tanh", "erf",  "sigmoid", "pow",  "fabs",     "floor",
+      "ceil", "round", "trunc", "sin",   "cos",  "exp2", "log2",    "atan", "dot4_u8s8"};
 };
 }  // namespace tensortune

@@ -33,7 +33,10 @@ double apply_float(BinaryOp op, DataType dtype, double a, double b);
 /// a op b compared as values of `dtype` (unsigned types compare unsigned).
 bool apply_compare(CompareOp op, DataType dtype, double a, double b);
 
-/// The intrinsic applied to float arguments of `dtype` (result rounded).
+/// Intrinsic::kDot4U8S8 of two words.
+int32_t dot4_u8s8(int32_t a, int32_t b);
+
+/// The intrinsic applied to arguments of `dtype` (float results rounded).
 double apply_intrinsic(Intrinsic op, DataType dtype, double x, double y = 0);
 
 /// Reads a variable's value during evaluate_scalar.

@@ -60,6 +60,10 @@ PrimFunc vectorize_pass(const PrimFunc& f);
 /// the compiler's own loop vectorizer.
 bool has_vector_form(ir::Intrinsic op, ir::DataType t);
 
+/// The most lanes a loop vectorize_pass turns into vector code may have (a
+/// power of two); a longer vectorized loop is left to the C compiler.
+inline constexpr int64_t kMaxVectorLanes = 64;
+
 /// "unroll": replicates the body of each ForKind::kUnrolled loop with a
 /// constant extent, once per iteration, when the loop together with the
 /// unrolled loops nested in it replicates its innermost body at most

@@ -71,6 +71,20 @@ Tensor conv2d_nchw(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNo
 Tensor conv2d_nhwc(const Tensor& data, const Tensor& kernel, const Conv2dAttrsNode& attrs = {},
                    std::string name = "conv2d_nhwc");
 
+/// Bytes in int32 words of four, for conv2d_nhwc_int8x4: out[..., C4] from
+/// x[..., C] of int8 or uint8, C4 = ceil(C / 4), word c holding channels
+/// 4c..4c+3 from its low byte up (zero past C).
+Tensor pack_int8x4(const Tensor& x, std::string name = "pack_int8x4");
+
+/// out[N, OH, OW, K] (int32) from data[N, H, W, C4] of words of four uint8
+/// channels and kernel[R, S, C4, K] of words of four int8 ones (pack_int8x4
+/// of NHWC data and of an HWIO kernel): the sum over the window of
+/// dot4_u8s8 of the words, which is VNNI's step. Ungrouped; the padding
+/// holds `pad_word` (a scalar).
+Tensor conv2d_nhwc_int8x4(const Tensor& data, const Tensor& kernel, const Tensor& pad_word,
+                          const Conv2dAttrsNode& attrs = {},
+                          std::string name = "conv2d_nhwc_int8x4");
+
 /// The matrices of Winograd's minimal filtering F(tile x tile, 3 x 3) (Lavin
 /// and Gray, 2015), alpha = tile + 2, each row-major: a 3x3 convolution of an
 /// alpha x alpha input tile d with kernel g is
