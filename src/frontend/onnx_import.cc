@@ -865,6 +865,20 @@ class Importer {
   std::vector<Value> recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
                                Recurrent kind);
 
+  /// A Conv of dequantized operands (the QDQ form of an int8 convolution,
+  /// 2-D and ungrouped): the integer convolution of ConvInteger, times the
+  /// product of the scales, plus the bias; what ONNX Runtime computes for
+  /// it. Null when the operands are not so (defined below).
+  Value integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in);
+
+  /// What DequantizeLinear computed a value from, by the value: the QDQ
+  /// form's Conv computes on the integers (integer_qdq_conv).
+  struct Dequantization {
+    Value result, q, scale, zero_point;
+    int64_t axis = 1;  ///< of a per-axis scale
+  };
+  std::map<const Object*, Dequantization> dequantized_;
+
   const OnnxImportOptions& options_;
   const std::string model_dir_;
   int64_t opset_ = 0;
@@ -1685,6 +1699,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Conv"] = [this, need, one, lift_1d, window_ints, check_window_rank, unlift_1d](
                   const onnx::NodeProto& n, const std::vector<Value>& in) {
+    if (Value integer = integer_qdq_conv(n, in)) return one(integer);
     Value x = need(in, 0, "data");
     Value w = need(in, 1, "weight");
     if (x->shape.size() == 5) {
@@ -1793,8 +1808,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                {v, cast_to(along(zp, x, axis, "x_zero_point", n), DataType::float32(), n)},
                te::Attrs(), n);
     }
-    return one(make("multiply", {v, along(need(in, 1, "x_scale"), x, axis, "x_scale", n)},
-                    te::Attrs(), n));
+    Value result =
+        make("multiply", {v, along(need(in, 1, "x_scale"), x, axis, "x_scale", n)}, te::Attrs(), n);
+    dequantized_[result.get()] = {result, x, in[1], zp, normalise(axis, x->shape.size())};
+    return one(result);
   };
   h["DynamicQuantizeLinear"] = [this, need, saturate](const onnx::NodeProto& n,
                                                       const std::vector<Value>& in) {
@@ -3712,6 +3729,39 @@ Value Importer::conv3d_by_slices(const onnx::NodeProto& n, Value x, const Value&
   const std::vector<int64_t>& s = sum->shape;
   Value out = make("reshape", {sum}, reshape_attrs({batch, depth, s[1], s[2], s[3]}), n);
   return make("transpose", {out}, transpose_attrs({0, 2, 1, 3, 4}), n);
+}
+
+Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {
+  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4 ||
+      attr_int(n, "group", 1) != 1) {
+    return Value();
+  }
+  auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
+  if (x == dequantized_.end() || w == dequantized_.end()) return Value();
+  auto elements = [](const Value& v) {
+    int64_t count = 1;
+    for (int64_t d : v->shape) count *= d;
+    return count;
+  };
+  const int64_t k = in[1]->shape[0];
+  const Value &xs = x->second.scale, &ws = w->second.scale;
+  if (!xs || !ws || elements(xs) != 1 || (elements(ws) != 1 && elements(ws) != k) ||
+      (elements(ws) > 1 && w->second.axis != 0) ||
+      (x->second.zero_point && elements(x->second.zero_point) != 1) || !constant_of(w->second.q)) {
+    return Value();
+  }
+  Value acc = handlers_.at("ConvInteger")(
+      n, {x->second.q, w->second.q, x->second.zero_point, w->second.zero_point})[0];
+  Value scale = make("multiply",
+                     {make("reshape", {xs}, reshape_attrs({}), n),
+                      make("reshape", {ws}, reshape_attrs({elements(ws)}), n)},
+                     te::Attrs(), n);
+  Value out = make("multiply",
+                   {make("cast", {acc}, cast_attrs(DataType::float32()), n),
+                    make("reshape", {scale}, reshape_attrs({1, elements(ws), 1, 1}), n)},
+                   te::Attrs(), n);
+  if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
+  return out;
 }
 
 Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const Value& w) {
