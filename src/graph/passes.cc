@@ -445,6 +445,8 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
       const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
       if (conv.data_layout != "NHWC" || conv.groups != 1) return Value();
       axis = 3;  // HWIO
+    } else if (c.op == "nn.conv2d_int8x4") {
+      axis = 3;  // [R, S, C / 4, K]
     } else if (c.op == "nn.dense") {
       axis = 0;  // [N, K]
     } else if (c.op == "nn.matmul" && args[1]->shape.size() == 2) {
@@ -456,7 +458,11 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
     if (!weight || c.shape.empty()) return Value();
     const int64_t channels = c.shape.back(), lanes = ir::vector_lanes(*machine, c.dtype);
     const int64_t padded = (channels + lanes - 1) / lanes * lanes;
-    if (lanes < 4 || channels < lanes || channels % (lanes / 2) == 0 || 2 * padded > 3 * channels) {
+    // Dot products of words want whole vectors: half ones leave the C
+    // compiler a loop of helper calls it does not vectorize.
+    const bool whole_vectors = c.op == "nn.conv2d_int8x4";
+    if (lanes < 4 || channels < lanes || 2 * padded > 3 * channels ||
+        channels % (whole_vectors ? lanes : lanes / 2) == 0) {
       return Value();
     }
     const te::NDArray& w = weight->data.array();
@@ -469,8 +475,9 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
       const int64_t outer = i / (channels * inner), rest = i % (channels * inner);
       wide.set(outer * padded * inner + rest, w.get(i));
     }
-    Value out = call(c.op, {args[0], constant(std::move(wide), weight->name + ".padded")}, c.attrs,
-                     c.name + ".padded");
+    std::vector<Value> padded_args = args;
+    padded_args[1] = constant(std::move(wide), weight->name + ".padded");
+    Value out = call(c.op, std::move(padded_args), c.attrs, c.name + ".padded");
     auto s = make_node<te::SliceAttrsNode>();
     s->begin.assign(c.shape.size(), 0);
     s->end = c.shape;

@@ -230,11 +230,21 @@ schedule::State default_schedule(const te::Task& task) {
     // be more lanes than the vectorize pass takes.
     int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
     const int64_t longest = std::min(4 * lanes, lower::kMaxVectorLanes);
-    const int64_t piece = std::min(2 * lanes, lower::kMaxVectorLanes);
     if (const auto& inner = st.iters[st.leaves.back()];
-        inner.kind == ir::IterKind::kSpatial && inner.extent > longest &&
-        inner.extent % piece == 0 && !attached_at(state, s, st.leaves.back())) {
-      if (try_apply(state, schedule::split(s, last, {piece}))) ++last;
+        inner.kind == ir::IterKind::kSpatial && !attached_at(state, s, st.leaves.back())) {
+      const int64_t n = inner.extent;
+      // A long row: two vectors, or one where two do not divide it (144
+      // channels). A short row of other than a power of two lanes (24
+      // channels), which the vectorize pass does not take: its largest
+      // power-of-two part.
+      int64_t piece = 0;
+      if (n > longest) {
+        piece = std::min(2 * lanes, lower::kMaxVectorLanes);
+        if (n % piece != 0) piece = std::min(lanes, lower::kMaxVectorLanes);
+      } else if ((n & (n - 1)) != 0 && (n & -n) >= 4) {
+        piece = n & -n;
+      }
+      if (piece && n % piece == 0 && try_apply(state, schedule::split(s, last, {piece}))) ++last;
     }
     const Stage& split = state.stage(s);
     const auto& it = split.iters[split.leaves.back()];

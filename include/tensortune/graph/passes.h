@@ -63,12 +63,14 @@ Graph int8_conv2d_words(const Graph& graph);
 /// that many, else 2.
 Graph winograd_conv2d(const Graph& graph, const ir::Target& target);
 
-/// A conv2d (NHWC, ungrouped), dense or 2-D matmul with a constant weight
-/// whose output channels no vector width of `target` divides (an STFT's
-/// 2 x 257 bins, a detection head's 3 x 25) computes a few zero channels
-/// more, up to a whole number of vectors, and a slice drops them: a
-/// register tile of whole vectors instead of scalar code. Only where half a
-/// vector does not divide the channels either, and at most 1.5 times them.
+/// A conv2d (NHWC, ungrouped), conv2d_int8x4, dense or 2-D matmul with a
+/// constant weight whose output channels no vector width of `target`
+/// divides (an STFT's 2 x 257 bins, a detection head's 3 x 25) computes a
+/// few zero channels more, up to a whole number of vectors, and a slice
+/// drops them: a register tile of whole vectors instead of scalar code.
+/// Only where half a vector does not divide the channels either (for
+/// conv2d_int8x4, whose dot products want whole vectors, a whole one), and
+/// at most 1.5 times them.
 Graph pad_output_channels(const Graph& graph, const ir::Target& target);
 
 /// Elementwise operations move before the reshapes they read: a unary one
