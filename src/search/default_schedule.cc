@@ -222,28 +222,41 @@ schedule::State default_schedule(const te::Task& task) {
         st.leaves.empty()) {
       continue;
     }
+    // An innermost loop of one iteration (the one word of a 3-channel
+    // image's bytes) moves outermost: the loop it hid is the row. Only in
+    // an untiled stage without a reduction, whose loops are its axes.
+    if (st.leaves.size() > 1 && st.iters[st.leaves.back()].extent == 1 && !op_has_reduction(st) &&
+        !attached_at(state, s, st.leaves.back())) {
+      std::vector<int> order(st.leaves.size());
+      order[0] = static_cast<int>(st.leaves.size()) - 1;
+      for (size_t i = 1; i < order.size(); ++i) order[i] = static_cast<int>(i) - 1;
+      try_apply(state, schedule::reorder(s, order));
+    }
     // The innermost loop vectorized, when it is spatial and a few vectors
     // long, or made so by splitting off two vectors (an untiled elementwise
     // stage over a long row).
-    int last = static_cast<int>(st.leaves.size()) - 1;
+    const Stage& row = state.stage(s);
+    int last = static_cast<int>(row.leaves.size()) - 1;
     // Bytes have 64 lanes to an AVX-512 register: a few vectors of them may
     // be more lanes than the vectorize pass takes.
-    int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
+    int64_t lanes = ir::vector_lanes(machine, row.tensor.dtype());
     const int64_t longest = std::min(4 * lanes, lower::kMaxVectorLanes);
-    if (const auto& inner = st.iters[st.leaves.back()];
-        inner.kind == ir::IterKind::kSpatial && !attached_at(state, s, st.leaves.back())) {
+    if (const auto& inner = row.iters[row.leaves.back()];
+        inner.kind == ir::IterKind::kSpatial && !attached_at(state, s, row.leaves.back())) {
       const int64_t n = inner.extent;
       // A long row: two vectors, or one where two do not divide it (144
-      // channels). A short row of other than a power of two lanes (24
-      // channels), which the vectorize pass does not take: its largest
-      // power-of-two part.
+      // channels), or its largest power-of-two part. A short row of other
+      // than a power of two lanes (24 channels), which the vectorize pass
+      // does not take: its largest power-of-two part.
       int64_t piece = 0;
       if (n > longest) {
         piece = std::min(2 * lanes, lower::kMaxVectorLanes);
         if (n % piece != 0) piece = std::min(lanes, lower::kMaxVectorLanes);
-      } else if ((n & (n - 1)) != 0 && (n & -n) >= 4) {
+        if (n % piece != 0) piece = std::min(n & -n, piece);  // 96 bytes: 3 x 32
+      } else if ((n & (n - 1)) != 0) {
         piece = n & -n;
       }
+      if (piece < 4) piece = 0;
       if (piece && n % piece == 0 && try_apply(state, schedule::split(s, last, {piece}))) ++last;
     }
     const Stage& split = state.stage(s);
