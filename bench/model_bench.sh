@@ -19,7 +19,10 @@
 #        TRIALS_RESNET)
 # environment: TT_BUILD_DIR (default build), TT_MODELS (any of
 #   tests/models/make_models.py's: resnet18 transformer bert_base_block by
-#   default; mobilenetv2 efficientnet_b0 unet crnn audio bert_mask yolo too), TT_REPEAT (timed runs per round,
+#   default; mobilenetv2 efficientnet_b0 unet crnn audio bert_mask yolo too;
+#   NAME_float16, NAME_qdq, NAME_qoperator: their float16 and int8 variants,
+#   tests/models/convert_models.py's, each against ONNX Runtime running the
+#   same variant), TT_REPEAT (timed runs per round,
 #   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5),
 #   TT_TUNE_1CORE=1 (also tune each model for one core, in DIR/MODEL.1core.log
 #   with the same trials, and time that build too in the 1-thread rounds:
@@ -46,7 +49,25 @@ mkdir -p "$dir"
 "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker fma_peak
-/usr/bin/python3 "$root/tests/models/make_models.py" --out "$dir" --only "${models// /,}" >&2
+# NAME_float16, NAME_qdq and NAME_qoperator are NAME's variants, converted
+# as tests/models/convert_models.py writes them.
+base_of() {
+  case $1 in
+    *_float16) echo "${1%_float16}" ;;
+    *_qdq) echo "${1%_qdq}" ;;
+    *_qoperator) echo "${1%_qoperator}" ;;
+    *) echo "$1" ;;
+  esac
+}
+bases=$(for m in $models; do base_of "$m"; done | sort -u | tr '\n' ',')
+/usr/bin/python3 "$root/tests/models/make_models.py" --out "$dir" --only "${bases%,}" >&2
+for m in $models; do
+  b=$(base_of "$m")
+  if [ "$m" != "$b" ]; then
+    /usr/bin/python3 "$root/tests/models/convert_models.py" "${m#"${b}_"}" "$dir/$b.onnx" \
+      "$dir/$m.onnx" --inputs "$dir/$b.inputs" >&2
+  fi
+done
 
 now() { date +%s.%N; }
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
@@ -56,7 +77,7 @@ peak=$("$build/bench/fma_peak" --target "$target" --threads 2 --json)
 echo "multiply-add peak, GFLOP/s by threads: $(echo "$peak" | json_field "['gflops']")" >&2
 results="[]"
 for m in $models; do
-  case $m in
+  case $(base_of "$m") in
     resnet18 | mobilenetv2 | efficientnet_b0 | unet | yolo | crnn) trials=$trials_resnet ;;
     *) trials=$trials_transformer ;;
   esac
