@@ -57,6 +57,8 @@ void MeasureResult::declare(FieldList<MeasureResult>& f) {
       .def("max_error", &MeasureResult::max_error)
       .def("instruments", &MeasureResult::instruments)
       .def_added_later("kernel_seconds", &MeasureResult::kernel_seconds)
+      .def_added_later("host", &MeasureResult::host)
+      .def_added_later("rank", &MeasureResult::rank)
       .validate(check_measure_result);
 }
 

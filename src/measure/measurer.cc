@@ -8,6 +8,7 @@
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/support/build_info.h"
+#include "tensortune/support/host_cpu.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::measure {
@@ -24,6 +25,7 @@ void LocalBuilderOptions::declare(FieldList<LocalBuilderOptions>& f) {
       .range(1, 1024)
       .def("cache_dir", &LocalBuilderOptions::cache_dir)
       .def("pool", &LocalBuilderOptions::pool)
+      .def_added_later("simulate", &LocalBuilderOptions::simulate)
       .validate([](const LocalBuilderOptions& o) { validate(o.pool); });
 }
 TT_REGISTER_NODE(LocalBuilderOptions);
@@ -190,6 +192,7 @@ std::vector<BuildResult> LocalBuilder::build(const te::Task& task,
     }
     build_ranges(task, states, context, singles, results, nullptr);
   }
+  for (auto& r : results) r.host = host_name();
   // Never silent: an error of tensortune's own is not the candidate's.
   std::set<std::string> warned;
   for (const auto& r : results) {
@@ -213,6 +216,7 @@ void LocalBuilder::build_ranges(const te::Task& task, const std::vector<schedule
   request.pass_context = context;
   request.cache_dir = options_.cache_dir;
   request.workload_hash = workload_hash(task);
+  request.simulate = options_.simulate;
   for (auto [begin, end] : ranges) {
     request.states.assign(states.begin() + begin, states.begin() + end);
     requests.push_back(encode(request));
@@ -337,6 +341,7 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
                                          const std::vector<BuildResult>& built,
                                          const RunHints& hints) {
   std::vector<RunOutcome> outcomes(built.size());
+  for (auto& o : outcomes) o.host = host_name();
   std::vector<std::string> requests;
   std::vector<size_t> which;
   RunRequest request;
@@ -347,6 +352,8 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     if (built[i].error_code != ErrorCode::kNoError) {
       outcomes[i].error_code = built[i].error_code;
       outcomes[i].error_message = built[i].error_message;
+      outcomes[i].host = built[i].host;  // never ran: the builder's machine says it
+      outcomes[i].rank = built[i].rank;
       continue;
     }
     if (requests.empty()) request.workload_hash = workload_hash(task);
@@ -356,6 +363,7 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     request.packed_inputs = built[i].packed_inputs;
     request.packers = built[i].packers;
     request.packed_elements = built[i].packed_elements;
+    request.program_hash = built[i].program_hash;
     requests.push_back(encode(request));
     which.push_back(i);
   }
@@ -370,10 +378,12 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     if (replies[r].status == WorkerReply::Status::kOk) {
       try {
         out = decode<RunOutcome>(replies[r].payload, "run reply");
+        out.host = host_name();
         TT_CHECK(!out.costs.empty() || out.error_code != ErrorCode::kNoError, kParse,
                  "the run reply says NO_ERROR but has no costs");
       } catch (const UserError& e) {
         out = RunOutcome();
+        out.host = host_name();
         out.error_code = ErrorCode::kUnknownError;
         out.error_message = shorten_message(e.what());
       }
@@ -398,6 +408,9 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
   r.pass_context_hash = built.pass_context_hash;
   r.max_error = ran.max_error;
   r.instruments = built.instruments;
+  const bool ran_it = !ran.host.empty();
+  r.host = ran_it ? ran.host : built.host;
+  r.rank = ran_it ? ran.rank : built.rank;
   return r;
 }
 
@@ -423,9 +436,15 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
   for (size_t i = 0; i < states.size(); ++i) {
     if (built[i].error_code != ErrorCode::kNoError) report(i, runner.run(task, {built[i]}, now)[0]);
   }
+  std::vector<size_t> good;
+  std::vector<BuildResult> to_run;
   for (size_t i = 0; i < states.size(); ++i) {
-    if (built[i].error_code == ErrorCode::kNoError) report(i, runner.run(task, {built[i]}, now)[0]);
+    if (built[i].error_code != ErrorCode::kNoError) continue;
+    good.push_back(i);
+    to_run.push_back(built[i]);
   }
+  runner.run_each(task, to_run, now,
+                  [&](size_t k, const RunOutcome& ran) { report(good[k], ran); });
   return results;
 }
 

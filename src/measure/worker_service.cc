@@ -19,6 +19,7 @@
 #include "tensortune/codegen/backend.h"
 #include "tensortune/codegen/build.h"
 #include "tensortune/codegen/kernel_check.h"
+#include "tensortune/lower/lower.h"
 #include "tensortune/measure/model_timing.h"
 #include "tensortune/measure/protocol.h"
 #include "tensortune/object/serialize.h"
@@ -101,9 +102,43 @@ ErrorCode code_of(const codegen::StateBuild& b) {
                                                  : ErrorCode::kCompileError;
 }
 
+/// A simulated build (BuildRequest::simulate): each state replayed and
+/// lowered as a real build does, with its program's hash in place of a kernel.
+BuildReply simulated_build(const BuildRequest& request) {
+  const te::Task& task = request.task;
+  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+  BuildReply reply;
+  reply.task_hash = Hash64(structural_hash(task));
+  reply.task_nodes = static_cast<int64_t>(post_order(ObjectPtr(task.ptr())).size());
+  for (const schedule::State& state : request.states) {
+    auto start = Clock::now();
+    auto result = make_node<BuildResult>();
+    result->pass_context_hash = Hash64(request.pass_context.hash());
+    try {
+      std::optional<schedule::LoopState> loops;
+      try {
+        loops.emplace(schedule::replay(dag, state));
+      } catch (const UserError& e) {
+        result->error_code = ErrorCode::kInstantiationError;
+        throw;
+      }
+      ir::PassContextGuard guard(request.pass_context);
+      result->program_hash = Hash64(structural_hash(lower::lower(*loops, "kernel")));
+      result->instruments = guard.instrument_results();
+    } catch (const UserError& e) {
+      if (result->error_code == ErrorCode::kNoError) result->error_code = ErrorCode::kCompileError;
+      result->error_message = shorten_message(e.what());
+    }
+    result->build_seconds = seconds_since(start);
+    reply.results.push_back(Ref<BuildResult>(std::move(result)));
+  }
+  return reply;
+}
+
 BuildReply serve_build(const BuildRequest& request) {
   const te::Task& task = request.task;
   check_workload_hash(task, request.workload_hash);
+  if (request.simulate) return simulated_build(request);
   codegen::ModuleOptions module_options;
   module_options.cache_dir = request.cache_dir;
   // The pool enforces the build timeout by killing this worker's group; the
@@ -314,11 +349,12 @@ RunOutcome serve_prepare(const PrepareRequest& request) {
   auto start = Clock::now();
   check_workload_hash(request.task, request.workload_hash);
   const RunnerOptions& options = *request.options;
+  RunOutcome r;
+  if (options.simulate_ms >= 0) return r;  // nothing is run, so nothing is needed
   te::WorkloadTensors tensors = te::workload_tensors(request.task->workload);
   std::string key = data_key(request.workload_hash, options);
   pristine_inputs(key, tensors, options);
   if (options.check) reference(key, tensors, options);
-  RunOutcome r;
   r.run_seconds = seconds_since(start);
   return r;
 }
@@ -328,6 +364,13 @@ RunOutcome serve_run(const RunRequest& request) {
   const te::Task& task = request.task;
   check_workload_hash(task, request.workload_hash);
   const RunnerOptions& options = *request.options;
+  if (options.simulate_ms >= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.simulate_ms));
+    RunOutcome r;
+    r.costs.assign(static_cast<size_t>(options.repeat), simulated_cost(request.program_hash));
+    r.run_seconds = seconds_since(total_start);
+    return r;
+  }
 
   auto& caches = run_caches();
   if (caches.modules.size() > 64)

@@ -126,6 +126,19 @@ class TimedRunner final : public measure::Runner {
     seconds_ += seconds_since(start);
     return out;
   }
+  void run_each(
+      const te::Task& task, const std::vector<measure::BuildResult>& built,
+      const measure::RunHints& hints,
+      const std::function<void(size_t, const measure::RunOutcome&)>& on_outcome) override {
+    // The caller's time between outcomes (writing records) is not the runner's.
+    auto start = Clock::now();
+    inner_.run_each(task, built, hints, [&](size_t i, const measure::RunOutcome& outcome) {
+      seconds_ += seconds_since(start);
+      on_outcome(i, outcome);
+      start = Clock::now();
+    });
+    seconds_ += seconds_since(start);
+  }
 
  private:
   measure::Runner& inner_;

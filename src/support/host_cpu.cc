@@ -198,4 +198,10 @@ const HostCpu& host_cpu() {
   return cpu;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == 0) return "unknown";
+  return name;
+}
+
 }  // namespace tensortune

@@ -159,6 +159,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       o->check = true;
       o->seed = 9;
       o->cache_dir = "/tmp/refs";
+      o->simulate_ms = 25;
       return Ref<RunnerOptions>(o);
     };
     auto build_result = [] {
@@ -173,6 +174,9 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       b->packed_inputs = {1};
       b->packers = {"candidate_0_pack1"};
       b->packed_elements = {4096};
+      b->program_hash = Hash64(0x1234);
+      b->host = "node-1";
+      b->rank = 3;
       return Ref<BuildResult>(b);
     };
     s["measure.RunnerOptions"] = [options] { return obj(options()); };
@@ -197,6 +201,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       o->candidates_per_request = 4;
       o->cache_dir = "/tmp/modules";
       o->pool = pool();
+      o->simulate = true;
       return obj(Ref<LocalBuilderOptions>(o));
     };
     s["measure.LocalRunnerOptions"] = [pool, options] {
@@ -249,6 +254,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->pass_context = PassContext::make(PassContextOptions().with_opt_level(1));
       n->cache_dir = "/tmp/cache";
       n->workload_hash = Hash64(6);
+      n->simulate = true;
       return obj(Ref<BuildRequest>(n));
     };
     s["measure.BuildResult"] = [build_result] { return obj(build_result()); };
@@ -269,6 +275,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->packed_elements = {4096};
       n->options = options();
       n->workload_hash = Hash64(8);
+      n->program_hash = Hash64(10);
       return obj(Ref<RunRequest>(n));
     };
     s["measure.PrepareRequest"] = [task, options] {
@@ -285,6 +292,8 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->costs = {1e-3};
       n->run_seconds = 0.25;
       n->max_error = std::nan("");
+      n->host = "node-2";
+      n->rank = 5;
       return obj(Ref<RunOutcome>(n));
     };
     auto candidate_step = [] {
@@ -336,6 +345,8 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       r.pass_context_hash = Hash64(10);
       r.max_error = 1e-6;
       r.instruments = {{"pass_names", {"vectorize"}}};
+      r.host = "node-4";
+      r.rank = 2;
       return r;
     };
     s["measure.MeasureResult"] = [result] {

@@ -173,6 +173,27 @@ TEST(Record, MaxErrorMayBeAbsentOrNonFinite) {
   }
 }
 
+TEST(Record, TheMeasuringHostAndRankRoundTripAndOlderRecordsHaveNone) {
+  te::Task task = matmul_task("c");
+  Record r = ok_record(task, 0, 1e-3);
+  r.result.host = "node-7";
+  r.result.rank = 12;
+  Record back = record_from_line(record_to_line(r));
+  EXPECT_EQ(back.result.host, "node-7");
+  EXPECT_EQ(back.result.rank, 12);
+  // A record written before these fields: no host, and no rank (-1).
+  auto doc = nlohmann::json::parse(record_to_line(r));
+  for (auto& node : doc["nodes"]) {
+    if (node["type"] == "measure.MeasureResult") {
+      node.erase("host");
+      node.erase("rank");
+    }
+  }
+  Record old = record_from_line(doc.dump());
+  EXPECT_EQ(old.result.host, "");
+  EXPECT_EQ(old.result.rank, -1);
+}
+
 TEST(Record, ResultsThatCouldNotBeReadBackAreNotWritten) {
   Record r = ok_record(matmul_task("c"), 0, 1e-3);
   r.result.costs.push_back(HUGE_VAL);

@@ -10,6 +10,7 @@
 #include "tensortune/schedule/steps.h"
 #include "tensortune/support/build_info.h"
 #include "tensortune/support/files.h"
+#include "tensortune/support/host_cpu.h"
 
 namespace tensortune::measure {
 namespace {
@@ -215,6 +216,33 @@ TEST(Runner, ACandidateWhoseScratchOutgrowsTheWorkersCapSaysHowMuchItWanted) {
   EXPECT_NE(r.error_message.find("out of memory allocating a buffer of 2147483648 bytes"),
             std::string::npos)
       << r.error_message;
+}
+
+TEST(Runner, ASimulatedMeasurementCostsWhatItsProgramHashSaysAndNamesItsHost) {
+  LocalBuilderOptions build = builder_options(1);
+  build.simulate = true;
+  LocalBuilder builder(build);
+  LocalRunnerOptions run = runner_options();
+  run.timing.simulate_ms = 0;
+  LocalRunner runner(run);
+  te::Task task = small_task();
+  schedule::State plain = schedule::State::make({});
+  std::vector<schedule::State> states = {vectorized_state(), plain, vectorized_state()};
+  std::vector<MeasureResult> results =
+      measure_candidates(task, states, ir::PassContext::make(), builder, runner);
+  ASSERT_EQ(results.size(), 3u);
+  for (const MeasureResult& r : results) {
+    ASSERT_TRUE(r.ok()) << r.error_message;
+    EXPECT_EQ(r.costs.size(), 2u);
+    EXPECT_EQ(r.host, host_name());
+    EXPECT_EQ(r.rank, -1);
+  }
+  // The same program costs the same; another program (almost surely) not.
+  EXPECT_EQ(results[0].costs, results[2].costs);
+  EXPECT_NE(results[0].costs, results[1].costs);
+  std::vector<BuildResult> built = builder.build(task, {plain}, ir::PassContext::make());
+  EXPECT_TRUE(built[0].library.empty());  // nothing was compiled
+  EXPECT_EQ(results[1].costs[0], simulated_cost(built[0].program_hash));
 }
 
 }  // namespace

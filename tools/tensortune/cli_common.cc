@@ -284,6 +284,16 @@ void MeasureArgs::add_to(CLI::App* cmd, NodeOptions& options) {
   options.add(cmd, run);
   options.add(cmd, build);
   options.add(cmd, build.pool);
+  cmd->add_option_function<int>(
+         "--simulate-measure",
+         [this](int ms) {
+           build.simulate = true;
+           run.timing.simulate_ms = ms;
+         },
+         "for testing a tuner: lower each candidate but compile nothing, and instead of timing "
+         "it wait MS milliseconds and report a cost computed from its program")
+      ->type_name("MS")
+      ->check(CLI::Range(0, 3600 * 1000));
 }
 
 measure::LocalRunnerOptions MeasureArgs::runner_options(bool weights_cold) const {

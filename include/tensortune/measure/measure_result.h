@@ -86,6 +86,10 @@ struct MeasureResult : Object {
   /// What the context's instruments saw while this candidate was lowered in
   /// the build worker: instrument name -> its results.
   nlohmann::json instruments = nlohmann::json::object();
+  /// The machine that measured it (that built it, when it did not build),
+  /// and its MPI rank: -1 outside an MPI job, and in records older than these fields ("").
+  std::string host;
+  int64_t rank = -1;
   TT_NODE(MeasureResult, "measure.MeasureResult")
   static void declare(FieldList<MeasureResult>& f);
 

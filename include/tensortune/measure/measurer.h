@@ -60,6 +60,16 @@ class Runner {
   /// One outcome per build result; results that did not build are passed over.
   virtual std::vector<RunOutcome> run(const te::Task& task, const std::vector<BuildResult>& built,
                                       const RunHints& hints) = 0;
+  /// Runs `built` (candidates that built) and passes each outcome to
+  /// `on_outcome` with its index, in index order, as soon as it and those
+  /// before it are known. `hints` is read before each run: the caller may
+  /// improve it from the outcomes it was given. The default runs them one
+  /// at a time; a runner with several machines runs them side by side.
+  virtual void run_each(const te::Task& task, const std::vector<BuildResult>& built,
+                        const RunHints& hints,
+                        const std::function<void(size_t, const RunOutcome&)>& on_outcome) {
+    for (size_t i = 0; i < built.size(); ++i) on_outcome(i, run(task, {built[i]}, hints)[0]);
+  }
 };
 
 /// The handshake that makes every new worker prove, before it is given work,
@@ -77,6 +87,9 @@ struct LocalBuilderOptions : Object {
   int64_t candidates_per_request = 8;
   std::string cache_dir;   ///< module cache; "" for codegen::default_cache_dir()
   WorkerPoolOptions pool;  ///< num_workers is set from parallelism
+  /// Lower the candidates but compile none (BuildRequest::simulate), for a
+  /// runner with RunnerOptions::simulate_ms.
+  bool simulate = false;
 
   TT_NODE(LocalBuilderOptions, "measure.LocalBuilderOptions")
   static void declare(FieldList<LocalBuilderOptions>& f);

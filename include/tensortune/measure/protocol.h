@@ -36,7 +36,7 @@
 namespace tensortune::measure {
 
 /// The version of this protocol; a worker of another version is refused.
-inline constexpr int64_t kProtocolVersion = 8;
+inline constexpr int64_t kProtocolVersion = 9;
 
 /// How candidates are timed (all of it travels in the run request).
 struct RunnerOptions : Object {
@@ -60,6 +60,10 @@ struct RunnerOptions : Object {
   /// Where run workers keep reference outputs for check, so that a restarted
   /// worker reads them instead of evaluating again; "" for codegen::default_cache_dir().
   std::string cache_dir;
+  /// For testing a tuner without timing anything (tensortune tune
+  /// --simulate-measure): -1 times kernels; otherwise a run waits this many
+  /// milliseconds and returns simulated_cost(BuildResult::program_hash).
+  int simulate_ms = -1;
   TT_NODE(RunnerOptions, "measure.RunnerOptions")
   static void declare(FieldList<RunnerOptions>& f);
 };
@@ -104,6 +108,9 @@ struct BuildRequest : Object {
   ir::PassContext pass_context;
   std::string cache_dir;  ///< the module cache; "" for codegen::default_cache_dir()
   Hash64 workload_hash;   ///< a worker whose workload hashes otherwise refuses the request
+  /// Replay and lower each state but compile nothing: its result holds only
+  /// program_hash (RunnerOptions::simulate_ms).
+  bool simulate = false;
   TT_NODE(BuildRequest, "measure.BuildRequest")
   static void declare(FieldList<BuildRequest>& f);
 };
@@ -124,6 +131,10 @@ struct BuildResult : Object {
   std::vector<int64_t> packed_elements;
   /// What the instruments saw while this candidate was lowered, by name.
   nlohmann::json instruments = nlohmann::json::object();
+  /// structural_hash of the lowered kernel, in a simulated build.
+  Hash64 program_hash;
+  std::string host;   ///< the machine that built it
+  int64_t rank = -1;  ///< the MPI rank that built it; -1 outside an MPI job
   TT_NODE(BuildResult, "measure.BuildResult")
   static void declare(FieldList<BuildResult>& f);
 };
@@ -159,6 +170,7 @@ struct RunRequest : Object {
   /// cost. A tuner sets it a few times its best time so far, so a hopeless
   /// candidate costs one measurement instead of `repeat`.
   double abandon_above_s = 0;
+  Hash64 program_hash;  ///< BuildResult::program_hash, for a simulated run
   TT_NODE(RunRequest, "measure.RunRequest")
   static void declare(FieldList<RunRequest>& f);
 };
@@ -183,6 +195,8 @@ struct RunOutcome : Object {
   double run_seconds = 0;
   double kernel_seconds = 0;  ///< of run_seconds, inside the kernel's warm-up and timed calls
   std::optional<double> max_error;
+  std::string host;   ///< the machine that ran it
+  int64_t rank = -1;  ///< the MPI rank that ran it; -1 outside an MPI job
   TT_NODE(RunOutcome, "measure.RunOutcome")
   static void declare(FieldList<RunOutcome>& f);
 };
@@ -204,6 +218,25 @@ std::string encode(const Object& message);
 /// error naming `what`.
 template <class T>
 T decode(std::string_view payload, std::string_view what);
+
+/// decode without the type check: the node `payload` holds.
+ObjectPtr decode_any(std::string_view payload, std::string_view what);
+/// The kParse error of decode for a node of another type.
+[[noreturn]] void wrong_message_type(const ObjectPtr& node, std::string_view what,
+                                     std::string_view expected);
+
+template <class T>
+T decode(std::string_view payload, std::string_view what) {
+  ObjectPtr node = decode_any(payload, what);
+  auto typed = std::dynamic_pointer_cast<const T>(node);
+  if (!typed) wrong_message_type(node, what, T::kTypeKey);
+  return *typed;
+}
+
+/// The cost in seconds a simulated run (RunnerOptions::simulate_ms) reports
+/// for a program: a function of its hash alone, so that equal programs cost
+/// the same wherever and however often they are "measured".
+double simulated_cost(const Hash64& program_hash);
 
 /// workload_hash of `task`'s workload as CheckRequest and friends carry it.
 Hash64 workload_hash(const te::Task& task);

@@ -21,4 +21,7 @@ struct HostCpu {
 /// The host's CPU, probed on first use.
 const HostCpu& host_cpu();
 
+/// This machine's network name (gethostname), "unknown" if it has none.
+std::string host_name();
+
 }  // namespace tensortune
