@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ python3 nlohmann-json3-dev libcli11-dev libxgboost-dev
           libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata nodejs
           googletest libgtest-dev libbenchmark-dev libdnnl-dev libopenblas-dev libssl-dev
-          clang-format "$@")
+          clang-format libopenmpi-dev openmpi-bin openssh-client "$@")
 
 missing=()
 for p in "${packages[@]}"; do

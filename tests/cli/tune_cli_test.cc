@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tensortune/measure/measurer.h"
+#include "tensortune/measure/mpi.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
@@ -134,10 +135,11 @@ TEST_F(TuneCli, EveryDeclaredOptionIsAFlagWithTheLibrarysDefault) {
   const search::EvolutionaryOptions evolution;
   const measure::LocalRunnerOptions runner;
   const measure::LocalBuilderOptions builder;
+  const measure::MpiOptions mpi;
   std::map<std::string, json> defaults;
   for (const Object* node :
        std::initializer_list<const Object*>{&tune, &evolution, &evolution.annotate, &runner.timing,
-                                            &runner, &builder, &builder.pool}) {
+                                            &runner, &builder, &builder.pool, &mpi}) {
     json values = field_values(*node);
     for (const FieldInfo& f : node->type_info().fields) {
       if (!f.flag.empty()) defaults[f.flag] = values[f.name];

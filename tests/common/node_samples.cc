@@ -12,7 +12,9 @@
 #include "tensortune/lower/stmt.h"
 #include "tensortune/measure/measurer.h"
 #include "tensortune/measure/model_timing.h"
+#include "tensortune/measure/mpi.h"
 #include "tensortune/measure/protocol.h"
+#include "tensortune/measure/rank_protocol.h"
 #include "tensortune/measure/record.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/runtime/model_folder.h"
@@ -295,6 +297,83 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
       n->host = "node-2";
       n->rank = 5;
       return obj(Ref<RunOutcome>(n));
+    };
+    s["measure.MpiOptions"] = [] {
+      auto n = make_node<MpiOptions>();
+      n->runners_per_host = 2;
+      n->rank_timeout = std::chrono::milliseconds(2500);
+      n->target_given = true;
+      return obj(Ref<MpiOptions>(n));
+    };
+    s["measure.RankInfo"] = [] {
+      auto n = make_node<RankInfo>();
+      n->protocol_version = 9;
+      n->build_id = "tensortune 0.1.0 sources 0123456789abcdef";
+      n->rank = 4;
+      n->host = "node-3";
+      n->cpu = "c -mcpu=znver4 -num-cores=64";
+      n->cores = 64;
+      return obj(Ref<RankInfo>(n));
+    };
+    s["measure.RankConfig"] = [pool, options] {
+      auto n = make_node<RankConfig>();
+      n->build.parallelism = 3;
+      n->build.pool = pool();
+      n->run.timing = *options();
+      n->run.pin_threads = true;
+      n->build_workers = 7;
+      n->runner = true;
+      return obj(Ref<RankConfig>(n));
+    };
+    s["measure.RankCheck"] = [task] {
+      auto n = make_node<RankCheck>();
+      n->task = task();
+      n->pass_context = PassContext::make(PassContextOptions().with_opt_level(1));
+      n->build = true;
+      return obj(Ref<RankCheck>(n));
+    };
+    auto shipped = [] {
+      auto n = make_node<ShippedLibrary>();
+      n->sha256 = std::string(64, 'a');
+      n->base64 = "AAEC";
+      return Ref<ShippedLibrary>(n);
+    };
+    s["measure.ShippedLibrary"] = [shipped] { return obj(shipped()); };
+    s["measure.RankBuild"] = [task] {
+      auto n = make_node<RankBuild>();
+      n->task = task();
+      n->states = {schedule::State::make({schedule::split(2, 0, {4})})};
+      n->pass_context = PassContext::make(PassContextOptions().with_opt_level(1));
+      n->ship_libraries = true;
+      return obj(Ref<RankBuild>(n));
+    };
+    s["measure.RankBuildReply"] = [build_result, shipped] {
+      auto n = make_node<RankBuildReply>();
+      n->results = {build_result()};
+      n->libraries = {shipped()};
+      return obj(Ref<RankBuildReply>(n));
+    };
+    s["measure.RankRun"] = [task, build_result, shipped] {
+      auto n = make_node<RankRun>();
+      n->task = task();
+      n->built = {build_result()};
+      n->best_s = 1e-3;
+      n->abandon_factor = 4;
+      n->libraries = {shipped()};
+      return obj(Ref<RankRun>(n));
+    };
+    s["measure.RankRunReply"] = [] {
+      auto o = make_node<RunOutcome>();
+      o->costs = {2e-3};
+      auto n = make_node<RankRunReply>();
+      n->outcomes = {Ref<RunOutcome>(o)};
+      return obj(Ref<RankRunReply>(n));
+    };
+    s["measure.RankStop"] = [] {
+      auto n = make_node<RankStop>();
+      n->reason = "refused";
+      n->finalize = false;
+      return obj(Ref<RankStop>(n));
     };
     auto candidate_step = [] {
       auto n = make_node<CandidateStepNode>();

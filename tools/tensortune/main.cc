@@ -13,10 +13,12 @@
 #include "tensortune/ir/pass_context.h"
 #include "tensortune/ir/target.h"
 #include "tensortune/lower/lower.h"
+#include "tensortune/measure/mpi.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/object/structural.h"
 #include "tensortune/schedule/random_schedule.h"
 #include "tensortune/schedule/state.h"
+#include "tensortune/support/build_info.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
 #include "tensortune/te/printer.h"
@@ -44,9 +46,18 @@ json arg_spec_json(const tt::te::ArgSpec& a) {
 
 int cmd_version(bool as_json) {
   if (as_json) {
-    std::cout << json{{"version", kVersion}, {"graph_format_version", 1}}.dump() << "\n";
+    std::cout << json{{"version", kVersion},
+                      {"graph_format_version", tt::kGraphFormatVersion},
+                      {"protocol_version", tt::measure::kProtocolVersion},
+                      {"build_id", std::string(tt::build_id())},
+                      {"mpi", tt::measure::mpi_built()}}
+                     .dump()
+              << "\n";
   } else {
-    std::cout << "tensortune " << kVersion << " (saved graph format 1)\n";
+    std::cout << "tensortune " << kVersion << " (saved graph format " << tt::kGraphFormatVersion
+              << ", worker protocol " << tt::measure::kProtocolVersion << ", "
+              << (tt::measure::mpi_built() ? "with" : "without") << " MPI)\n"
+              << tt::build_id() << "\n";
   }
   return 0;
 }

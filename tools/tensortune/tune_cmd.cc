@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "cli_common.h"
 #include "tensortune/graph/partition.h"
+#include "tensortune/measure/mpi.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/search/evolutionary.h"
 #include "tensortune/search/tuner.h"
@@ -39,6 +41,7 @@ struct TuneCommandArgs {
   search::EvolutionaryOptions evolution;
   PassContextArgs pass_context;
   MeasureArgs measure;
+  measure::MpiOptions mpi;
   NodeOptions options;  ///< the flags generated from tune, evolution and measure.timing
 };
 
@@ -293,7 +296,49 @@ std::string timing_note(const measure::RunnerOptions& timing) {
   return ", " + join(done, " and ") + " before every call";
 }
 
+/// The ranks of an MPI job, for the tune command's first line.
+std::string ranks_note(const measure::MpiCluster& cluster) {
+  int64_t builders = 0, runners = 0;
+  std::set<std::string> hosts;
+  for (const auto& r : cluster.ranks()) {
+    builders += r.build_workers;
+    runners += r.runner;
+    hosts.insert(r.host);
+  }
+  return ", over " + std::to_string(cluster.ranks().size()) + " MPI ranks on " +
+         std::to_string(hosts.size()) + " host" + (hosts.size() == 1 ? "" : "s") + " (" +
+         std::to_string(builders) + " build workers, " + std::to_string(runners) + " runner" +
+         (runners == 1 ? "" : "s") + ")";
+}
+
 int run_tune(const TuneCommandArgs& args) {
+  // Under mpirun every rank runs this command: rank 0 tunes, the others
+  // serve its builds and runs (measure/mpi.h).
+  std::unique_ptr<measure::MpiJob> job;
+  if (measure::launched_by_mpi()) {
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (measure::mpi_built()) {
+      job = std::make_unique<measure::MpiJob>();
+      if (job->rank() != 0) return job->serve();
+    } else {
+      // Each rank would tune alone, into the same log.
+      TT_CHECK(!size || std::string(size) == "1", kRuntime, "started by mpirun with ", size,
+               " ranks, but this tensortune was built without "
+               "MPI: install Open MPI (Debian: libopenmpi-dev openmpi-bin) and build again");
+    }
+  }
+  // A model's kernels find their weights in memory, not in the caches: so
+  // they are timed, unless --warm-weights says otherwise.
+  const measure::LocalRunnerOptions runner_options =
+      args.measure.runner_options(!args.model.empty());
+  // Before anything that can fail: the serving ranks wait for rank 0.
+  std::unique_ptr<measure::MpiCluster> cluster;
+  if (job && job->size() > 1) {
+    measure::MpiOptions mpi = args.mpi;
+    mpi.target_given = args.target_given;
+    cluster = std::make_unique<measure::MpiCluster>(*job, args.measure.builder_options(),
+                                                    runner_options, mpi);
+  }
   TaskLabels labels;
   // The run's one context: extraction runs the graph passes under it, every
   // candidate is built under it, and only records built under it are
@@ -317,27 +362,29 @@ int run_tune(const TuneCommandArgs& args) {
     policy = search::evolutionary_policy(model, args.evolution);
   }
   measure::install_interrupt_cleanup();
-  measure::LocalBuilder builder(args.measure.builder_options());
-  // A model's kernels find their weights in memory, not in the caches: so
-  // they are timed, unless --warm-weights says otherwise.
-  const measure::LocalRunnerOptions runner_options =
-      args.measure.runner_options(!args.model.empty());
-  measure::LocalRunner runner(runner_options);
+  std::unique_ptr<measure::LocalBuilder> local_builder;
+  std::unique_ptr<measure::LocalRunner> local_runner;
+  if (!cluster) {
+    local_builder = std::make_unique<measure::LocalBuilder>(args.measure.builder_options());
+    local_runner = std::make_unique<measure::LocalRunner>(runner_options);
+  }
+  measure::Builder& builder = cluster ? cluster->builder() : *local_builder;
+  measure::Runner& runner = cluster ? cluster->runner() : *local_runner;
   search::TuneOptions options = args.tune;
   options.log_path = args.log_path;
   options.weights = weights;
   options.pass_context = context;
 
-  std::fprintf(stderr, "tuning %zu task%s on %s: %lld new trials%s, %s search%s, log %s\n",
-               tasks.size(), tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
-               static_cast<long long>(args.tune.trials),
-               args.tune.time_budget_s > 0
-                   ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
-                   : "",
-               args.policy == "random"
-                   ? "random"
-                   : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
-               timing_note(runner_options.timing).c_str(), args.log_path.c_str());
+  std::fprintf(
+      stderr, "tuning %zu task%s on %s%s: %lld new trials%s, %s search%s, log %s\n", tasks.size(),
+      tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
+      cluster ? ranks_note(*cluster).c_str() : "", static_cast<long long>(args.tune.trials),
+      args.tune.time_budget_s > 0
+          ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
+          : "",
+      args.policy == "random" ? "random"
+                              : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
+      timing_note(runner_options.timing).c_str(), args.log_path.c_str());
   ProgressTable table(args.tune.trials, args.tune.time_budget_s, labels);
   // The progress file is rewritten from the start: never over what the run reads.
   std::vector<std::string> inputs = args.task_paths;
@@ -400,6 +447,22 @@ int run_tune(const TuneCommandArgs& args) {
     std::fprintf(stderr, "note: %s\n", model->note().c_str());
   }
 
+  // A rank lost during the run did no harm to the log, but the job failed:
+  // and MPI_Finalize would wait for it, so the job is ended here.
+  auto finish = [&](int code) {
+    if (!cluster) return code;
+    std::vector<std::string> lost;
+    for (const auto& r : cluster->ranks()) {
+      if (r.lost) lost.push_back("rank " + std::to_string(r.rank) + " on " + r.host);
+    }
+    if (lost.empty()) return code;
+    std::fprintf(stderr,
+                 "error: lost %s during the run; the other ranks took over its work and the log "
+                 "holds every result\n",
+                 join(lost, ", ").c_str());
+    std::cout.flush();
+    cluster->end_after_loss(code != 0 ? code : 4);
+  };
   bool any_failed = false;
   json tasks_out = json::array();
   for (const auto& s : report.tasks) {
@@ -426,7 +489,7 @@ int run_tune(const TuneCommandArgs& args) {
                 {"time", time_json(time)},
                 {"options", args.options.values()}};
     std::cout << out.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
-    return any_failed ? 3 : 0;
+    return finish(any_failed ? 3 : 0);
   }
   for (const auto& row : ProgressTable::rows(report, labels)) std::printf("%s\n", row.c_str());
   std::printf("%lld new trials in %.1f s (stopped by: %s); weighted latency %s ms\n",
@@ -451,7 +514,7 @@ int run_tune(const TuneCommandArgs& args) {
     }
   }
   if (!args.log_path.empty()) std::printf("records in %s\n", args.log_path.c_str());
-  return any_failed ? 3 : 0;
+  return finish(any_failed ? 3 : 0);
 }
 
 }  // namespace
@@ -496,6 +559,7 @@ Command add_tune_command(CLI::App& app) {
   args->options.add(cmd, args->evolution);
   args->options.add(cmd, args->evolution.annotate);
   args->measure.add_to(cmd, args->options);
+  args->options.add(cmd, args->mpi);
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_tune(*args); }};
 }

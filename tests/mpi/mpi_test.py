@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Tuning under mpirun on one machine (docs/mpi.md): the records of an N-rank
+run equal a local run's, a rank killed (kill -9) or stopped (SIGSTOP) mid-run
+loses nothing and measures nothing twice, and a rank of another build is
+refused by name before any candidate.
+
+Every run uses the simulated measurement (--simulate-measure): candidates are
+lowered, not compiled, and "cost" a function of their program, so runs are
+deterministic and fast.
+
+usage: mpi_test.py --tensortune PATH --foreign-rank PATH --work DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+TRIALS = 40
+TUNE = ["tune", "--workload", "matmul", "--args", "64,64,64", "--trials", str(TRIALS),
+        "--seed", "3"]
+
+
+def env():
+    e = dict(os.environ)
+    # CI runs as root; Open MPI refuses that unless told.
+    e["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    e["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return e
+
+
+def mpirun(ranks, extra=()):
+    return ["mpirun", *extra, "-n", str(ranks), "--oversubscribe"]
+
+
+def records(path):
+    """Each record without what differs from run to run (times, and who measured it)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            graph = json.loads(line)
+            for node in graph["nodes"]:
+                for key in ("build_seconds", "run_seconds", "timestamp", "kernel_seconds", "host",
+                            "rank"):
+                    node.pop(key, None)
+            out.append(json.dumps(graph, sort_keys=True))
+    return out
+
+
+def ranks_of(path):
+    found = set()
+    with open(path) as f:
+        for line in f:
+            for node in json.loads(line)["nodes"]:
+                if node.get("type") == "measure.MeasureResult":
+                    found.add(node.get("rank"))
+    return found
+
+
+def rank_pid(rank, parent):
+    """The pid of MPI rank `rank` among the descendants of `parent`."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=%d" % rank in environ and b"tune" in cmdline and \
+                b"--serve" not in cmdline:
+            return int(pid)
+    return None
+
+
+failures = []
+
+
+def expect(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tensortune", required=True)
+    ap.add_argument("--foreign-rank", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    tt = a.tensortune
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    log = lambda name: os.path.join(a.work, name + ".jsonl")
+    sim = ["--simulate-measure", "0", "--runners-per-host", "3", "--parallelism", "3"]
+
+    # 1. The same records as a local run, in the same order.
+    local = subprocess.run([tt, *TUNE, "--log", log("local"), "--simulate-measure", "0"],
+                           env=env(), capture_output=True, text=True)
+    expect(local.returncode == 0, "local run: " + local.stderr[-500:])
+    run = subprocess.run(mpirun(4) + [tt, *TUNE, "--log", log("mpi"), *sim, "--json"], env=env(),
+                         capture_output=True, text=True, timeout=300)
+    expect(run.returncode == 0, "4-rank run exits 0: " + run.stderr[-2000:])
+    expect("over 3 MPI ranks" in run.stderr, "the first line names the ranks")
+    expect(records(log("local")) == records(log("mpi")),
+           "a 4-rank run writes the records of a local run, in order")
+    expect(ranks_of(log("mpi")) == {1, 2, 3}, "each record names its rank: %s" %
+           sorted(ranks_of(log("mpi")), key=str))
+    expect(json.loads(run.stdout)["trials"] == TRIALS, "rank 0 prints the report")
+    best = subprocess.run([tt, "records", "best", log("mpi")], env=env(), capture_output=True,
+                          text=True)
+    expect(best.returncode == 0, "records best reads the log: " + best.stderr[-500:])
+    resumed = subprocess.run(mpirun(3) + [tt, *TUNE, "--log", log("mpi"), *sim], env=env(),
+                             capture_output=True, text=True, timeout=300)
+    expect(resumed.returncode == 0 and len(records(log("mpi"))) == 2 * TRIALS,
+           "a resumed run appends to the log")
+
+    # 2. A rank killed or stopped mid-run: detected, its work done by another.
+    slow = ["--simulate-measure", "150", "--runners-per-host", "3", "--parallelism", "3",
+            "--rank-timeout", "2"]
+    reference = subprocess.run([tt, *TUNE, "--log", log("slow_local"), "--simulate-measure", "0"],
+                               env=env(), capture_output=True, text=True)
+    for name, sig, extra in (("killed", signal.SIGKILL, ["--enable-recovery"]),
+                             ("stopped", signal.SIGSTOP, [])):
+        proc = subprocess.Popen(mpirun(4, extra) + [tt, *TUNE, "--log", log(name), *slow],
+                                env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        victim = None
+        deadline = time.time() + 60
+        while victim is None and time.time() < deadline:
+            time.sleep(0.2)
+            if os.path.exists(log(name)) and len(open(log(name)).readlines()) >= 8:
+                victim = rank_pid(2, proc.pid)
+        expect(victim is not None, f"{name}: rank 2 found mid-run")
+        if victim:
+            os.kill(victim, sig)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        if victim and sig == signal.SIGSTOP:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        expect("rank 2 on" in err and "is lost" in err, f"{name}: the loss is reported")
+        expect(records(log(name)) == records(log("slow_local")),
+               f"{name}: nothing lost, nothing measured twice, same records as a local run")
+        if not extra:
+            expect(proc.returncode != 0, f"{name}: the job exits non-zero ({proc.returncode})")
+
+    # 3. A rank of another build is refused by name before any candidate.
+    protocol = subprocess.run([tt, "version", "--json"], env=env(), capture_output=True,
+                              text=True)
+    version = "0"
+    try:
+        version = str(json.loads(protocol.stdout)["protocol_version"])
+    except (ValueError, KeyError):
+        pass
+    foreign = subprocess.run(
+        ["mpirun", "--oversubscribe", "-n", "2", tt, *TUNE, "--log", log("foreign"), *sim, ":",
+         "-n", "1", a.foreign_rank, version], env=env(), capture_output=True, text=True,
+        timeout=120)
+    expect(foreign.returncode != 0, "a foreign rank fails the job")
+    expect("rank 2 on elsewhere runs another build of tensortune" in foreign.stderr,
+           "the foreign rank is named: " + foreign.stderr[-1500:])
+    expect(not os.path.exists(log("foreign")) or not records(log("foreign")),
+           "nothing was measured")
+
+    if failures:
+        print(f"{len(failures)} failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
