@@ -51,6 +51,10 @@ TT_REGISTER_NODE(MpiOptions);
 
 bool mpi_built() { return TENSORTUNE_WITH_MPI != 0; }
 
+int64_t cluster_batch_size(int64_t at_least, int64_t build_workers) {
+  return std::clamp<int64_t>(build_workers, at_least, std::max<int64_t>(at_least, 1024));
+}
+
 bool launched_by_mpi() {
   // Open MPI's mpirun, and PMIx/PMI launchers (Slurm's srun, MPICH's hydra).
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {

@@ -7,6 +7,7 @@
 
 #include "common/test_util.h"
 #include "measure/measure_test_util.h"
+#include "tensortune/measure/mpi.h"
 #include "tensortune/schedule/steps.h"
 #include "tensortune/support/build_info.h"
 #include "tensortune/support/files.h"
@@ -243,6 +244,13 @@ TEST(Runner, ASimulatedMeasurementCostsWhatItsProgramHashSaysAndNamesItsHost) {
   std::vector<BuildResult> built = builder.build(task, {plain}, ir::PassContext::make());
   EXPECT_TRUE(built[0].library.empty());  // nothing was compiled
   EXPECT_EQ(results[1].costs[0], simulated_cost(built[0].program_hash));
+}
+
+TEST(MpiRounds, ARoundHasOneCandidatePerBuildWorkerWithinBounds) {
+  EXPECT_EQ(cluster_batch_size(16, 3), 16);       // never fewer than asked
+  EXPECT_EQ(cluster_batch_size(16, 70), 70);      // one per build worker
+  EXPECT_EQ(cluster_batch_size(16, 7000), 1024);  // rank 0's search has a limit
+  EXPECT_EQ(cluster_batch_size(2000, 10), 2000);
 }
 
 }  // namespace

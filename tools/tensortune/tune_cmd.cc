@@ -42,6 +42,7 @@ struct TuneCommandArgs {
   PassContextArgs pass_context;
   MeasureArgs measure;
   measure::MpiOptions mpi;
+  CLI::Option* batch_size_flag = nullptr;  ///< to tell whether --batch-size was given
   NodeOptions options;  ///< the flags generated from tune, evolution and measure.timing
 };
 
@@ -371,20 +372,29 @@ int run_tune(const TuneCommandArgs& args) {
   measure::Builder& builder = cluster ? cluster->builder() : *local_builder;
   measure::Runner& runner = cluster ? cluster->runner() : *local_runner;
   search::TuneOptions options = args.tune;
+  if (cluster && args.batch_size_flag && args.batch_size_flag->count() == 0) {
+    int64_t workers = 0;
+    for (const auto& r : cluster->ranks()) workers += r.build_workers;
+    options.batch_size = static_cast<int>(measure::cluster_batch_size(options.batch_size, workers));
+  }
   options.log_path = args.log_path;
   options.weights = weights;
   options.pass_context = context;
 
-  std::fprintf(
-      stderr, "tuning %zu task%s on %s%s: %lld new trials%s, %s search%s, log %s\n", tasks.size(),
-      tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
-      cluster ? ranks_note(*cluster).c_str() : "", static_cast<long long>(args.tune.trials),
-      args.tune.time_budget_s > 0
-          ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
-          : "",
-      args.policy == "random" ? "random"
-                              : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
-      timing_note(runner_options.timing).c_str(), args.log_path.c_str());
+  std::fprintf(stderr, "tuning %zu task%s on %s%s: %lld new trials%s, %s search%s, log %s\n",
+               tasks.size(), tasks.size() == 1 ? "" : "s", tasks[0]->target.str().c_str(),
+               cluster ? (ranks_note(*cluster) + ", " + std::to_string(options.batch_size) +
+                          " candidates per round")
+                             .c_str()
+                       : "",
+               static_cast<long long>(args.tune.trials),
+               args.tune.time_budget_s > 0
+                   ? (" within " + format_double(args.tune.time_budget_s) + " s").c_str()
+                   : "",
+               args.policy == "random"
+                   ? "random"
+                   : (args.policy + "/" + (model ? model->model().name() : "")).c_str(),
+               timing_note(runner_options.timing).c_str(), args.log_path.c_str());
   ProgressTable table(args.tune.trials, args.tune.time_budget_s, labels);
   // The progress file is rewritten from the start: never over what the run reads.
   std::vector<std::string> inputs = args.task_paths;
@@ -560,6 +570,7 @@ Command add_tune_command(CLI::App& app) {
   args->options.add(cmd, args->evolution.annotate);
   args->measure.add_to(cmd, args->options);
   args->options.add(cmd, args->mpi);
+  args->batch_size_flag = cmd->get_option("--batch-size");
   args->pass_context.add_to(cmd);
   return {cmd, [args] { return run_tune(*args); }};
 }

@@ -44,6 +44,13 @@ struct MpiOptions : Object {
   static void declare(FieldList<MpiOptions>& f);
 };
 
+/// The candidates per round of a job with `build_workers` in all, when the
+/// user did not choose: one per build worker (at least `at_least`, at most
+/// 1024), so that every worker has work and rank 0's search, which costs
+/// about the same per round whatever its size, is spread over more
+/// candidates (bench/mpi_projection.cc found this the first bottleneck).
+int64_t cluster_batch_size(int64_t at_least, int64_t build_workers);
+
 /// One rank as rank 0 sees it after the handshake.
 struct RankSummary {
   int rank = 0;
