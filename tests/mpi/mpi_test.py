@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Tuning under mpirun on one machine (docs/mpi.md): the records of an N-rank
 run equal a local run's, a rank killed (kill -9) or stopped (SIGSTOP) mid-run
-loses nothing and measures nothing twice, and a rank of another build is
-refused by name before any candidate.
+loses nothing and measures nothing twice, a killed rank 0 leaves a log that
+the same command resumes, and a rank of another build is refused by name
+before any candidate.
 
 Every run uses the simulated measurement (--simulate-measure): candidates are
 lowered, not compiled, and "cost" a function of their program, so runs are
@@ -157,7 +158,33 @@ def main():
         if not extra:
             expect(proc.returncode != 0, f"{name}: the job exits non-zero ({proc.returncode})")
 
-    # 3. A rank of another build is refused by name before any candidate.
+    # 3. Rank 0 killed: mpirun ends the job, the log holds whole records
+    # only, and the same command resumes it.
+    proc = subprocess.Popen(mpirun(4) + [tt, *TUNE, "--log", log("rank0"), *slow],
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.time() + 60
+    while victim is None and time.time() < deadline:
+        time.sleep(0.2)
+        if os.path.exists(log("rank0")) and len(open(log("rank0")).readlines()) >= 8:
+            victim = rank_pid(0, proc.pid)
+    expect(victim is not None, "rank 0 found mid-run")
+    if victim:
+        os.kill(victim, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+    expect(proc.returncode != 0, "a killed rank 0 fails the job")
+    before = len(records(log("rank0")))  # every line parses
+    expect(0 < before < TRIALS, f"the log holds the {before} records written before")
+    again = subprocess.run(mpirun(4) + [tt, *TUNE, "--log", log("rank0"), *sim], env=env(),
+                           capture_output=True, text=True, timeout=300)
+    expect(again.returncode == 0 and len(records(log("rank0"))) == before + TRIALS,
+           "the same command resumes the log")
+
+    # 4. A rank of another build is refused by name before any candidate.
     protocol = subprocess.run([tt, "version", "--json"], env=env(), capture_output=True,
                               text=True)
     version = "0"
