@@ -44,7 +44,7 @@ void MpiOptions::declare(FieldList<MpiOptions>& f) {
       .option("rank-timeout",
               "under mpirun: seconds a rank with work may go unheard before its work goes to "
               "another rank")
-      .range(0.1, 86400)
+      .range(2, 86400)
       .def("target_given", &MpiOptions::target_given);
 }
 TT_REGISTER_NODE(MpiOptions);
@@ -197,6 +197,12 @@ namespace {
 
 enum Tag : int { kRequestTag = 1, kReplyTag = 2, kAliveTag = 3 };
 
+/// Whether mpirun runs with --enable-recovery: a rank's death does not end the job.
+bool recovery_mode() {
+  const char* value = std::getenv("OMPI_MCA_orte_enable_recovery");
+  return value && std::string(value) != "0" && std::string(value) != "false";
+}
+
 /// How long a serving rank waits without a word from rank 0 (which says it
 /// is alive every second while it waits on the ranks, and is silent only
 /// while it searches) before it concludes that rank 0 is gone.
@@ -246,14 +252,21 @@ class Sends {
     s.data = std::make_unique<std::string>(std::move(data));
     s.rank = rank;
     s.since = Clock::now();
-    check_mpi(MPI_Isend(s.data->data(), static_cast<int>(s.data->size()), MPI_BYTE, rank, tag,
-                        MPI_COMM_WORLD, &s.request),
-              "send");
+    if (MPI_Isend(s.data->data(), static_cast<int>(s.data->size()), MPI_BYTE, rank, tag,
+                  MPI_COMM_WORLD, &s.request) != MPI_SUCCESS) {
+      // A peer that is gone: found stuck by the next progress(), and lost.
+      s.request = MPI_REQUEST_NULL;
+      s.since = Clock::time_point::min();
+      failed_.push_back(std::move(s));
+      return;
+    }
     pending_.push_back(std::move(s));
   }
   /// Completes what the peers took; returns the ranks with a send older than `limit`.
   std::set<int> progress(std::chrono::milliseconds limit) {
     std::set<int> stuck;
+    for (const Sending& s : failed_) stuck.insert(s.rank);
+    failed_.clear();
     for (auto it = pending_.begin(); it != pending_.end();) {
       int done = 0;
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
@@ -290,6 +303,19 @@ class Sends {
  private:
   std::deque<Sending> pending_;
   std::deque<Sending> abandoned_;
+  std::deque<Sending> failed_;
+
+ public:
+  Sends() = default;
+  Sends(const Sends&) = delete;
+  Sends& operator=(const Sends&) = delete;
+  /// MPI may still read the buffers of sends not completed: they are left
+  /// to the end of the process.
+  ~Sends() {
+    for (auto* list : {&pending_, &abandoned_}) {
+      for (Sending& s : *list) (void)s.data.release();
+    }
+  }
 };
 
 }  // namespace
@@ -301,6 +327,9 @@ MpiJob::MpiJob() {
     int provided = 0;
     // Only one thread of a process calls MPI (see mpi.h).
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
+    TT_CHECK(provided >= MPI_THREAD_FUNNELED, kRuntime,
+             "this MPI library does not allow threads beside the one calling MPI "
+             "(MPI_THREAD_FUNNELED), which tensortune's ranks need");
   }
   // mpirun binds each rank to a core or a socket by default; tensortune
   // places its own workers (one runner per host, builders on the cores
@@ -320,7 +349,9 @@ MpiJob::MpiJob() {
 MpiJob::~MpiJob() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  // With a rank lost, MPI_Finalize could wait for it forever: leaving
+  // without it makes mpirun end the job.
+  if (!finalized && finalize_) MPI_Finalize();
 }
 
 // ---------------------------------------------------------------------------
@@ -494,6 +525,9 @@ int MpiJob::serve() {
   std::string stop_reason;
   bool stopping = false, finalize = true;
   auto last_from_zero = Clock::now();
+  // Plain mpirun ends the job when rank 0 dies; only under recovery can a
+  // serving rank outlive it.
+  const bool recovery = recovery_mode();
   while (!stopping || !service.idle()) {
     bool busy = false;
     if (!stopping) {
@@ -531,7 +565,7 @@ int MpiJob::serve() {
       last_alive = Clock::now();
     }
     sends.progress(std::chrono::hours(1));
-    if (Clock::now() - last_from_zero > kOrphanTimeout) {
+    if (recovery && Clock::now() - last_from_zero > kOrphanTimeout) {
       // Rank 0 is gone and mpirun (--enable-recovery) did not end the job.
       std::fprintf(stderr, "rank %d: no word from rank 0 for %lld s: leaving\n", rank_,
                    static_cast<long long>(
@@ -574,6 +608,7 @@ struct KeptLibrary {
 }  // namespace
 
 struct MpiCluster::Impl {
+  MpiJob* job = nullptr;
   MpiOptions options;
   LocalBuilderOptions build;
   LocalRunnerOptions run;
@@ -606,6 +641,32 @@ struct MpiCluster::Impl {
   }
 
   Clock::time_point last_alive;
+
+  /// Forgets what earlier calls left in flight (a call that ended in an
+  /// error): each Builder or Runner call starts with every live rank free.
+  void forget_in_flight() {
+    for (Rank& r : ranks) r.building = r.running = false;
+    waiting.clear();
+    replies.clear();
+  }
+
+  bool any_lost() const {
+    return std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.summary.lost; });
+  }
+
+  /// Tells every rank still there to stop (why, when it is a failure). With
+  /// a rank lost none of them finalises, this one included (MpiJob).
+  void stop_all(const std::string& reason) {
+    RankStop stop;
+    stop.reason = reason;
+    stop.finalize = !any_lost();
+    for (size_t r = 1; r < ranks.size(); ++r) {
+      if (!ranks[r].summary.lost)
+        sends.start(static_cast<int>(r), kRequestTag, frame(0, encode(stop)));
+    }
+    sends.drain(std::chrono::seconds(10));
+    if (!stop.finalize) job->skip_finalize();
+  }
 
   /// Receives whatever has arrived; tells the ranks that rank 0 is alive.
   void poll() {
@@ -731,14 +792,15 @@ struct MpiCluster::Impl {
     if (libraries.count(library.sha256)) return;
     libraries[library.sha256] = {library.base64, host};
     library_order.push_back(library.sha256);
-    // Each library is run soon after it is built: a few hundred cover any batch.
-    while (library_order.size() > 512) {
+    // build() starts each batch afresh; this only bounds one batch.
+    while (library_order.size() > 4096) {
       libraries.erase(library_order.front());
       library_order.pop_front();
     }
   }
 
   void check(const std::vector<int>& to, const RankCheck& request, const char* what) {
+    forget_in_flight();
     std::vector<std::string> problems;
     for (auto& [rank, payload] : ask_all(to, request)) {
       for (const std::string& p : decode<CheckReply>(payload, "rank check reply").problems) {
@@ -768,6 +830,10 @@ class MpiCluster::Impl::ClusterBuilder final : public Builder {
   std::vector<BuildResult> build(const te::Task& task, const std::vector<schedule::State>& states,
                                  const ir::PassContext& context) override {
     check(task, context);
+    c_.forget_in_flight();
+    // A batch's libraries are all run before the next batch is built.
+    c_.libraries.clear();
+    c_.library_order.clear();
     std::vector<BuildResult> results(states.size());
     std::deque<std::pair<size_t, size_t>> queue;  // ranges not yet given to a rank
     // Each rank takes a share the size of its workers, so that all are busy
@@ -800,8 +866,9 @@ class MpiCluster::Impl::ClusterBuilder final : public Builder {
         lost.error_message = "no rank is left to build it (lost: " + c_.lost_text() + ")";
         for (auto [id, job] : out) queue.push_back(job.second);
         out.clear();
-        while (auto r = next_range(0)) {
-          for (size_t i = r->first; i < r->second; ++i) results[i] = lost;
+        queue.emplace_back(next, states.size());
+        for (auto [begin, end] : queue) {
+          for (size_t i = begin; i < end; ++i) results[i] = lost;
         }
         break;
       }
@@ -830,7 +897,12 @@ class MpiCluster::Impl::ClusterBuilder final : public Builder {
           continue;
         }
         c_.ranks[rank].building = false;
-        RankBuildReply answer = decode<RankBuildReply>(*reply, "rank build reply");
+        RankBuildReply answer;
+        try {
+          answer = decode<RankBuildReply>(*reply, "rank build reply");
+        } catch (const UserError& e) {
+          fail(e.kind(), c_.where(rank), ": ", e.what());
+        }
         TT_CHECK(answer.results.size() == range.second - range.first, kRuntime, c_.where(rank),
                  " replied with ", answer.results.size(), " build results for ",
                  range.second - range.first, " candidates");
@@ -887,6 +959,7 @@ class MpiCluster::Impl::ClusterRunner final : public Runner {
                 const std::function<void(size_t, const RunOutcome&)>& on_outcome) override {
     if (built.empty()) return;
     check(task);
+    c_.forget_in_flight();
     std::vector<std::optional<RunOutcome>> done(built.size());
     std::deque<size_t> queue;  // given back by lost ranks
     size_t next = 0, reported = 0;
@@ -953,7 +1026,12 @@ class MpiCluster::Impl::ClusterRunner final : public Runner {
           continue;
         }
         c_.ranks[rank].running = false;
-        RankRunReply answer = decode<RankRunReply>(*reply, "rank run reply");
+        RankRunReply answer;
+        try {
+          answer = decode<RankRunReply>(*reply, "rank run reply");
+        } catch (const UserError& e) {
+          fail(e.kind(), c_.where(rank), ": ", e.what());
+        }
         TT_CHECK(answer.outcomes.size() == 1, kRuntime, c_.where(rank), " replied with ",
                  answer.outcomes.size(), " outcomes for one candidate");
         done[i] = *answer.outcomes[0];
@@ -971,6 +1049,7 @@ MpiCluster::MpiCluster(MpiJob& job, const LocalBuilderOptions& build, const Loca
     : impl_(std::make_unique<Impl>()) {
   TT_CHECK(job.rank() == 0, kInternal, "only rank 0 tunes");
   Impl& c = *impl_;
+  c.job = &job;
   c.options = options;
   c.build = build;
   c.run = run;
@@ -983,12 +1062,7 @@ MpiCluster::MpiCluster(MpiJob& job, const LocalBuilderOptions& build, const Loca
   std::vector<int> others;
   for (int r = 1; r < job.size(); ++r) others.push_back(r);
   auto refuse_all = [&](const std::string& why) {
-    RankStop stop;
-    stop.reason = why;
-    for (int r : others) {
-      if (!c.ranks[r].summary.lost) c.sends.start(r, kRequestTag, frame(0, encode(stop)));
-    }
-    c.sends.drain(std::chrono::seconds(5));
+    c.stop_all(why);
     fail(ErrorKind::kRuntime, why);
   };
 
@@ -1105,37 +1179,26 @@ MpiCluster::MpiCluster(MpiJob& job, const LocalBuilderOptions& build, const Loca
     }
   }
   if (!problems.empty()) refuse_all("a rank cannot serve: " + join(problems, "; "));
-  TT_CHECK(!c.live(false).empty() && !c.live(true).empty(), kRuntime,
-           "the job has no rank left to build or to run (lost: ", c.lost_text(), ")");
+  if (c.live(false).empty() || c.live(true).empty()) {
+    refuse_all("the job has no rank left to build or to run (lost: " + c.lost_text() + ")");
+  }
   c.builder = std::make_unique<Impl::ClusterBuilder>(c);
   c.runner = std::make_unique<Impl::ClusterRunner>(c);
 }
 
 MpiCluster::~MpiCluster() {
-  Impl& c = *impl_;
-  for (size_t r = 1; r < c.ranks.size(); ++r) {
-    if (!c.ranks[r].summary.lost) {
-      c.sends.start(static_cast<int>(r), kRequestTag, frame(0, encode(RankStop{})));
-    }
-  }
-  c.sends.drain(std::chrono::seconds(10));
+  // Reached at the end of a run, or by an error (which main reports).
+  impl_->stop_all(std::uncaught_exceptions() > 0 ? "rank 0 stopped on an error" : "");
 }
 
 void MpiCluster::end_after_loss(int code) {
-  Impl& c = *impl_;
-  RankStop stop;
-  stop.finalize = false;
-  for (size_t r = 1; r < c.ranks.size(); ++r) {
-    if (!c.ranks[r].summary.lost)
-      c.sends.start(static_cast<int>(r), kRequestTag, frame(0, encode(stop)));
-  }
-  c.sends.drain(std::chrono::seconds(10));
   std::fflush(stdout);
   std::fflush(stderr);
-  const char* recovery = std::getenv("OMPI_MCA_orte_enable_recovery");
-  if (!recovery || std::string(recovery) == "0" || std::string(recovery) == "false") {
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
+  // Plain mpirun: MPI_Abort ends every rank, the stopped ones too, and
+  // mpirun exits with `code`. Under recovery it ends this rank alone, so the
+  // others are told to leave first.
+  if (!recovery_mode()) MPI_Abort(MPI_COMM_WORLD, code);
+  impl_->stop_all("");
   std::_Exit(code);
 }
 

@@ -63,20 +63,32 @@ def ranks_of(path):
     return found
 
 
-def rank_pid(rank, parent):
-    """The pid of MPI rank `rank` among the descendants of `parent`."""
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def rank_pid(rank, parent, program):
+    """The pid of MPI rank `rank`: a process running `program` (not one of
+    its workers, which inherit the rank's environment) under `parent`."""
+    program = os.path.realpath(program)
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
+            if os.path.realpath(f"/proc/{pid}/exe") != program:
+                continue
             with open(f"/proc/{pid}/environ", "rb") as f:
                 environ = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
+            if b"OMPI_COMM_WORLD_RANK=%d" % rank not in environ:
+                continue
+            up = int(pid)
+            while up > 1 and up != parent:
+                up = parent_of(up)
         except OSError:
             continue
-        if b"OMPI_COMM_WORLD_RANK=%d" % rank in environ and b"tune" in cmdline and \
-                b"--serve" not in cmdline:
+        if up == parent:
             return int(pid)
     return None
 
@@ -128,6 +140,7 @@ def main():
             "--rank-timeout", "2"]
     reference = subprocess.run([tt, *TUNE, "--log", log("slow_local"), "--simulate-measure", "0"],
                                env=env(), capture_output=True, text=True)
+    expect(reference.returncode == 0, "local reference run: " + reference.stderr[-500:])
     for name, sig, extra in (("killed", signal.SIGKILL, ["--enable-recovery"]),
                              ("stopped", signal.SIGSTOP, [])):
         proc = subprocess.Popen(mpirun(4, extra) + [tt, *TUNE, "--log", log(name), *slow],
@@ -138,7 +151,7 @@ def main():
         while victim is None and time.time() < deadline:
             time.sleep(0.2)
             if os.path.exists(log(name)) and len(open(log(name)).readlines()) >= 8:
-                victim = rank_pid(2, proc.pid)
+                victim = rank_pid(2, proc.pid, tt)
         expect(victim is not None, f"{name}: rank 2 found mid-run")
         if victim:
             os.kill(victim, sig)
@@ -156,7 +169,7 @@ def main():
         expect(records(log(name)) == records(log("slow_local")),
                f"{name}: nothing lost, nothing measured twice, same records as a local run")
         if not extra:
-            expect(proc.returncode != 0, f"{name}: the job exits non-zero ({proc.returncode})")
+            expect(proc.returncode == 4, f"{name}: the job exits 4 ({proc.returncode})")
 
     # 3. Rank 0 killed: mpirun ends the job, the log holds whole records
     # only, and the same command resumes it.
@@ -167,7 +180,7 @@ def main():
     while victim is None and time.time() < deadline:
         time.sleep(0.2)
         if os.path.exists(log("rank0")) and len(open(log("rank0")).readlines()) >= 8:
-            victim = rank_pid(0, proc.pid)
+            victim = rank_pid(0, proc.pid, tt)
     expect(victim is not None, "rank 0 found mid-run")
     if victim:
         os.kill(victim, signal.SIGKILL)

@@ -76,10 +76,14 @@ class MpiJob {
   int size() const { return size_; }
   /// On a rank other than 0: serves rank 0 until it says stop; the exit code.
   int serve();
+  /// Leave without MPI_Finalize, which could wait forever for a lost rank
+  /// (MpiCluster calls it); mpirun then ends the job.
+  void skip_finalize() { finalize_ = false; }
 
  private:
   int rank_ = 0;
   int size_ = 1;
+  bool finalize_ = true;
 };
 
 /// Rank 0's builder and runner over the other ranks of `job`.
