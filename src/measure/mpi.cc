@@ -150,6 +150,8 @@ void RankStop::declare(FieldList<RankStop>& f) {
 }
 TT_REGISTER_NODE(RankStop);
 
+#if TENSORTUNE_WITH_MPI
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -190,8 +192,6 @@ std::string shipped_dir(const LocalRunnerOptions& run) {
 }
 
 }  // namespace
-
-#if TENSORTUNE_WITH_MPI
 
 namespace {
 

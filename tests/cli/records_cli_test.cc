@@ -65,6 +65,8 @@ class RecordsCli : public ::testing::Test {
                 record(c2, 0, ErrorCode::kCompileError, "cc: error: worse"),
                 record(c2, 0, ErrorCode::kRuntimeError, "segfault"),
                 record(c, 4e-3)};
+    records_[2].result.host = "node-9";  // measured by rank 3 of an MPI job
+    records_[2].result.rank = 3;
     std::string text;
     for (const Record& r : records_) text += measure::record_to_line(r) + "\n";
     write(log(), text);
@@ -95,7 +97,8 @@ TEST_F(RecordsCli, ShowListsEveryRecord) {
   // matmul 8x8x8 is 2*8*8*8 = 1024 flops: 1 ms is 0.001024 GFLOP/s.
   EXPECT_EQ(lines[0], "matmul(8,8,8,float32)  c  NO_ERROR  2 ms  0.000512 GFLOP/s");
   EXPECT_EQ(lines[1], "matmul(8,8,8,float32)  c -num-cores=2  COMPILE_ERROR  cc: error: bad");
-  EXPECT_EQ(lines[2], "matmul(8,8,8,float32)  c  NO_ERROR  1 ms  0.001024 GFLOP/s");
+  EXPECT_EQ(lines[2],
+            "matmul(8,8,8,float32)  c  NO_ERROR  1 ms  0.001024 GFLOP/s  on node-9 rank 3");
   EXPECT_EQ(lines[3], "matmul(8,8,8,float32)  c  RUN_TIMEOUT  ran for 10 s");
   EXPECT_EQ(r.err, "");
 

@@ -104,6 +104,11 @@ int show(const RecordsArgs& args) {
     } else {
       std::cout << short_message(r.result.error_message);
     }
+    // Who measured it: the host, and the MPI rank in a job's log.
+    if (!r.result.host.empty()) {
+      std::cout << "  on " << r.result.host;
+      if (r.result.rank >= 0) std::cout << " rank " << r.result.rank;
+    }
     std::cout << "\n";
   }
   return 0;
