@@ -2,8 +2,8 @@
 """Tuning under mpirun on one machine (docs/mpi.md): the records of an N-rank
 run equal a local run's, a rank killed (kill -9) or stopped (SIGSTOP) mid-run
 loses nothing and measures nothing twice, a killed rank 0 leaves a log that
-the same command resumes, and a rank of another build is refused by name
-before any candidate.
+the same command resumes, libraries built on one host are run on another,
+and a rank of another build is refused by name before any candidate.
 
 Every run uses the simulated measurement (--simulate-measure): candidates are
 lowered, not compiled, and "cost" a function of their program, so runs are
@@ -206,7 +206,34 @@ def main():
     expect(again.returncode == 0 and len(records(log("rank0"))) == before + TRIALS,
            "the same command resumes the log")
 
-    # 4. A rank of another build is refused by name before any candidate.
+    # 4. Two "hosts" on this machine (TENSORTUNE_HOST_NAME), real builds:
+    # libraries built on one are shipped to the runner of the other.
+    cache = os.path.abspath(os.path.join(a.work, "cache"))
+    e = env()
+    e["XDG_CACHE_HOME"] = cache
+    real = ["tune", "--workload", "matmul", "--args", "64,64,64", "--trials", "12", "--seed",
+            "3", "--log", log("hosts"), "--parallelism", "1"]
+    hosts = subprocess.run(
+        ["mpirun", "--oversubscribe", "-n", "1", tt, *real,
+         ":", "-n", "1", "-x", "TENSORTUNE_HOST_NAME=host-a", tt, *real,
+         ":", "-n", "1", "-x", "TENSORTUNE_HOST_NAME=host-b", tt, *real],
+        env=e, capture_output=True, text=True, timeout=300)
+    expect(hosts.returncode == 0, "a job of two hosts: " + hosts.stderr[-1500:])
+    expect("on 2 hosts" in hosts.stderr, "rank 0 sees two hosts")
+    measured = []
+    with open(log("hosts")) as f:
+        for line in f:
+            for node in json.loads(line)["nodes"]:
+                if node.get("type") == "measure.MeasureResult":
+                    measured.append((node["error_code"], node.get("host")))
+    expect(len(measured) == 12 and all(code == "NO_ERROR" for code, _ in measured),
+           "every candidate built on one host ran: %s" % measured)
+    expect({h for _, h in measured} == {"host-a", "host-b"}, "both hosts timed candidates")
+    shipped = os.path.join(cache, "tensortune", "mpi-libraries")
+    expect(os.path.isdir(shipped) and any(n.endswith(".so") for n in os.listdir(shipped)),
+           "libraries were shipped between the hosts")
+
+    # 5. A rank of another build is refused by name before any candidate.
     protocol = subprocess.run([tt, "version", "--json"], env=env(), capture_output=True,
                               text=True)
     version = "0"

@@ -21,7 +21,9 @@ struct HostCpu {
 /// The host's CPU, probed on first use.
 const HostCpu& host_cpu();
 
-/// This machine's network name (gethostname), "unknown" if it has none.
+/// This machine's network name (gethostname), "unknown" if it has none;
+/// $TENSORTUNE_HOST_NAME instead when set (to try a job of several hosts on
+/// one machine).
 std::string host_name();
 
 }  // namespace tensortune
