@@ -341,7 +341,6 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
                                          const std::vector<BuildResult>& built,
                                          const RunHints& hints) {
   std::vector<RunOutcome> outcomes(built.size());
-  for (auto& o : outcomes) o.host = host_name();
   std::vector<std::string> requests;
   std::vector<size_t> which;
   RunRequest request;
@@ -350,10 +349,7 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
   request.abandon_above_s = hints.abandon_above_s();
   for (size_t i = 0; i < built.size(); ++i) {
     if (built[i].error_code != ErrorCode::kNoError) {
-      outcomes[i].error_code = built[i].error_code;
-      outcomes[i].error_message = built[i].error_message;
-      outcomes[i].host = built[i].host;  // never ran: the builder's machine says it
-      outcomes[i].rank = built[i].rank;
+      outcomes[i] = not_run(built[i]);
       continue;
     }
     if (requests.empty()) request.workload_hash = workload_hash(task);
@@ -378,12 +374,10 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
     if (replies[r].status == WorkerReply::Status::kOk) {
       try {
         out = decode<RunOutcome>(replies[r].payload, "run reply");
-        out.host = host_name();
         TT_CHECK(!out.costs.empty() || out.error_code != ErrorCode::kNoError, kParse,
                  "the run reply says NO_ERROR but has no costs");
       } catch (const UserError& e) {
         out = RunOutcome();
-        out.host = host_name();
         out.error_code = ErrorCode::kUnknownError;
         out.error_message = shorten_message(e.what());
       }
@@ -392,8 +386,18 @@ std::vector<RunOutcome> LocalRunner::run(const te::Task& task,
       out.error_message = shorten_message(replies[r].message);
       out.run_seconds = replies[r].seconds;
     }
+    out.host = host_name();
   }
   return outcomes;
+}
+
+RunOutcome not_run(const BuildResult& built) {
+  RunOutcome out;
+  out.error_code = built.error_code;
+  out.error_message = built.error_message;
+  out.host = built.host;
+  out.rank = built.rank;
+  return out;
 }
 
 MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
@@ -408,6 +412,7 @@ MeasureResult make_result(const BuildResult& built, const RunOutcome& ran) {
   r.pass_context_hash = built.pass_context_hash;
   r.max_error = ran.max_error;
   r.instruments = built.instruments;
+  // A runner that does not say where it ran (a test's) leaves the builder's.
   const bool ran_it = !ran.host.empty();
   r.host = ran_it ? ran.host : built.host;
   r.rank = ran_it ? ran.rank : built.rank;
@@ -434,7 +439,7 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
   // Failed builds are reported at once, and each run as it ends: an
   // interrupted tuner loses at most the candidate being run.
   for (size_t i = 0; i < states.size(); ++i) {
-    if (built[i].error_code != ErrorCode::kNoError) report(i, runner.run(task, {built[i]}, now)[0]);
+    if (built[i].error_code != ErrorCode::kNoError) report(i, not_run(built[i]));
   }
   std::vector<size_t> good;
   std::vector<BuildResult> to_run;

@@ -740,6 +740,16 @@ struct MpiCluster::Impl {
     }
   }
 
+  /// `payload` from `rank` decoded as a T; an error names the rank.
+  template <class T>
+  T decode_from(int rank, const std::string& payload, const char* what) const {
+    try {
+      return decode<T>(payload, what);
+    } catch (const UserError& e) {
+      fail(e.kind(), where(rank), ": ", e.what());
+    }
+  }
+
   /// The reply to `id`, taken; nullopt when its rank was lost.
   std::optional<std::string> take_reply(uint64_t id) {
     auto it = replies.find(id);
@@ -753,6 +763,12 @@ struct MpiCluster::Impl {
   std::map<int, std::string> ask_all(const std::vector<int>& to, const Object& message) {
     std::map<uint64_t, int> asked;
     for (int rank : to) asked[send(rank, message)] = rank;
+    return await_all(asked);
+  }
+
+  /// The replies to `asked` (request id -> rank) by rank, once each came or
+  /// its rank was lost.
+  std::map<int, std::string> await_all(std::map<uint64_t, int> asked) {
     std::map<int, std::string> answers;
     std::vector<uint64_t> open;
     for (auto& [id, rank] : asked) open.push_back(id);
@@ -803,7 +819,8 @@ struct MpiCluster::Impl {
     forget_in_flight();
     std::vector<std::string> problems;
     for (auto& [rank, payload] : ask_all(to, request)) {
-      for (const std::string& p : decode<CheckReply>(payload, "rank check reply").problems) {
+      for (const std::string& p :
+           decode_from<CheckReply>(rank, payload, "rank check reply").problems) {
         problems.push_back(where(rank) + ": " + p);
       }
     }
@@ -897,12 +914,7 @@ class MpiCluster::Impl::ClusterBuilder final : public Builder {
           continue;
         }
         c_.ranks[rank].building = false;
-        RankBuildReply answer;
-        try {
-          answer = decode<RankBuildReply>(*reply, "rank build reply");
-        } catch (const UserError& e) {
-          fail(e.kind(), c_.where(rank), ": ", e.what());
-        }
+        auto answer = c_.decode_from<RankBuildReply>(rank, *reply, "rank build reply");
         TT_CHECK(answer.results.size() == range.second - range.first, kRuntime, c_.where(rank),
                  " replied with ", answer.results.size(), " build results for ",
                  range.second - range.first, " candidates");
@@ -941,10 +953,7 @@ class MpiCluster::Impl::ClusterRunner final : public Runner {
     std::vector<BuildResult> to_run;
     for (size_t i = 0; i < built.size(); ++i) {
       if (built[i].error_code != ErrorCode::kNoError) {
-        outcomes[i].error_code = built[i].error_code;
-        outcomes[i].error_message = built[i].error_message;
-        outcomes[i].host = built[i].host;
-        outcomes[i].rank = built[i].rank;
+        outcomes[i] = not_run(built[i]);
       } else {
         good.push_back(i);
         to_run.push_back(built[i]);
@@ -1026,12 +1035,7 @@ class MpiCluster::Impl::ClusterRunner final : public Runner {
           continue;
         }
         c_.ranks[rank].running = false;
-        RankRunReply answer;
-        try {
-          answer = decode<RankRunReply>(*reply, "rank run reply");
-        } catch (const UserError& e) {
-          fail(e.kind(), c_.where(rank), ": ", e.what());
-        }
+        auto answer = c_.decode_from<RankRunReply>(rank, *reply, "rank run reply");
         TT_CHECK(answer.outcomes.size() == 1, kRuntime, c_.where(rank), " replied with ",
                  answer.outcomes.size(), " outcomes for one candidate");
         done[i] = *answer.outcomes[0];
@@ -1140,42 +1144,23 @@ MpiCluster::MpiCluster(MpiJob& job, const LocalBuilderOptions& build, const Loca
   for (int r : others) hosts.insert(c.ranks[r].summary.host);
   c.ship_libraries = hosts.size() > 1;
 
-  std::vector<int> configured;
+  // Each rank its own role; the replies are CheckReplies naming what a rank lacks.
+  std::map<uint64_t, int> configured;
   for (int r : others) {
     RankConfig config;
     config.build = build;
     config.run = run;
     config.build_workers = c.ranks[r].summary.build_workers;
     config.runner = c.ranks[r].summary.runner;
-    configured.push_back(r);
-    c.send(r, config);
-  }
-  // The replies to RankConfig are empty CheckReplies; wait for each.
-  std::map<int, std::string> ready;
-  {
-    std::vector<uint64_t> ids;
-    for (auto& [id, rank] : c.waiting) ids.push_back(id);
-    std::map<uint64_t, int> of(c.waiting.begin(), c.waiting.end());
-    while (!ids.empty()) {
-      c.wait_any(ids);
-      std::vector<uint64_t> still;
-      for (uint64_t id : ids) {
-        if (auto reply = c.take_reply(id)) {
-          ready[of[id]] = *reply;
-        } else if (c.waiting.count(id)) {
-          still.push_back(id);
-        }
-      }
-      ids = std::move(still);
-    }
+    configured[c.send(r, config)] = r;
   }
   std::vector<std::string> problems;
-  for (auto& [rank, payload] : ready) {
+  for (auto& [rank, payload] : c.await_all(configured)) {
     try {
-      for (auto& p : decode<CheckReply>(payload, "rank configuration reply").problems)
+      for (auto& p : c.decode_from<CheckReply>(rank, payload, "rank configuration reply").problems)
         problems.push_back(c.where(rank) + ": " + p);
     } catch (const UserError& e) {
-      problems.push_back(c.where(rank) + ": " + e.what());
+      problems.push_back(e.what());
     }
   }
   if (!problems.empty()) refuse_all("a rank cannot serve: " + join(problems, "; "));

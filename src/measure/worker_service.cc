@@ -114,19 +114,16 @@ BuildReply simulated_build(const BuildRequest& request) {
     auto start = Clock::now();
     auto result = make_node<BuildResult>();
     result->pass_context_hash = Hash64(request.pass_context.hash());
+    // The stage that fails names the error, as in a real build (code_of).
+    ErrorCode stage = ErrorCode::kInstantiationError;
     try {
-      std::optional<schedule::LoopState> loops;
-      try {
-        loops.emplace(schedule::replay(dag, state));
-      } catch (const UserError& e) {
-        result->error_code = ErrorCode::kInstantiationError;
-        throw;
-      }
+      schedule::LoopState loops = schedule::replay(dag, state);
+      stage = ErrorCode::kCompileError;
       ir::PassContextGuard guard(request.pass_context);
-      result->program_hash = Hash64(structural_hash(lower::lower(*loops, "kernel")));
+      result->program_hash = Hash64(structural_hash(lower::lower(loops, "kernel")));
       result->instruments = guard.instrument_results();
     } catch (const UserError& e) {
-      if (result->error_code == ErrorCode::kNoError) result->error_code = ErrorCode::kCompileError;
+      result->error_code = stage;
       result->error_message = shorten_message(e.what());
     }
     result->build_seconds = seconds_since(start);

@@ -169,6 +169,10 @@ class LocalRunner final : public Runner {
   int64_t prepared_workers_ = -1;  ///< pool_.workers_started() then
 };
 
+/// The outcome of a candidate that did not build, so was not run: its build
+/// error, and the machine (and rank) that built it.
+RunOutcome not_run(const BuildResult& built);
+
 /// The result of a candidate from its build result and run outcome, stamped now.
 MeasureResult make_result(const BuildResult& built, const RunOutcome& ran);
 
