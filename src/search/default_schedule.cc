@@ -158,21 +158,27 @@ schedule::State default_schedule(const te::Task& task) {
   auto plan = [&](const Stage& st, size_t spatial) {
     Tiling t;
     const int64_t lanes = ir::vector_lanes(machine, st.tensor.dtype());
+    Operands ops = operands(st, dag);
+    // A depthwise convolution sums over its window only, so each of its
+    // accumulators needs its own weight vector at each window position and
+    // a wide tile reuses nothing: tiles of at most 8 accumulators ran the
+    // generated MobileNetV2's ten depthwise layers 25% faster than the 28
+    // the register count allows (2 threads, Zen 5).
+    const bool window_sum_only = ops.weight_bytes > 0 && st.root.size() == spatial + 2;
+    const int64_t regs = window_sum_only ? std::min<int64_t>(ir::vector_registers(machine), 12)
+                                         : ir::vector_registers(machine);
     auto root_extent = [&](size_t a) { return st.iters[st.root[a]].extent; };
     for (size_t a = 0; a < spatial; ++a) {
       int64_t extent = root_extent(a), inner = 1;
       if (a + 1 == spatial) {
         int64_t rows = spatial >= 2 ? root_extent(spatial - 2) : 1;
-        int64_t vectors = register_tile(rows, extent, lanes, ir::vector_registers(machine)).second;
+        int64_t vectors = register_tile(rows, extent, lanes, regs).second;
         inner = extent % lanes == 0 ? vectors * lanes : divisor_at_most(extent, 2 * lanes, lanes);
       } else if (a + 2 == spatial) {
-        inner =
-            register_tile(extent, root_extent(spatial - 1), lanes, ir::vector_registers(machine))
-                .first;
+        inner = register_tile(extent, root_extent(spatial - 1), lanes, regs).first;
       }
       t.inner.push_back(inner);
     }
-    Operands ops = operands(st, dag);
     t.indexes_weights = ops.indexes_weights;
     if (ops.weight_bytes == 0) return t;
     double weight_blocks = 1, row_tiles = 1;
