@@ -600,6 +600,31 @@ Graph int8_conv2d_words(const Graph& graph) {
   });
 }
 
+Graph int_conv2d_as_float(const Graph& graph) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
+    const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+    const ConstantNode* weight = as_constant(args[1]);
+    if (conv.data_layout != "NHWC" || !weight || !centred_bytes(args[0])) return Value();
+    // Every product and partial sum is an integer below 2^24, which
+    // float32 holds exactly, whatever order the sums are taken in: the data
+    // is bytes less a zero point of 0..255, |x| <= 255.
+    const te::NDArray& w = weight->data.array();
+    double largest = 0;
+    for (int64_t i = 0; i < w.size(); ++i) largest = std::max(largest, std::abs(w.get(i)));
+    const double terms = static_cast<double>(w.shape()[0] * w.shape()[1] * w.shape()[2]);
+    if (terms * 255.0 * largest >= 16777216.0) return Value();
+    te::NDArray wf(ir::DataType::float32(), w.shape());
+    for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
+    Value product =
+        call("nn.conv2d",
+             {call("cast", {args[0]}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
+              constant(std::move(wf), weight->name + ".float")},
+             c.attrs, c.name + ".float");
+    return call("cast", {product}, cast_attrs(ir::DataType::int32()), c.name);
+  });
+}
+
 Graph sink_reshapes(const Graph& graph) {
   auto reshape_of = [](const Value& v) -> const CallNode* {
     const CallNode* c = as_call(v);
@@ -675,6 +700,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"fold_constants", any_target<fold_constants>},
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
       {"int8_conv2d_words", any_target<int8_conv2d_words>},
+      {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
       {"sink_reshapes", any_target<sink_reshapes>},

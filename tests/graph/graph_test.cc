@@ -152,6 +152,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
            {"int8_conv2d_words", int8_conv2d_words},
+           {"int_conv2d_as_float", int_conv2d_as_float},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"sink_reshapes", sink_reshapes},
@@ -173,8 +174,8 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                      "int8_conv2d_words", "winograd_conv2d", "pad_output_channels",
-                                      "sink_reshapes"}));
+                                      "int8_conv2d_words", "int_conv2d_as_float", "winograd_conv2d",
+                                      "pad_output_channels", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -335,7 +336,8 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
 
 // An int32 NHWC convolution of centred bytes, as ConvInteger imports.
 Graph centred_int8_conv(DataType bytes, int64_t zero_point, bool through_transpose, te::Attrs attrs,
-                        double kernel_high = 127.99) {
+                        double kernel_high = 127.99,
+                        std::vector<int64_t> kernel_shape = {3, 2, 6, 5}) {
   const DataType i32 = DataType::int32();
   auto x = input(
       "x", through_transpose ? std::vector<int64_t>{1, 6, 9, 8} : std::vector<int64_t>{1, 9, 8, 6},
@@ -351,7 +353,7 @@ Graph centred_int8_conv(DataType bytes, int64_t zero_point, bool through_transpo
     perm->perm = {0, 2, 3, 1};
     centred = call("transpose", {centred}, te::Attrs(perm), "nhwc");
   }
-  Value w = constant(te::NDArray::random(i32, {3, 2, 6, 5}, 3, -128, kernel_high), "w");
+  Value w = constant(te::NDArray::random(i32, kernel_shape, 3, -128, kernel_high), "w");
   return Graph::make({x}, {call("nn.conv2d", {centred, w}, std::move(attrs), "conv")}, {"out"});
 }
 
@@ -393,6 +395,41 @@ TEST(GraphPasses, Int8ConvolutionsComputeOnWordsOfFourChannels) {
   // Left as they are: a kernel beyond int8, a grouped convolution.
   Graph wide_kernel = centred_int8_conv(u8, 3, false, attrs({0, 0, 0, 0}, {1, 1}, {1, 1}), 200);
   EXPECT_EQ(ops_of(int8_conv2d_words(wide_kernel)), "cast subtract nn.conv2d");
+}
+
+TEST(GraphPasses, GroupedIntegerConvolutionsComputeExactlyInFloat) {
+  auto grouped = [](int64_t groups) {
+    auto a = make_node<te::Conv2dAttrsNode>();
+    a->padding = {1, 0, 1, 2};
+    a->strides = {2, 1};
+    a->groups = groups;
+    a->data_layout = "NHWC";
+    return te::Attrs(a);
+  };
+  const DataType u8 = DataType::uint(8), i8 = DataType::int_(8);
+  struct Case {
+    DataType bytes;
+    int64_t zero_point, groups;
+    std::vector<int64_t> kernel;
+  };
+  for (const Case& c : {Case{u8, 255, 6, {3, 3, 1, 6}}, Case{i8, -128, 6, {3, 3, 1, 6}},
+                        Case{u8, 17, 2, {3, 2, 3, 4}}, Case{u8, 0, 1, {3, 2, 6, 5}}}) {
+    SCOPED_TRACE(::testing::Message() << c.bytes.str() << " groups " << c.groups);
+    Graph g = centred_int8_conv(c.bytes, c.zero_point, false, grouped(c.groups), 127.99, c.kernel);
+    const std::string before = save_string(g);
+    Graph as_float = int_conv2d_as_float(g);
+    EXPECT_EQ(save_string(g), before);
+    EXPECT_EQ(ops_of(as_float), "cast subtract cast nn.conv2d cast");
+    const double low = c.bytes == u8 ? 0 : -128, high = c.bytes == u8 ? 255.99 : 127.99;
+    std::vector<te::NDArray> in = {te::NDArray::random(c.bytes, g->inputs[0]->shape, 9, low, high)};
+    te::NDArray want = evaluate_graph(g, in)[0];
+    te::NDArray got = evaluate_graph(as_float, in)[0];
+    EXPECT_EQ(got.dtype(), DataType::int32());
+    EXPECT_TRUE(te::allclose(got, want, te::Tolerance{0, 0}));
+  }
+  // Sums float32 might round are left in int32: 2^17-sized weights.
+  Graph big = centred_int8_conv(u8, 3, false, grouped(6), 131072, {3, 3, 1, 6});
+  EXPECT_EQ(ops_of(int_conv2d_as_float(big)), "cast subtract nn.conv2d");
 }
 
 TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {

@@ -51,6 +51,12 @@ Graph convert_layout_nhwc(const Graph& graph);
 /// point, minus the zero point times each output channel's weight sum.
 Graph int8_conv2d_words(const Graph& graph);
 
+/// An int32 NHWC conv2d of centred int8 or uint8 data with a constant
+/// kernel that int8_conv2d_words leaves (grouped, depthwise) computes in
+/// float32, where every partial sum is an integer float32 holds exactly:
+/// the vector float kernels are several times faster than int32 ones.
+Graph int_conv2d_as_float(const Graph& graph);
+
 /// A 3x3, stride-1 NHWC convolution of float32 data with a constant kernel
 /// becomes Winograd's algorithm (te::winograd_matrices): an input
 /// transform, a batched product with the kernel transformed at compile
@@ -87,9 +93,9 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), int8_conv2d_words, winograd_conv2d and pad_output_channels
-/// (skipped without a target), sink_reshapes. Runs under the current PassContext: a pass in its
-/// disabled list is skipped.
+/// folding constants again), int8_conv2d_words, int_conv2d_as_float, winograd_conv2d and
+/// pad_output_channels (skipped without a target), sink_reshapes. Runs under the current
+/// PassContext: a pass in its disabled list is skipped.
 Graph optimize(const Graph& graph, const ir::Target& target = ir::Target());
 
 /// The names of optimize()'s passes, in order.
