@@ -871,6 +871,11 @@ class Importer {
   /// it. Null when the operands are not so (defined below).
   Value integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in);
 
+  /// GridSample of a 4-D `x` at `grid`'s points: each tap of the
+  /// interpolation gathered from x by a computed index and weighted, as
+  /// PyTorch's grid_sample and ONNX Runtime compute it (defined below).
+  Value grid_sample(const onnx::NodeProto& n, const Value& x, const Value& grid);
+
   /// What DequantizeLinear computed a value from, by the value: the QDQ
   /// form's Conv computes on the integers (integer_qdq_conv).
   struct Dequantization {
@@ -1453,6 +1458,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         0, std::accumulate(x->shape.begin(), x->shape.end(), int64_t{1}, std::multiplies<>()));
     return one(graph::constant(std::move(size), n.output(0)));
   };
+  h["GridSample"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(grid_sample(n, need(in, 0, "X"), need(in, 1, "grid")));
+  };
   h["GatherElements"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& data = need(in, 0, "data");
     int64_t axis = normalise(attr_int(n, "axis", 0), data->shape.size());
@@ -1810,7 +1818,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     Value result =
         make("multiply", {v, along(need(in, 1, "x_scale"), x, axis, "x_scale", n)}, te::Attrs(), n);
-    dequantized_[result.get()] = {result, x, in[1], zp, normalise(axis, x->shape.size())};
+    // The axis means something only to a per-axis scale (a 1-D tensor's
+    // per-tensor scale leaves the default axis 1 out of its range).
+    const bool per_axis = in[1]->shape.size() == 1 && in[1]->shape[0] > 1;
+    dequantized_[result.get()] = {result, x, in[1], zp,
+                                  per_axis ? normalise(axis, x->shape.size()) : 1};
     return one(result);
   };
   h["DynamicQuantizeLinear"] = [this, need, saturate](const onnx::NodeProto& n,
@@ -2636,6 +2648,66 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(graph::constant(std::move(w), n.output(0)));
     };
   }
+  // The mel filter bank of a spectrogram: a constant [dft_length / 2 + 1,
+  // num_mel_bins] of triangles, computed in float32 as ONNX Runtime does
+  // (the band edges' bins rounded down, so a bin on an edge is exact).
+  h["MelWeightMatrix"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    auto integer = [&](size_t k, const char* what) {
+      std::vector<int64_t> v = const_ints(n, in, k, what);
+      TT_CHECK(v.size() == 1, kInvalidArgument, "its ", what, " must be one value");
+      return v[0];
+    };
+    auto real = [&](size_t k, const char* what) {
+      const auto* c = k < in.size() && in[k] ? constant_of(in[k]) : nullptr;
+      TT_CHECK(c && c->data.array().size() == 1, kInvalidArgument, "its ", what,
+               " must be one constant value");
+      return static_cast<float>(c->data.array().get(0));
+    };
+    const int64_t mel_bins = integer(0, "num_mel_bins"), dft_length = integer(1, "dft_length"),
+                  sample_rate = integer(2, "sample_rate");
+    const float low = real(3, "lower_edge_hertz"), high = real(4, "upper_edge_hertz");
+    TT_CHECK(mel_bins >= 1 && dft_length >= 1 && sample_rate >= 1, kInvalidArgument,
+             "num_mel_bins, dft_length and sample_rate must be positive, got ", mel_bins, ", ",
+             dft_length, " and ", sample_rate);
+    const DataType dtype =
+        dtype_of(static_cast<int32_t>(attr_int(n, "output_datatype", onnx::TensorProto::FLOAT)),
+                 "output_datatype");
+    TT_CHECK(dtype.is_float(), kInvalidArgument, "output_datatype ", dtype.str(),
+             " is not supported; a floating-point type is");
+    const int64_t bins = dft_length / 2 + 1;
+    auto bin_of = [&](float hz) {
+      return std::floor(static_cast<float>(dft_length + 1) * hz / static_cast<float>(sample_rate));
+    };
+    for (auto [hz, what] : {std::pair{low, "lower_edge_hertz"}, {high, "upper_edge_hertz"}}) {
+      TT_CHECK(bin_of(hz) >= 0 && bin_of(hz) < static_cast<float>(bins), kInvalidArgument, what,
+               " ", hz, " falls outside the ", bins, " bins of a ", dft_length,
+               "-point DFT at sample rate ", sample_rate);
+    }
+    auto mel = [](float hz) { return 2595.0f * std::log10(1.0f + hz / 700.0f); };
+    const float low_mel = mel(low), step = (mel(high) - low_mel) / static_cast<float>(mel_bins + 2);
+    std::vector<int64_t> edge(static_cast<size_t>(mel_bins + 2));
+    for (size_t i = 0; i < edge.size(); ++i) {
+      const float m = low_mel + step * static_cast<float>(i);
+      const float hz = 700.0f * (std::pow(10.0f, m / 2595.0f) - 1.0f);
+      edge[i] = std::clamp<int64_t>(static_cast<int64_t>(bin_of(hz)), 0, bins - 1);
+    }
+    te::NDArray w(dtype, {bins, mel_bins});
+    for (int64_t i = 0; i < mel_bins; ++i) {
+      const auto u = static_cast<size_t>(i);
+      const int64_t left = edge[u], centre = edge[u + 1], right = edge[u + 2];
+      if (centre == left) {
+        w.set(centre * mel_bins + i, 1);
+      } else {
+        for (int64_t j = left; j <= centre; ++j) {
+          w.set(j * mel_bins + i, static_cast<float>(j - left) / static_cast<float>(centre - left));
+        }
+      }
+      for (int64_t j = centre; j < right; ++j) {
+        w.set(j * mel_bins + i, static_cast<float>(right - j) / static_cast<float>(right - centre));
+      }
+    }
+    return one(graph::constant(std::move(w), n.output(0)));
+  };
   h["EyeLike"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& x = need(in, 0, "input");
     TT_CHECK(x->shape.size() == 2, kInvalidArgument, "needs a matrix, got ", shape_text(x->shape));
@@ -3729,6 +3801,140 @@ Value Importer::conv3d_by_slices(const onnx::NodeProto& n, Value x, const Value&
   const std::vector<int64_t>& s = sum->shape;
   Value out = make("reshape", {sum}, reshape_attrs({batch, depth, s[1], s[2], s[3]}), n);
   return make("transpose", {out}, transpose_attrs({0, 2, 1, 3, 4}), n);
+}
+
+Value Importer::grid_sample(const onnx::NodeProto& n, const Value& x, const Value& grid) {
+  TT_CHECK(x->shape.size() == 4, kInvalidArgument, "samples a ", shape_text(x->shape),
+           " input; only 4-D inputs (N, C, H, W) are supported");
+  const int64_t batch = x->shape[0], channels = x->shape[1], h = x->shape[2], w = x->shape[3];
+  TT_CHECK(grid->shape.size() == 4 && grid->shape[0] == batch && grid->shape[3] == 2,
+           kInvalidArgument, "its grid ", shape_text(grid->shape), " must be (", batch,
+           ", H_out, W_out, 2) for the input ", shape_text(x->shape));
+  TT_CHECK(x->dtype.is_float() && grid->dtype.is_float(), kInvalidArgument, "samples ",
+           x->dtype.str(), " at a ", grid->dtype.str(),
+           " grid; floating-point types are supported");
+  // Opset 20 renamed bilinear and bicubic.
+  std::string mode = attr_string(n, "mode", "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  const std::string padding = attr_string(n, "padding_mode", "zeros");
+  const bool align_corners = attr_int(n, "align_corners", 0) != 0;
+  TT_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic", kInvalidArgument, "mode '",
+           mode, "' is not one of bilinear (linear), nearest, bicubic (cubic)");
+  TT_CHECK(padding == "zeros" || padding == "border" || padding == "reflection", kInvalidArgument,
+           "padding_mode '", padding, "' is not one of zeros, border, reflection");
+  const int64_t out_h = grid->shape[1], out_w = grid->shape[2];
+  const DataType f32 = DataType::float32();
+  auto k = [&](double v) { return scalar_constant(f32, v, n.name() + ".k"); };
+  auto op = [&](const char* name, std::vector<Value> args) {
+    return make(name, std::move(args), te::Attrs(), n);
+  };
+  auto clip = [&](const Value& v, double low, double high) {
+    return make("clip", {v}, scalar_attrs(low, high), n);
+  };
+  Value g = grid->dtype == f32 ? grid : make("cast", {grid}, cast_attrs(f32), n);
+  Value data = x->dtype == f32 ? x : make("cast", {x}, cast_attrs(f32), n);
+  data = make("reshape", {data}, reshape_attrs({batch, channels, h * w}), n);
+  // The grid's x (0) or y (1) in pixels: -1 and 1 are the corner pixels'
+  // centres with align_corners, else their outer edges.
+  auto unnormalized = [&](int64_t axis, int64_t size) {
+    Value c = make("reshape", {make("slice", {g}, slice_along(g->shape, 3, axis, axis + 1), n)},
+                   reshape_attrs({batch, out_h, out_w}), n);
+    Value scaled =
+        op("multiply", {op("add", {c, k(1)}), k(align_corners ? (size - 1) / 2.0 : size / 2.0)});
+    return align_corners ? scaled : op("subtract", {scaled, k(0.5)});
+  };
+  // Reflected at the bounds (the corner centres with align_corners, else
+  // the edges) as a triangle wave, then clipped into the image.
+  auto reflected = [&](const Value& c, int64_t size) {
+    const double low = align_corners ? 0 : -0.5, span = align_corners ? size - 1 : size;
+    if (span <= 0) return clip(c, 0, 0);
+    Value d = op("abs", {op("subtract", {c, k(low)})});
+    Value period = op("floor", {op("divide", {d, k(2 * span)})});
+    Value y = op("subtract", {d, op("multiply", {period, k(2 * span)})});
+    y = op("where", {op("greater", {y, k(span)}), op("subtract", {k(2 * span), y}), y});
+    return clip(op("add", {y, k(low)}), 0, static_cast<double>(size - 1));
+  };
+  // A coordinate as the padding mode places it before the taps (bilinear,
+  // nearest) or each tap's (bicubic).
+  auto padded = [&](const Value& c, int64_t size) {
+    if (padding == "border") return clip(c, 0, static_cast<double>(size - 1));
+    if (padding == "reflection") return reflected(c, size);
+    return c;
+  };
+  // The input at integral coordinates (xi, yi), times `weight`; 0 outside
+  // the image.
+  auto tap = [&](const Value& xi, const Value& yi, Value weight) {
+    Value inside = op("logical_and",
+                      {op("logical_and", {op("greater_equal", {xi, k(0)}),
+                                          op("less_equal", {xi, k(static_cast<double>(w - 1))})}),
+                       op("logical_and", {op("greater_equal", {yi, k(0)}),
+                                          op("less_equal", {yi, k(static_cast<double>(h - 1))})})});
+    weight = op("where", {inside, weight, k(0)});
+    Value index =
+        op("add",
+           {op("multiply", {clip(yi, 0, static_cast<double>(h - 1)), k(static_cast<double>(w))}),
+            clip(xi, 0, static_cast<double>(w - 1))});
+    index = make("cast", {index}, cast_attrs(DataType::int64()), n);
+    index = make("reshape", {index}, reshape_attrs({batch, 1, out_h * out_w}), n);
+    index = make("expand", {index}, reshape_attrs({batch, channels, out_h * out_w}), n);
+    Value picked = make("reshape", {make("gather_elements", {data, index}, axis_attrs(2), n)},
+                        reshape_attrs({batch, channels, out_h, out_w}), n);
+    return op("multiply",
+              {picked, make("reshape", {weight}, reshape_attrs({batch, 1, out_h, out_w}), n)});
+  };
+  Value ix = unnormalized(0, w), iy = unnormalized(1, h);
+  Value sum;
+  auto add = [&](Value v) { sum = sum ? op("add", {sum, v}) : v; };
+  if (mode == "nearest") {
+    // Ties to even, as std::nearbyint.
+    add(tap(op("round", {padded(ix, w)}), op("round", {padded(iy, h)}), k(1)));
+  } else if (mode == "bilinear") {
+    ix = padded(ix, w);
+    iy = padded(iy, h);
+    Value x0 = op("floor", {ix}), y0 = op("floor", {iy});
+    Value fx = op("subtract", {ix, x0}), fy = op("subtract", {iy, y0});
+    Value gx = op("subtract", {k(1), fx}), gy = op("subtract", {k(1), fy});
+    Value x1 = op("add", {x0, k(1)}), y1 = op("add", {y0, k(1)});
+    add(tap(x0, y0, op("multiply", {gx, gy})));
+    add(tap(x1, y0, op("multiply", {fx, gy})));
+    add(tap(x0, y1, op("multiply", {gx, fy})));
+    add(tap(x1, y1, op("multiply", {fx, fy})));
+  } else {
+    // Keys' cubic convolution with A = -0.75 over the 4 x 4 taps around
+    // the point; each tap placed by the padding mode.
+    auto weights = [&](const Value& t) {
+      const double a = -0.75;
+      auto near = [&](const Value& d) {  // |d| <= 1
+        return op(
+            "add",
+            {op("multiply",
+                {op("multiply", {op("subtract", {op("multiply", {k(a + 2), d}), k(a + 3)}), d}),
+                 d}),
+             k(1)});
+      };
+      auto far = [&](const Value& d) {  // 1 < |d| < 2
+        Value p = op(
+            "add",
+            {op("multiply", {op("subtract", {op("multiply", {k(a), d}), k(5 * a)}), d}), k(8 * a)});
+        return op("subtract", {op("multiply", {p, d}), k(4 * a)});
+      };
+      return std::vector<Value>{far(op("add", {t, k(1)})), near(t), near(op("subtract", {k(1), t})),
+                                far(op("subtract", {k(2), t}))};
+    };
+    Value x0 = op("floor", {ix}), y0 = op("floor", {iy});
+    std::vector<Value> wx = weights(op("subtract", {ix, x0})),
+                       wy = weights(op("subtract", {iy, y0}));
+    for (int dy = 0; dy < 4; ++dy) {
+      Value yi = padded(op("add", {y0, k(dy - 1)}), h);
+      for (int dx = 0; dx < 4; ++dx) {
+        Value xi = padded(op("add", {x0, k(dx - 1)}), w);
+        add(tap(xi, yi,
+                op("multiply", {wx[static_cast<size_t>(dx)], wy[static_cast<size_t>(dy)]})));
+      }
+    }
+  }
+  return x->dtype == f32 ? sum : make("cast", {sum}, cast_attrs(x->dtype), n);
 }
 
 Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {

@@ -1159,6 +1159,10 @@ def _(g):
                                          g.const("zpc2", np.int8([0, -3, 5]))], axis=1))
     bias = g.const("bias", np.int32([-300, 7, 123456]))
     g.output(g.node("DequantizeLinear", [bias, g.const("bs", np.float32([1e-4, 2e-4, 3e-4]))], axis=0))
+    # A vector with one scale: the default axis 1 is past its rank and means nothing.
+    v = g.input("v", [5], dtype=np.uint8)
+    g.data[-1] = np.uint8([0, 3, 128, 200, 255])
+    g.output(g.node("DequantizeLinear", [v, g.const("vs", np.float32(0.5)), g.const("vz", np.uint8(128))]))
 
 
 @case("dynamic_quantize_matmul_integer")
@@ -1393,6 +1397,23 @@ def _(g):
     g.output(g.node("MeanVarianceNormalization", [x], axes=[1, 3]))
 
 
+@case("mel_weight_matrix", opset=17)
+def _(g):
+    # An audio front end's filter bank: 40 mel bands of a 512-point DFT at
+    # 16 kHz, and a narrow bank where bands share bins (triangles of one bin).
+    def scalar(name, value, dtype):
+        g.input(name, [], dtype=dtype)
+        g.data[-1] = dtype(value)
+        g.fixed.append(name)
+        return name
+    for k, (bands, length, rate, low, high) in enumerate([(40, 512, 16000, 20.0, 7600.0),
+                                                          (12, 64, 8000, 0.0, 1000.0)]):
+        t1 = np.int32 if k else np.int64
+        args = [scalar(f"bands{k}", bands, t1), scalar(f"length{k}", length, t1), scalar(f"rate{k}", rate, t1),
+                scalar(f"low{k}", low, np.float32), scalar(f"high{k}", high, np.float32)]
+        g.output(g.node("MelWeightMatrix", args), shape=[length // 2 + 1, bands])
+
+
 @case("compress_gathernd_clip_int", opset=13)
 def _(g):
     x = g.input("x", [3, 4, 5])
@@ -1529,6 +1550,23 @@ def wide_twin(model):
 
 # ---- bad models: each with a piece of the error the importer must give ------------
 
+# ---- sampling ------------------------------------------------------------------
+
+@case("grid_sample_modes_paddings", opset=16)
+def _(g):
+    # Every mode, padding mode and align_corners, at points up to 1.7x
+    # outside the image (reflections of reflections), on a 1-wide axis too.
+    x = g.input("x", [2, 3, 5, 4])
+    grid = g.input("grid", [2, 3, 6, 2], low=-1.7, high=1.7)
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for align in (0, 1):
+                g.output(g.node("GridSample", [x, grid], mode=mode, padding_mode=padding, align_corners=align))
+    thin = g.input("thin", [1, 2, 1, 3])
+    g.output(g.node("GridSample", [thin, g.input("grid1", [1, 2, 2, 2], low=-1.3, high=1.3)],
+                    padding_mode="reflection", align_corners=1))
+
+
 BAD = {}
 
 
@@ -1544,6 +1582,12 @@ def bad(name, expect, opset=17, kind="invalid argument"):
 def _(g):
     g.output(g.node("NonMaxSuppression", [g.input("boxes", [1, 4, 4]), g.input("scores", [1, 1, 4])]),
              elem=TensorProto.INT64, shape=[3, 3])
+
+
+@bad("bad_grid_sample_mode", "mode 'area' is not one of bilinear (linear), nearest, bicubic (cubic)", opset=16)
+def _(g):
+    g.output(g.node("GridSample", [g.input("x", [1, 1, 3, 3]), g.input("grid", [1, 2, 2, 2])], mode="area"),
+             shape=[1, 1, 2, 2])
 
 
 @bad("bad_dynamic_input", "input 'x' has a dynamic dimension 'N'; give its shape with --input-shape x=D0,D1,...")
