@@ -2648,6 +2648,147 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return one(graph::constant(std::move(w), n.output(0)));
     };
   }
+  // DFT along one axis of [..., n, 1 or 2 (real, imaginary)], as one
+  // matmul with a constant matrix of cosines and sines: the signal moved to
+  // the second-last axis and flattened with its parts, [.., n * parts]
+  // times [n * parts, bins * 2] gives each bin's real and imaginary part.
+  h["DFT"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "input");
+    const size_t rank = x->shape.size();
+    TT_CHECK(rank >= 3 && (x->shape.back() == 1 || x->shape.back() == 2), kInvalidArgument,
+             "its input ", shape_text(x->shape),
+             " must be [batch, ..., signal, 1 or 2] (real, or real and imaginary)");
+    TT_CHECK(x->dtype == DataType::float32() || x->dtype == DataType::float64(), kInvalidArgument,
+             "transforms ", x->dtype.str(), "; float32 and float64 are supported");
+    const int64_t axis = normalise(attr_int(n, "axis", 1), rank);
+    TT_CHECK(axis >= 1 && axis + 1 < static_cast<int64_t>(rank), kInvalidArgument, "axis ",
+             attr_int(n, "axis", 1), " must name a signal axis, not the batch or the last one");
+    const bool inverse = attr_int(n, "inverse", 0) != 0, onesided = attr_int(n, "onesided", 0) != 0;
+    const int64_t parts = x->shape.back();
+    TT_CHECK(!(onesided && (inverse || parts == 2)), kInvalidArgument,
+             "onesided needs a real input and a forward transform");
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[static_cast<size_t>(axis)], perm[rank - 2]);
+    if (axis + 2 != static_cast<int64_t>(rank))
+      x = make("transpose", {x}, transpose_attrs(perm), n);
+    const int64_t length = x->shape[rank - 2];
+    int64_t points = length;
+    if (in.size() > 1 && in[1]) {
+      std::vector<int64_t> given = const_ints(n, in, 1, "dft_length");
+      TT_CHECK(given.size() == 1 && given[0] >= 1, kInvalidArgument,
+               "dft_length must be one positive value");
+      points = given[0];
+    }
+    if (points < length) x = make("slice", {x}, slice_along(x->shape, rank - 2, 0, points), n);
+    if (points > length) {
+      auto p = make_node<te::PadAttrsNode>();
+      p->before.assign(rank, 0);
+      p->after.assign(rank, 0);
+      p->after[rank - 2] = points - length;
+      x = make("pad", {x}, te::Attrs(attrs(std::move(p))), n);
+    }
+    const int64_t bins = onesided ? points / 2 + 1 : points;
+    // The matrix is dense (no FFT): bounded so that a long signal fails
+    // here, by name, not by exhausting memory.
+    constexpr int64_t kMaxMatrix = int64_t{1} << 25;
+    TT_CHECK(points * parts * bins * 2 <= kMaxMatrix, kInvalidArgument, "a ", points,
+             "-point DFT would need a ", points * parts, " x ", bins * 2,
+             " matrix; at most 2^25 entries (a 4096-point real transform) are supported");
+    // Forward: X[k] = sum x[j] e^(-i theta); inverse: e^(+i theta) / n.
+    const double sign = inverse ? 1 : -1, scale = inverse ? 1.0 / static_cast<double>(points) : 1;
+    te::NDArray w(x->dtype, {points * parts, bins * 2});
+    for (int64_t j = 0; j < points; ++j) {
+      for (int64_t k = 0; k < bins; ++k) {
+        // j * k mod n keeps the angle exact for long signals.
+        const double theta = 2 * std::numbers::pi * static_cast<double>((j * k) % points) /
+                             static_cast<double>(points);
+        const double c = scale * std::cos(theta), sn = scale * sign * std::sin(theta);
+        w.set((j * parts) * bins * 2 + 2 * k, c);       // real part -> real
+        w.set((j * parts) * bins * 2 + 2 * k + 1, sn);  // real part -> imaginary
+        if (parts == 2) {
+          w.set((j * parts + 1) * bins * 2 + 2 * k, -sn);    // imaginary -> real
+          w.set((j * parts + 1) * bins * 2 + 2 * k + 1, c);  // imaginary -> imaginary
+        }
+      }
+    }
+    std::vector<int64_t> flat(x->shape.begin(), x->shape.end() - 2);
+    flat.push_back(points * parts);
+    Value product =
+        handlers_.at("MatMul")(n, {make("reshape", {x}, reshape_attrs(flat), n),
+                                   graph::constant(std::move(w), n.name() + ".dft_matrix")})[0];
+    std::vector<int64_t> shape(flat.begin(), flat.end() - 1);
+    shape.push_back(bins);
+    shape.push_back(2);
+    Value out = make("reshape", {product}, reshape_attrs(shape), n);
+    if (axis + 2 != static_cast<int64_t>(rank))
+      out = make("transpose", {out}, transpose_attrs(perm), n);
+    return one(out);
+  };
+  // STFT of [batch, length, 1 or 2] as a strided 1-D convolution whose
+  // kernels are the window times the cosines and sines of each bin, as an
+  // audio front end would export it: [batch, frames, bins, 2].
+  h["STFT"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "signal");
+    TT_CHECK(x->shape.size() == 3 && (x->shape[2] == 1 || x->shape[2] == 2), kInvalidArgument,
+             "its signal ", shape_text(x->shape), " must be [batch, length, 1 or 2]");
+    TT_CHECK(x->dtype == DataType::float32() || x->dtype == DataType::float64(), kInvalidArgument,
+             "transforms ", x->dtype.str(), "; float32 and float64 are supported");
+    std::vector<int64_t> step = const_ints(n, in, 1, "frame_step");
+    TT_CHECK(step.size() == 1 && step[0] >= 1, kInvalidArgument,
+             "frame_step must be one positive value");
+    std::vector<double> window;
+    if (in.size() > 2 && in[2]) {
+      const auto* c = constant_of(in[2]);
+      TT_CHECK(c && in[2]->shape.size() == 1, kInvalidArgument,
+               "its window must be a constant vector (fix it with --input-value)");
+      for (int64_t i = 0; i < c->data.array().size(); ++i) window.push_back(c->data.array().get(i));
+    }
+    int64_t frame = window.empty() ? -1 : static_cast<int64_t>(window.size());
+    if (in.size() > 3 && in[3]) {
+      std::vector<int64_t> given = const_ints(n, in, 3, "frame_length");
+      TT_CHECK(given.size() == 1 && given[0] >= 1, kInvalidArgument,
+               "frame_length must be one positive value");
+      TT_CHECK(frame < 0 || frame == given[0], kInvalidArgument, "frame_length ", given[0],
+               " is not the window's length ", frame);
+      frame = given[0];
+    }
+    TT_CHECK(frame >= 1, kInvalidArgument, "needs a window or a frame_length");
+    const int64_t batch = x->shape[0], length = x->shape[1], parts = x->shape[2];
+    TT_CHECK(frame <= length, kInvalidArgument, "frames of ", frame, " do not fit a signal of ",
+             length);
+    const bool onesided = attr_int(n, "onesided", 1) != 0;
+    TT_CHECK(!(onesided && parts == 2), kInvalidArgument, "onesided needs a real signal");
+    if (window.empty()) window.assign(static_cast<size_t>(frame), 1.0);
+    const int64_t bins = onesided ? frame / 2 + 1 : frame;
+    // Kernel [bins * 2, parts, 1, frame]: output channel 2k is bin k's
+    // real part, 2k + 1 its imaginary part.
+    te::NDArray w(x->dtype, {bins * 2, parts, 1, frame});
+    for (int64_t k = 0; k < bins; ++k) {
+      for (int64_t j = 0; j < frame; ++j) {
+        const double theta = 2 * std::numbers::pi * static_cast<double>((j * k) % frame) /
+                             static_cast<double>(frame);
+        const double c = window[static_cast<size_t>(j)] * std::cos(theta),
+                     sn = -window[static_cast<size_t>(j)] * std::sin(theta);
+        w.set(((2 * k) * parts) * frame + j, c);
+        w.set(((2 * k + 1) * parts) * frame + j, sn);
+        if (parts == 2) {
+          w.set(((2 * k) * parts + 1) * frame + j, -sn);
+          w.set(((2 * k + 1) * parts + 1) * frame + j, c);
+        }
+      }
+    }
+    Value signal = make("reshape", {make("transpose", {x}, transpose_attrs({0, 2, 1}), n)},
+                        reshape_attrs({batch, parts, 1, length}), n);
+    auto a = make_node<te::Conv2dAttrsNode>();
+    a->strides = {1, step[0]};
+    Value spectrum =
+        make("nn.conv2d", {signal, graph::constant(std::move(w), n.name() + ".stft_kernels")},
+             te::Attrs(attrs(std::move(a))), n);
+    const int64_t frames = spectrum->shape[3];
+    spectrum = make("reshape", {spectrum}, reshape_attrs({batch, bins, 2, frames}), n);
+    return one(make("transpose", {spectrum}, transpose_attrs({0, 3, 1, 2}), n));
+  };
   // The mel filter bank of a spectrogram: a constant [dft_length / 2 + 1,
   // num_mel_bins] of triangles, computed in float32 as ONNX Runtime does
   // (the band edges' bins rounded down, so a bin on an edge is exact).

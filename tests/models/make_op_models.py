@@ -1397,6 +1397,26 @@ def _(g):
     g.output(g.node("MeanVarianceNormalization", [x], axes=[1, 3]))
 
 
+@case("dft_stft", opset=17)
+def _(g):
+    # DFT: real and complex, forward and inverse, one- and two-sided, a
+    # dft_length that pads and one that cuts, on the middle axis of four.
+    r = g.input("r", [2, 12, 1])
+    c = g.input("c", [2, 10, 2])
+    g.output(g.node("DFT", [r], onesided=1))
+    g.output(g.node("DFT", [r, g.const("pad_to", np.int64(16))]))
+    g.output(g.node("DFT", [c, g.const("cut_to", np.int64(7))], inverse=1))
+    g.output(g.node("DFT", [g.input("m", [2, 3, 6, 2])], axis=2))
+    # STFT: a Hann-windowed real signal in overlapping frames, and a complex
+    # one two-sided with a frame_length and no window.
+    sig = g.input("sig", [1, 64, 1])
+    hann = g.const("hann", (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(16) / 16)).astype(np.float32))
+    # (ONNX 1.12's shape inference gives the two-sided bin count: left open.)
+    g.output(g.node("STFT", [sig, g.const("step", np.int64(6)), hann]), shape=[1, 9, None, 2])
+    g.output(g.node("STFT", [g.input("csig", [2, 20, 2]), g.const("step2", np.int64(4)), "",
+                             g.const("flen", np.int64(8))], onesided=0), shape=[2, 4, 8, 2])
+
+
 @case("mel_weight_matrix", opset=17)
 def _(g):
     # An audio front end's filter bank: 40 mel bands of a 512-point DFT at
