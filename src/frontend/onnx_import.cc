@@ -2789,6 +2789,49 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     spectrum = make("reshape", {spectrum}, reshape_attrs({batch, bins, 2, frames}), n);
     return one(make("transpose", {spectrum}, transpose_attrs({0, 3, 1, 2}), n));
   };
+  // Det of [..., M, M] for M <= 5 by the Leibniz formula: a signed sum of
+  // products over the permutations (120 at most), with no division, so a
+  // singular matrix gives 0 exactly as it would without pivoting trouble.
+  h["Det"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value x = need(in, 0, "X");
+    const size_t rank = x->shape.size();
+    TT_CHECK(rank >= 2 && x->shape[rank - 1] == x->shape[rank - 2], kInvalidArgument,
+             "needs square matrices [..., M, M], got ", shape_text(x->shape));
+    TT_CHECK(x->dtype.is_float(), kInvalidArgument, "takes ", x->dtype.str(),
+             "; floating-point types are supported");
+    const int64_t m = x->shape[rank - 1];
+    TT_CHECK(m <= 5, kInvalidArgument, "a determinant of ", m, " x ", m,
+             " matrices is not supported; at most 5 x 5");
+    std::vector<int64_t> batch(x->shape.begin(), x->shape.end() - 2);
+    std::vector<std::vector<Value>> element(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) {
+      Value row = make("slice", {x}, slice_along(x->shape, rank - 2, i, i + 1), n);
+      for (int64_t j = 0; j < m; ++j) {
+        Value e = make("slice", {row}, slice_along(row->shape, rank - 1, j, j + 1), n);
+        element[static_cast<size_t>(i)].push_back(make("reshape", {e}, reshape_attrs(batch), n));
+      }
+    }
+    std::vector<int64_t> perm(static_cast<size_t>(m));
+    std::iota(perm.begin(), perm.end(), 0);
+    Value sum;
+    do {
+      int64_t inversions = 0;
+      for (size_t a = 0; a < perm.size(); ++a) {
+        for (size_t b = a + 1; b < perm.size(); ++b) inversions += perm[a] > perm[b];
+      }
+      Value product = element[0][static_cast<size_t>(perm[0])];
+      for (size_t i = 1; i < perm.size(); ++i) {
+        product =
+            make("multiply", {product, element[i][static_cast<size_t>(perm[i])]}, te::Attrs(), n);
+      }
+      if (!sum) {
+        sum = inversions % 2 ? make("negative", {product}, te::Attrs(), n) : product;
+      } else {
+        sum = make(inversions % 2 ? "subtract" : "add", {sum, product}, te::Attrs(), n);
+      }
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    return one(sum);
+  };
   // The mel filter bank of a spectrogram: a constant [dft_length / 2 + 1,
   // num_mel_bins] of triangles, computed in float32 as ONNX Runtime does
   // (the band edges' bins rounded down, so a bin on an edge is exact).

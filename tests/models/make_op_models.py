@@ -1417,6 +1417,15 @@ def _(g):
                              g.const("flen", np.int64(8))], onesided=0), shape=[2, 4, 8, 2])
 
 
+@case("det_sizes")
+def _(g):
+    g.output(g.node("Det", [g.input("a", [3, 4, 4])]))
+    g.output(g.node("Det", [g.input("b", [2, 2, 5, 5])]))
+    g.output(g.node("Det", [g.input("c", [1, 1])]))
+    # A singular matrix: two equal rows.
+    g.output(g.node("Det", [g.const("s", np.float32([[1, 2, 3], [4, 5, 6], [1, 2, 3]]))]))
+
+
 @case("mel_weight_matrix", opset=17)
 def _(g):
     # An audio front end's filter bank: 40 mel bands of a 512-point DFT at
@@ -1610,6 +1619,11 @@ def _(g):
              shape=[1, 1, 2, 2])
 
 
+@bad("bad_det_size", "a determinant of 6 x 6 matrices is not supported; at most 5 x 5")
+def _(g):
+    g.output(g.node("Det", [g.input("x", [6, 6])]), shape=[])
+
+
 @bad("bad_dynamic_input", "input 'x' has a dynamic dimension 'N'; give its shape with --input-shape x=D0,D1,...")
 def _(g):
     g.input("x", [2, 3])
@@ -1688,13 +1702,13 @@ def _(g):
 @bad("bad_many_gaps", "the model uses 4 things tensortune does not support:\n"
      "  - element type BFLOAT16 is not supported (FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BOOL): "
      "tensor 'wb'\n"
-     "  - operator Det is not supported (2 nodes: 'Det_0', 'Det_2')\n")
+     "  - operator Bernoulli is not supported (2 nodes: 'Bernoulli_0', 'Bernoulli_2')\n")
 def _(g):
     # Every gap at once; the nodes that read a gap's outputs are passed over.
     x = g.input("x", [2, 2])
-    d0 = g.node("Det", [x])
-    g.output(g.node("Relu", [d0]), shape=[])
-    g.output(g.node("Det", [x]), shape=[])
+    d0 = g.node("Bernoulli", [x])
+    g.output(g.node("Relu", [d0]), shape=[2, 2])
+    g.output(g.node("Bernoulli", [x]), shape=[2, 2])
     g.inits.append(helper.make_tensor("wb", TensorProto.BFLOAT16, [2], vals=b"\x80\x3f\x00\x40", raw=True))
     g.output(g.node("Add", [x, "wb"]), shape=[2, 2])
     g.output(g.node("Conv", [g.input("c", [1, 4, 5, 5]), g.weight("w", [3, 1, 3, 3])], group=3),
