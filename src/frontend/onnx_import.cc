@@ -932,6 +932,14 @@ Value scalar_constant(DataType dtype, double value, std::string name) {
   return graph::constant(std::move(a), std::move(name));
 }
 
+/// cos and sin of the Fourier angle 2 pi j k / n, with j k taken mod n so
+/// the angle stays exact for long signals.
+std::pair<double, double> fourier_cos_sin(int64_t j, int64_t k, int64_t n) {
+  const double theta =
+      2 * std::numbers::pi * static_cast<double>((j * k) % n) / static_cast<double>(n);
+  return {std::cos(theta), std::sin(theta)};
+}
+
 /// A reduction's attributes over every axis of a rank-`rank` value, dropped.
 te::Attrs whole_reduce_attrs(size_t rank) {
   auto r = make_node<te::ReduceAttrsNode>();
@@ -2700,10 +2708,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     te::NDArray w(x->dtype, {points * parts, bins * 2});
     for (int64_t j = 0; j < points; ++j) {
       for (int64_t k = 0; k < bins; ++k) {
-        // j * k mod n keeps the angle exact for long signals.
-        const double theta = 2 * std::numbers::pi * static_cast<double>((j * k) % points) /
-                             static_cast<double>(points);
-        const double c = scale * std::cos(theta), sn = scale * sign * std::sin(theta);
+        const auto [cos, sin] = fourier_cos_sin(j, k, points);
+        const double c = scale * cos, sn = scale * sign * sin;
         w.set((j * parts) * bins * 2 + 2 * k, c);       // real part -> real
         w.set((j * parts) * bins * 2 + 2 * k + 1, sn);  // real part -> imaginary
         if (parts == 2) {
@@ -2766,10 +2772,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     te::NDArray w(x->dtype, {bins * 2, parts, 1, frame});
     for (int64_t k = 0; k < bins; ++k) {
       for (int64_t j = 0; j < frame; ++j) {
-        const double theta = 2 * std::numbers::pi * static_cast<double>((j * k) % frame) /
-                             static_cast<double>(frame);
-        const double c = window[static_cast<size_t>(j)] * std::cos(theta),
-                     sn = -window[static_cast<size_t>(j)] * std::sin(theta);
+        const auto [cos, sin] = fourier_cos_sin(j, k, frame);
+        const double c = window[static_cast<size_t>(j)] * cos,
+                     sn = -window[static_cast<size_t>(j)] * sin;
         w.set(((2 * k) * parts) * frame + j, c);
         w.set(((2 * k + 1) * parts) * frame + j, sn);
         if (parts == 2) {

@@ -53,8 +53,8 @@ Graph int8_conv2d_words(const Graph& graph);
 
 /// An int32 NHWC conv2d of centred int8 or uint8 data with a constant
 /// kernel that int8_conv2d_words leaves (grouped, depthwise) computes in
-/// float32, where every partial sum is an integer float32 holds exactly:
-/// the vector float kernels are several times faster than int32 ones.
+/// float32 and is cast back, where every partial sum is an integer that
+/// float32 holds exactly: float vector kernels run faster than int32 ones.
 Graph int_conv2d_as_float(const Graph& graph);
 
 /// A 3x3, stride-1 NHWC convolution of float32 data with a constant kernel
