@@ -875,6 +875,11 @@ class Importer {
   /// interpolation gathered from x by a computed index and weighted, as
   /// PyTorch's grid_sample and ONNX Runtime compute it (defined below).
   Value grid_sample(const onnx::NodeProto& n, const Value& x, const Value& grid);
+  /// RoiAlign of a 4-D `x` over the boxes `rois` [R, 4] of the images
+  /// `batch_indices` [R]: each bin's samples bilinearly interpolated by four
+  /// gathers, averaged or maxed, as ONNX Runtime computes it (defined below).
+  Value roi_align(const onnx::NodeProto& n, const Value& x, const Value& rois,
+                  const Value& batch_indices);
 
   /// What DequantizeLinear computed a value from, by the value: the QDQ
   /// form's Conv computes on the integers (integer_qdq_conv).
@@ -1468,6 +1473,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["GridSample"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     return one(grid_sample(n, need(in, 0, "X"), need(in, 1, "grid")));
+  };
+  h["RoiAlign"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    return one(roi_align(n, need(in, 0, "X"), need(in, 1, "rois"), need(in, 2, "batch_indices")));
   };
   h["GatherElements"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& data = need(in, 0, "data");
@@ -4124,6 +4132,127 @@ Value Importer::grid_sample(const onnx::NodeProto& n, const Value& x, const Valu
     }
   }
   return x->dtype == f32 ? sum : make("cast", {sum}, cast_attrs(x->dtype), n);
+}
+
+Value Importer::roi_align(const onnx::NodeProto& n, const Value& x, const Value& rois,
+                          const Value& batch_indices) {
+  TT_CHECK(x->shape.size() == 4, kInvalidArgument, "pools a ", shape_text(x->shape),
+           " input; only 4-D inputs (N, C, H, W) are supported");
+  TT_CHECK(x->dtype.is_float() && rois->dtype.is_float(), kInvalidArgument, "pools ",
+           x->dtype.str(), " over ", rois->dtype.str(),
+           " boxes; floating-point types are supported");
+  TT_CHECK(rois->shape.size() == 2 && rois->shape[1] == 4, kInvalidArgument, "its rois ",
+           shape_text(rois->shape), " must be (num_rois, 4)");
+  const int64_t num_rois = rois->shape[0];
+  TT_CHECK(
+      batch_indices->shape == std::vector<int64_t>{num_rois} && batch_indices->dtype.is_integer(),
+      kInvalidArgument, "its batch_indices ", shape_text(batch_indices->shape), " ",
+      batch_indices->dtype.str(), " must be integers of shape (", num_rois, ")");
+  const std::string mode = attr_string(n, "mode", "avg");
+  TT_CHECK(mode == "avg" || mode == "max", kInvalidArgument, "mode '", mode,
+           "' is not one of avg, max");
+  // Opset 10's RoiAlign had no coordinate_transformation_mode and behaved
+  // as output_half_pixel; opset 16 made half_pixel the default.
+  const std::string coord = attr_string(n, "coordinate_transformation_mode",
+                                        opset_ >= 16 ? "half_pixel" : "output_half_pixel");
+  TT_CHECK(coord == "half_pixel" || coord == "output_half_pixel", kInvalidArgument,
+           "coordinate_transformation_mode '", coord,
+           "' is not one of half_pixel, output_half_pixel");
+  const int64_t out_h = attr_int(n, "output_height", 1), out_w = attr_int(n, "output_width", 1);
+  TT_CHECK(out_h > 0 && out_w > 0, kInvalidArgument, "output_height ", out_h, " and output_width ",
+           out_w, " must be positive");
+  const int64_t ratio = attr_int(n, "sampling_ratio", 0);
+  // The adaptive grid, ceil(box size / output size) samples per bin, is a
+  // shape that depends on the boxes' values.
+  TT_CHECK(ratio > 0, kInvalidArgument,
+           "sampling_ratio 0 (a grid that adapts to each box's size) is not supported; "
+           "give a positive sampling_ratio");
+  const double scale = attr_float(n, "spatial_scale", 1.0);
+  const bool half_pixel = coord == "half_pixel";
+  const int64_t batch = x->shape[0], channels = x->shape[1], h = x->shape[2], w = x->shape[3];
+  const DataType f32 = DataType::float32();
+  auto k = [&](double v) { return scalar_constant(f32, v, n.name() + ".k"); };
+  auto op = [&](const char* name, std::vector<Value> args) {
+    return make(name, std::move(args), te::Attrs(), n);
+  };
+  auto reshape = [&](const Value& v, std::vector<int64_t> shape) {
+    return make("reshape", {v}, reshape_attrs(std::move(shape)), n);
+  };
+  Value boxes = rois->dtype == f32 ? rois : make("cast", {rois}, cast_attrs(f32), n);
+  // Sample coordinates along one axis of every box: [R, bins, samples] for
+  // the box corners in columns `begin` and `begin + 2` of rois.
+  auto samples = [&](int64_t begin, int64_t bins) {
+    auto corner = [&](int64_t column) {
+      Value c = reshape(make("slice", {boxes}, slice_along(boxes->shape, 1, column, column + 1), n),
+                        {num_rois, 1, 1});
+      c = op("multiply", {c, k(scale)});
+      return half_pixel ? op("subtract", {c, k(0.5)}) : c;
+    };
+    Value start = corner(begin), extent = op("subtract", {corner(begin + 2), start});
+    if (!half_pixel) extent = op("maximum", {extent, k(1)});
+    Value bin = op("divide", {extent, k(static_cast<double>(bins))});
+    te::NDArray bin_index(f32, {1, bins, 1}), sample_offset(f32, {1, 1, ratio});
+    for (int64_t i = 0; i < bins; ++i) bin_index.set(i, static_cast<double>(i));
+    for (int64_t i = 0; i < ratio; ++i) sample_offset.set(i, static_cast<double>(i) + 0.5);
+    Value first = op(
+        "add",
+        {start, op("multiply", {graph::constant(std::move(bin_index), n.name() + ".bins"), bin})});
+    return op(
+        "add",
+        {first,
+         op("divide", {op("multiply",
+                          {graph::constant(std::move(sample_offset), n.name() + ".samples"), bin}),
+                       k(static_cast<double>(ratio))})});
+  };
+  // One axis's interpolation: whether a sample counts (a sample more than
+  // one pixel outside contributes 0), the low and high pixel, and the
+  // high pixel's weight, with the sample clamped into the image as ORT does.
+  struct Axis {
+    Value inside, low, high, frac;
+  };
+  auto axis = [&](const Value& c, int64_t size) {
+    Value inside = op("logical_and", {op("greater_equal", {c, k(-1)}),
+                                      op("less_equal", {c, k(static_cast<double>(size))})});
+    Value clamped = make("clip", {c}, scalar_attrs(0, static_cast<double>(size - 1)), n);
+    Value low = op("floor", {clamped});
+    Value high = op("minimum", {op("add", {low, k(1)}), k(static_cast<double>(size - 1))});
+    return Axis{inside, low, high, op("subtract", {clamped, low})};
+  };
+  // [R, out_h, 1, ratio, 1] and [R, 1, out_w, 1, ratio]: they broadcast to
+  // every sample of every bin.
+  Axis ys = axis(reshape(samples(1, out_h), {num_rois, out_h, 1, ratio, 1}), h);
+  Axis xs = axis(reshape(samples(0, out_w), {num_rois, 1, out_w, 1, ratio}), w);
+  Value inside = make("cast", {op("logical_and", {ys.inside, xs.inside})}, cast_attrs(f32), n);
+  // The pixels as rows of [N * H * W, C], so each tap gathers whole rows.
+  Value data = x->dtype == f32 ? x : make("cast", {x}, cast_attrs(f32), n);
+  data = reshape(make("transpose", {data}, transpose_attrs({0, 2, 3, 1}), n),
+                 {batch * h * w, channels});
+  Value image = make("cast", {batch_indices}, cast_attrs(DataType::int64()), n);
+  image = op("multiply",
+             {reshape(image, {num_rois, 1, 1, 1, 1}),
+              scalar_constant(DataType::int64(), static_cast<double>(h * w), n.name() + ".image")});
+  auto tap = [&](const Value& yi, const Value& xi, const Value& weight) {
+    Value pixel = op("add", {op("multiply", {yi, k(static_cast<double>(w))}), xi});
+    pixel = op("add", {image, make("cast", {pixel}, cast_attrs(DataType::int64()), n)});
+    Value rows = make("take", {data, pixel}, axis_attrs(0), n);  // [R, oh, ow, ry, rx, C]
+    return op("multiply", {rows, reshape(op("multiply", {weight, inside}),
+                                         {num_rois, out_h, out_w, ratio, ratio, 1})});
+  };
+  Value ly = ys.frac, lx = xs.frac;
+  Value hy = op("subtract", {k(1), ly}), hx = op("subtract", {k(1), lx});
+  std::vector<Value> taps = {tap(ys.low, xs.low, op("multiply", {hy, hx})),
+                             tap(ys.low, xs.high, op("multiply", {hy, lx})),
+                             tap(ys.high, xs.low, op("multiply", {ly, hx})),
+                             tap(ys.high, xs.high, op("multiply", {ly, lx}))};
+  const char* combine = mode == "avg" ? "add" : "maximum";
+  Value value = op(combine, {op(combine, {taps[0], taps[1]}), op(combine, {taps[2], taps[3]})});
+  auto r = make_node<te::ReduceAttrsNode>();
+  r->axes = {3, 4};
+  r->keepdims = false;
+  value = make(mode == "avg" ? "reduce_mean" : "reduce_max", {value},
+               te::Attrs(attrs(std::move(r))), n);  // [R, oh, ow, C]
+  value = make("transpose", {value}, transpose_attrs({0, 3, 1, 2}), n);
+  return x->dtype == f32 ? value : make("cast", {value}, cast_attrs(x->dtype), n);
 }
 
 Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {

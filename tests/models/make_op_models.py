@@ -1596,6 +1596,37 @@ def _(g):
                     padding_mode="reflection", align_corners=1))
 
 
+def roi_inputs(g, boxes, images):
+    # Boxes as (x1, y1, x2, y2) in input pixels, some reaching outside.
+    rois = g.input("rois", [len(boxes), 4])
+    g.data[-1] = np.array(boxes, dtype=np.float32)
+    index = g.input("batch_indices", [len(images)], dtype=np.int64)
+    g.data[-1] = np.array(images, dtype=np.int64)
+    return rois, index
+
+
+@case("roi_align_modes", opset=16)
+def _(g):
+    x = g.input("x", [2, 3, 10, 8])
+    rois, index = roi_inputs(g, [[0.5, 1.0, 6.0, 8.5], [-2.0, -1.5, 3.0, 4.0], [2.0, 3.0, 2.4, 3.2],
+                                 [4.0, 6.0, 9.5, 11.5], [0.0, 0.0, 7.0, 9.0]], [0, 1, 1, 0, 1])
+    g.output(g.node("RoiAlign", [x, rois, index], output_height=3, output_width=4, sampling_ratio=2))
+    g.output(g.node("RoiAlign", [x, rois, index], output_height=2, output_width=2, sampling_ratio=3,
+                    spatial_scale=0.5, coordinate_transformation_mode="output_half_pixel"))
+    # ONNX Runtime before 1.13 divides a max by the sample count: one sample
+    # per bin keeps both right.
+    g.output(g.node("RoiAlign", [x, rois, index], output_height=4, output_width=3, sampling_ratio=1,
+                    mode="max"))
+
+
+@case("roi_align_opset10", opset=10)
+def _(g):
+    # Opset 10 knows only the output_half_pixel behaviour.
+    x = g.input("x", [1, 2, 6, 6])
+    rois, index = roi_inputs(g, [[1.0, 1.0, 4.0, 5.0], [0.0, 2.0, 1.5, 2.5]], [0, 0])
+    g.output(g.node("RoiAlign", [x, rois, index], output_height=2, output_width=3, sampling_ratio=2))
+
+
 BAD = {}
 
 
@@ -1617,6 +1648,13 @@ def _(g):
 def _(g):
     g.output(g.node("GridSample", [g.input("x", [1, 1, 3, 3]), g.input("grid", [1, 2, 2, 2])], mode="area"),
              shape=[1, 1, 2, 2])
+
+
+@bad("bad_roi_align_adaptive", "sampling_ratio 0 (a grid that adapts to each box's size) is not supported; "
+     "give a positive sampling_ratio", opset=16)
+def _(g):
+    g.output(g.node("RoiAlign", [g.input("x", [1, 1, 4, 4]), g.input("rois", [1, 4]),
+                                 g.input("batch_indices", [1], dtype=np.int64)]), shape=[1, 1, 1, 1])
 
 
 @bad("bad_det_size", "a determinant of 6 x 6 matrices is not supported; at most 5 x 5")
