@@ -1112,6 +1112,28 @@ class FunctionEmitter {
     std::string type = vector_type(to);
     // A mask's true lanes are -1: negate to 1 before converting.
     std::string source = from.is_bool() ? "-(" + strip_parens(v) + ")" : strip_parens(v);
+    // GCC converts a vector lane by lane in scalar code when the element
+    // width changes more than twofold (bytes to int32 or float, float to
+    // bytes); one doubling or halving at a time it is one instruction each.
+    // Widening keeps every value, and narrowing wraps at every step, so the
+    // chain gives the direct conversion's value wherever that is defined.
+    if (!from.is_bool() && compute_tag(from) != compute_tag(to)) {
+      auto narrow = [](DataType t) { return t.is_integer() && t.bits() < 32; };
+      auto step = [&](const std::string& tag) {
+        source =
+            "__builtin_convertvector(" + source + ", " + prelude_.vector_type(tag, lanes) + ")";
+      };
+      const std::string sign = [&](DataType t) {
+        return t.is_uint() ? "u" : "i";
+      }(narrow(from) ? from : to);
+      if (narrow(from) && (!narrow(to) || to.bits() > 16)) {
+        if (from.bits() == 8) step(sign + "16");
+        if (to.bits() != 32 || to.is_float()) step("i32");
+      } else if (narrow(to) && !narrow(from)) {
+        if (from.is_float() || from.bits() != 32) step("i32");
+        if (to.bits() == 8) step(sign + "16");
+      }
+    }
     std::string converted = compute_tag(from) == compute_tag(to) && !from.is_bool()
                                 ? v
                                 : "__builtin_convertvector(" + source + ", " + type + ")";
