@@ -625,6 +625,151 @@ Graph int_conv2d_as_float(const Graph& graph) {
   });
 }
 
+namespace {
+
+/// Bounds of a value known to hold only integers (whatever its type):
+/// infinite where unbounded.
+struct IntegerRange {
+  double low = -INFINITY, high = INFINITY;
+  bool within(double a, double b) const { return low >= a && high <= b; }
+};
+
+/// The values an integer type holds; 32 bits at most (a bound past 2^53
+/// would not be exact in a double).
+std::optional<IntegerRange> type_range(ir::DataType t) {
+  if (!t.is_integer() || t.bits() > 32) return std::nullopt;
+  if (t.is_uint()) return IntegerRange{0, std::ldexp(1.0, t.bits()) - 1};
+  return IntegerRange{-std::ldexp(1.0, t.bits() - 1), std::ldexp(1.0, t.bits() - 1) - 1};
+}
+
+/// The integers a float type holds exactly, every smaller one with them.
+double exact_integers(ir::DataType t) {
+  if (t.code() == ir::DataType::Code::kBFloat) return 256;
+  return t.bits() == 16 ? 2048 : t.bits() == 32 ? 16777216 : 9007199254740992.0;
+}
+
+/// Whether every value of `r` survives a conversion to `t` unchanged.
+bool holds(ir::DataType t, const IntegerRange& r) {
+  if (t.is_float()) return r.within(-exact_integers(t), exact_integers(t));
+  auto range = type_range(t);
+  return range && r.within(range->low, range->high);
+}
+
+/// Where `v` provably holds only integers, their bounds: constants,
+/// rounding, casts to integers, clips, sums and extrema of such values,
+/// and convolutions of them with integer kernels.
+std::optional<IntegerRange> integer_range(const Value& v) {
+  if (const ConstantNode* k = as_constant(v)) {
+    const te::NDArray& a = k->data.array();
+    if (a.size() == 0) return std::nullopt;
+    IntegerRange r{INFINITY, -INFINITY};
+    for (int64_t i = 0; i < a.size(); ++i) {
+      const double x = a.get(i);
+      if (x != std::floor(x)) return std::nullopt;
+      r.low = std::min(r.low, x);
+      r.high = std::max(r.high, x);
+    }
+    return r;
+  }
+  const CallNode* c = as_call(v);
+  if (!c) return type_range(v->dtype);
+  const std::string& op = c->op;
+  auto arg = [&](size_t i) { return integer_range(c->args[i]); };
+  if (op == "round" || op == "floor" || op == "ceil") {
+    if (!c->dtype.is_float()) return std::nullopt;
+    IntegerRange r;
+    if (auto in = arg(0)) r = *in;  // already integers: unchanged
+    return r;
+  }
+  if (op == "cast") {
+    auto in = arg(0);
+    if (auto t = type_range(c->dtype)) {
+      // A float cast to an integer type is truncated into it.
+      return in && in->within(t->low, t->high) ? *in : *t;
+    }
+    if (c->dtype.is_float() && in && holds(c->dtype, *in)) return in;
+    return std::nullopt;
+  }
+  if (op == "clip") {
+    auto in = arg(0);
+    if (!in) return std::nullopt;
+    const auto& a = dynamic_cast<const te::ScalarAttrsNode&>(*c->attrs);
+    return IntegerRange{std::max(in->low, std::ceil(a.alpha)),
+                        std::min(in->high, std::floor(a.beta))};
+  }
+  if (op == "add" || op == "nn.bias_add" || op == "subtract" || op == "maximum" ||
+      op == "minimum") {
+    auto a = arg(0), b = arg(1);
+    if (!a || !b) return std::nullopt;
+    if (op == "add" || op == "nn.bias_add") return IntegerRange{a->low + b->low, a->high + b->high};
+    if (op == "subtract") return IntegerRange{a->low - b->high, a->high - b->low};
+    if (op == "maximum") return IntegerRange{std::max(a->low, b->low), std::max(a->high, b->high)};
+    return IntegerRange{std::min(a->low, b->low), std::min(a->high, b->high)};
+  }
+  if (op == "nn.conv2d") {
+    // Each output is a sum of products with one output channel's weights;
+    // the padding adds zeros.
+    const auto& attrs = dynamic_cast<const te::Conv2dAttrsNode&>(*c->attrs);
+    const ConstantNode* w = as_constant(c->args[1]);
+    auto data = arg(0);
+    if (attrs.data_layout != "NHWC" || !w || !data || !std::isfinite(data->low) ||
+        !std::isfinite(data->high) || !integer_range(c->args[1])) {
+      return std::nullopt;
+    }
+    const double low = std::min(data->low, 0.0), high = std::max(data->high, 0.0);
+    const te::NDArray& k = w->data.array();  // HWIO
+    const int64_t outputs = k.shape().back();
+    std::vector<double> lows(static_cast<size_t>(outputs)), highs(static_cast<size_t>(outputs));
+    for (int64_t i = 0; i < k.size(); ++i) {
+      const double x = k.get(i);
+      const auto o = static_cast<size_t>(i % outputs);
+      lows[o] += std::min(x * low, x * high);
+      highs[o] += std::max(x * low, x * high);
+    }
+    return IntegerRange{*std::min_element(lows.begin(), lows.end()),
+                        *std::max_element(highs.begin(), highs.end())};
+  }
+  return std::nullopt;
+}
+
+/// cast(v) as the cast call `c` would give it, or v itself in c's type.
+Value recast(const CallNode& c, const Value& v) {
+  if (v->dtype == c.dtype) return v;
+  return call("cast", {v}, c.attrs, c.name);
+}
+
+}  // namespace
+
+Graph exact_integer_casts(const Graph& graph) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "cast" || c.dtype.is_bool()) return Value();
+    const CallNode* inner = as_call(args[0]);
+    if (!inner) return Value();
+    // cast(cast(b)): b's integers pass through the inner type unchanged.
+    if (inner->op == "cast" && !inner->dtype.is_bool()) {
+      const Value& b = inner->args[0];
+      auto r = integer_range(b);
+      if (r && holds(inner->dtype, *r) && holds(c.dtype, *r)) return recast(c, b);
+      return Value();
+    }
+    // cast(cast(b) + k) back to b's type: the sum in b's type is exact.
+    const bool sum = inner->op == "add" || inner->op == "subtract" || inner->op == "nn.bias_add";
+    if (!sum || !inner->dtype.is_integer()) return Value();
+    const CallNode* widened = as_call(inner->args[0]);
+    const ConstantNode* k = as_constant(inner->args[1]);
+    if (!widened || widened->op != "cast" || !k) return Value();
+    const Value& b = widened->args[0];
+    auto rb = integer_range(b), rk = integer_range(inner->args[1]), out = integer_range(args[0]);
+    if (b->dtype != c.dtype || !rb || !rk || !out || !holds(widened->dtype, *rb) ||
+        !holds(inner->dtype, *out) || !holds(c.dtype, *out) || !holds(c.dtype, *rk)) {
+      return Value();
+    }
+    te::NDArray converted(c.dtype, k->data.array().shape());
+    for (int64_t i = 0; i < converted.size(); ++i) converted.set(i, k->data.array().get(i));
+    return call(inner->op, {b, constant(std::move(converted), k->name)}, inner->attrs, inner->name);
+  });
+}
+
 Graph sink_reshapes(const Graph& graph) {
   auto reshape_of = [](const Value& v) -> const CallNode* {
     const CallNode* c = as_call(v);
@@ -701,6 +846,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
       {"int8_conv2d_words", any_target<int8_conv2d_words>},
       {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
+      {"exact_integer_casts", any_target<exact_integer_casts>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
       {"sink_reshapes", any_target<sink_reshapes>},

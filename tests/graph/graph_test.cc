@@ -153,6 +153,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"convert_layout_nhwc", convert_layout_nhwc},
            {"int8_conv2d_words", int8_conv2d_words},
            {"int_conv2d_as_float", int_conv2d_as_float},
+           {"exact_integer_casts", exact_integer_casts},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"sink_reshapes", sink_reshapes},
@@ -172,10 +173,11 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
     }
   }
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
-  EXPECT_EQ(optimize_pass_names(),
-            (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                      "int8_conv2d_words", "int_conv2d_as_float", "winograd_conv2d",
-                                      "pad_output_channels", "sink_reshapes"}));
+  EXPECT_EQ(
+      optimize_pass_names(),
+      (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
+                                "int8_conv2d_words", "int_conv2d_as_float", "exact_integer_casts",
+                                "winograd_conv2d", "pad_output_channels", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -430,6 +432,77 @@ TEST(GraphPasses, GroupedIntegerConvolutionsComputeExactlyInFloat) {
   // Sums float32 might round are left in int32: 2^17-sized weights.
   Graph big = centred_int8_conv(u8, 3, false, grouped(6), 131072, {3, 3, 1, 6});
   EXPECT_EQ(ops_of(int_conv2d_as_float(big)), "cast subtract nn.conv2d");
+}
+
+// QLinearConv's requantization then the next layer's centring, as they
+// import: the round trip through uint8 and the zero point taken out in
+// int32 change no value, and go.
+TEST(GraphPasses, CastsThatChangeNoValueGo) {
+  const DataType u8 = DataType::uint(8), i32 = DataType::int32();
+  auto cast = [](const Value& v, DataType t) {
+    auto a = make_node<te::CastAttrsNode>();
+    a->dtype = t;
+    return call("cast", {v}, te::Attrs(a), "cast");
+  };
+  auto clip = [](const Value& v, double low, double high) {
+    auto a = make_node<te::ScalarAttrsNode>();
+    a->alpha = low;
+    a->beta = high;
+    return call("clip", {v}, te::Attrs(a), "clip");
+  };
+  auto scalar = [](DataType t, double v) {
+    te::NDArray a(t, {});
+    a.set(0, v);
+    return constant(std::move(a), "k");
+  };
+  auto x = input("x", {1, 5, 5, 8}, kF32);
+  // Quantized to 0..255 with zero point 3, in float.
+  Value q = clip(call("add",
+                      {call("round", {call("multiply", {x, scalar(kF32, 40)}, te::Attrs(), "s")},
+                            te::Attrs(), "r"),
+                       scalar(kF32, 3)},
+                      te::Attrs(), "zp"),
+                 0, 255);
+  Value bytes = cast(q, u8);
+  Value dequantized = cast(cast(bytes, i32), kF32);
+  Value centred =
+      cast(call("subtract", {cast(bytes, i32), scalar(i32, 3)}, te::Attrs(), "c"), kF32);
+  // The depthwise convolution int_conv2d_as_float leaves: cast to int32,
+  // an int32 bias, back to float.
+  auto conv = make_node<te::Conv2dAttrsNode>();
+  conv->padding = {1, 1, 1, 1};
+  conv->groups = 8;
+  conv->data_layout = "NHWC";
+  te::NDArray w(kF32, {3, 3, 1, 8});
+  for (int64_t i = 0; i < w.size(); ++i) w.set(i, static_cast<double>(i % 255) - 127);
+  te::NDArray b(i32, {8});
+  for (int64_t i = 0; i < 8; ++i) b.set_int(i, 1000 * i - 3000);
+  auto axis = make_node<te::AxisAttrsNode>();
+  axis->axis = 3;
+  Value depthwise =
+      cast(call("nn.bias_add",
+                {cast(call("nn.conv2d", {centred, constant(w, "w")}, te::Attrs(conv), "dw"), i32),
+                 constant(b, "b")},
+                te::Attrs(axis), "bias"),
+           kF32);
+  // Left alone: a clip wider than uint8, and a value not known to be whole.
+  Value wide = cast(cast(clip(call("round", {x}, te::Attrs(), "r2"), -5, 300), u8), kF32);
+  Value fraction = cast(cast(x, i32), kF32);
+  Graph g = Graph::make({x}, {dequantized, centred, depthwise, wide, fraction},
+                        {"dq", "centred", "depthwise", "wide", "fraction"});
+  const std::string before = save_string(g);
+  Graph out = exact_integer_casts(g);
+  EXPECT_EQ(save_string(g), before);
+  EXPECT_EQ(
+      ops_of(out),
+      "multiply round add clip subtract nn.conv2d nn.bias_add round clip cast cast cast cast");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, x->shape, 4, -4, 4)};
+  std::vector<te::NDArray> want = evaluate_graph(g, in), got = evaluate_graph(out, in);
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(g->output_names[i]);
+    EXPECT_EQ(got[i].dtype(), want[i].dtype());
+    EXPECT_TRUE(te::allclose(got[i], want[i], te::Tolerance{0, 0}));
+  }
 }
 
 TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {

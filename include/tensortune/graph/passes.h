@@ -57,6 +57,13 @@ Graph int8_conv2d_words(const Graph& graph);
 /// float32 holds exactly: float vector kernels run faster than int32 ones.
 Graph int_conv2d_as_float(const Graph& graph);
 
+/// Casts that provably change no value go: cast(cast(b)) where b holds
+/// integers both types hold (a quantized value through uint8 and back),
+/// and cast(cast(b) + k) back to b's type where the sum is exact in it (a
+/// zero point taken out in int32 of a float). What QLinearConv's
+/// requantization and the next layer's centring import as.
+Graph exact_integer_casts(const Graph& graph);
+
 /// A 3x3, stride-1 NHWC convolution of float32 data with a constant kernel
 /// becomes Winograd's algorithm (te::winograd_matrices): an input
 /// transform, a batched product with the kernel transformed at compile
@@ -93,7 +100,8 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), int8_conv2d_words, int_conv2d_as_float, winograd_conv2d and
+/// folding constants again), int8_conv2d_words, int_conv2d_as_float, exact_integer_casts,
+/// winograd_conv2d and
 /// pad_output_channels (skipped without a target), sink_reshapes. Runs under the current
 /// PassContext: a pass in its disabled list is skipped.
 Graph optimize(const Graph& graph, const ir::Target& target = ir::Target());
