@@ -866,7 +866,7 @@ class Importer {
                                Recurrent kind);
 
   /// A Conv of dequantized operands (the QDQ form of an int8 convolution,
-  /// 2-D and ungrouped): the integer convolution of ConvInteger, times the
+  /// 2-D, grouped or not): the integer convolution of ConvInteger, times the
   /// product of the scales, plus the bias; what ONNX Runtime computes for
   /// it. Null when the operands are not so (defined below).
   Value integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in);
@@ -4256,10 +4256,7 @@ Value Importer::roi_align(const onnx::NodeProto& n, const Value& x, const Value&
 }
 
 Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {
-  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4 ||
-      attr_int(n, "group", 1) != 1) {
-    return Value();
-  }
+  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
   if (x == dequantized_.end() || w == dequantized_.end()) return Value();
   auto elements = [](const Value& v) {

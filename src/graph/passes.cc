@@ -657,7 +657,8 @@ bool holds(ir::DataType t, const IntegerRange& r) {
 
 /// Where `v` provably holds only integers, their bounds: constants,
 /// rounding, casts to integers, clips, sums and extrema of such values,
-/// and convolutions of them with integer kernels.
+/// their transposes, reshapes and slices, and convolutions of them with
+/// integer kernels.
 std::optional<IntegerRange> integer_range(const Value& v) {
   if (const ConstantNode* k = as_constant(v)) {
     const te::NDArray& a = k->data.array();
@@ -675,6 +676,8 @@ std::optional<IntegerRange> integer_range(const Value& v) {
   if (!c) return type_range(v->dtype);
   const std::string& op = c->op;
   auto arg = [&](size_t i) { return integer_range(c->args[i]); };
+  // Values moved, none made.
+  if (op == "transpose" || op == "reshape" || op == "slice") return arg(0);
   if (op == "round" || op == "floor" || op == "ceil") {
     if (!c->dtype.is_float()) return std::nullopt;
     IntegerRange r;

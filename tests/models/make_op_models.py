@@ -1251,6 +1251,29 @@ def _(g):
     g.output(g.node("DequantizeLinear", [yq, g.const("ys_d", np.float32(0.04)), g.const("yzp_d", np.uint8(0))]))
 
 
+@case("qdq_depthwise_conv")
+def _(g):
+    # A depthwise and a grouped convolution in QDQ form, as a MobileNet's
+    # quantized by ONNX Runtime: integer convolutions here too.
+    g.atol = 0.04
+    x = g.input("x", [1, 8, 9, 9], -1, 1)
+    xq = g.node("QuantizeLinear", [x, g.const("xs", np.float32(0.008)), g.const("xzp", np.uint8(120))])
+    xd = g.node("DequantizeLinear", [xq, g.const("xs_d", np.float32(0.008)), g.const("xzp_d", np.uint8(120))])
+    for name, groups, stride in (("dw", 8, 2), ("grouped", 2, 1)):
+        ws = np.linspace(0.003, 0.006, 8).astype(np.float32)
+        wq = g.const(name + "_wq", g.rng.integers(-127, 128, [8, 8 // groups, 3, 3]).astype(np.int8))
+        wd = g.node("DequantizeLinear", [wq, g.const(name + "_ws", ws), g.const(name + "_wzp", np.int8([0] * 8))],
+                    axis=0)
+        bq = g.const(name + "_bq", g.rng.integers(-500, 500, [8]).astype(np.int32))
+        bd = g.node("DequantizeLinear", [bq, g.const(name + "_bs", (np.float32(0.008) * ws).astype(np.float32))],
+                    axis=0)
+        y = g.node("Clip", [g.node("Conv", [xd, wd, bd], pads=[1, 1, 1, 1], group=groups, strides=[stride, stride]),
+                            g.const(name + "_lo", np.float32(0)), g.const(name + "_hi", np.float32(6))])
+        yq = g.node("QuantizeLinear", [y, g.const(name + "_ys", np.float32(0.04)), g.const(name + "_yzp", np.uint8(0))])
+        g.output(g.node("DequantizeLinear", [yq, g.const(name + "_ys_d", np.float32(0.04)),
+                                             g.const(name + "_yzp_d", np.uint8(0))]))
+
+
 @case("round_half_even")
 def _(g):
     x = g.input("x", [12])
