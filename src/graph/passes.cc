@@ -459,8 +459,14 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
     const int64_t channels = c.shape.back(), lanes = ir::vector_lanes(*machine, c.dtype);
     const int64_t padded = (channels + lanes - 1) / lanes * lanes;
     // Dot products of words want whole vectors: half ones leave the C
-    // compiler a loop of helper calls it does not vectorize.
-    const bool whole_vectors = c.op == "nn.conv2d_int8x4";
+    // compiler a loop of helper calls it does not vectorize. So do float
+    // convolutions where a vector holds 16: 24 channels are three 8-lane
+    // vectors, 32 two of 16, and the generated MobileNetV2 and
+    // EfficientNet-B0 ran 6% faster untuned on AVX-512 (AVX2's half
+    // vectors are not measured and stay).
+    const bool whole_vectors =
+        c.op == "nn.conv2d_int8x4" ||
+        (c.op == "nn.conv2d" && ir::vector_lanes(*machine, ir::DataType::float32()) >= 16);
     if (lanes < 4 || channels < lanes || 2 * padded > 3 * channels ||
         channels % (whole_vectors ? lanes : lanes / 2) == 0) {
       return Value();

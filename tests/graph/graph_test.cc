@@ -206,6 +206,19 @@ TEST(GraphPasses, OutputChannelsPadToWholeVectors) {
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_TRUE(te::allclose(got[i], want[i], te::Tolerance{1e-5, 1e-4})) << i;
   }
+  // AVX-512: 16 float lanes, and a convolution's 24 channels (three 8-lane
+  // vectors) become two whole vectors; a dense layer's stay.
+  Value conv24 = call("nn.conv2d", {x, weight({24, 4, 1, 1}, 5)}, conv_attrs({0, 0, 0, 0}), "c24");
+  Value fc24 = call("nn.dense", {rows, weight({24, 16}, 6)}, te::Attrs(), "fc24");
+  Graph wide = Graph::make({x, rows}, {conv24, fc24}, {"c24", "fc24"});
+  const ir::Target avx512 = ir::Target::parse("c -mattr=avx2,fma,avx512f -num-cores=2");
+  padded.clear();
+  for (const auto& c : calls_in_order(pad_output_channels(convert_layout_nhwc(wide), avx512))) {
+    if (c->op == "nn.conv2d" || c->op == "nn.dense") padded[c->name] = c->shape;
+  }
+  EXPECT_EQ(padded["c24.padded"], (std::vector<int64_t>{1, 6, 6, 32}));
+  EXPECT_EQ(padded.count("fc24.padded"), 0u);
+  EXPECT_EQ(padded["fc24"], (std::vector<int64_t>{3, 24}));
 }
 
 TEST(GraphPasses, PowersByConstantExponentsBecomeProducts) {
