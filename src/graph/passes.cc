@@ -661,11 +661,27 @@ bool holds(ir::DataType t, const IntegerRange& r) {
   return range && r.within(range->low, range->high);
 }
 
-/// Where `v` provably holds only integers, their bounds: constants,
+/// Where values provably hold only integers, their bounds: constants,
 /// rounding, casts to integers, clips, sums and extrema of such values,
 /// their transposes, reshapes and slices, and convolutions of them with
-/// integer kernels.
-std::optional<IntegerRange> integer_range(const Value& v) {
+/// integer kernels. Each value's is worked out once: a value reached along
+/// many paths (every diamond of a graph) is not walked again.
+class IntegerRanges {
+ public:
+  std::optional<IntegerRange> of(const Value& v) {
+    auto it = known_.find(v.get());
+    if (it != known_.end()) return it->second.second;
+    std::optional<IntegerRange> r = compute(v);
+    known_.emplace(v.get(), std::pair{v, r});  // holds v: its address stays its own
+    return r;
+  }
+
+ private:
+  std::optional<IntegerRange> compute(const Value& v);
+  std::unordered_map<const Object*, std::pair<Value, std::optional<IntegerRange>>> known_;
+};
+
+std::optional<IntegerRange> IntegerRanges::compute(const Value& v) {
   if (const ConstantNode* k = as_constant(v)) {
     const te::NDArray& a = k->data.array();
     if (a.size() == 0) return std::nullopt;
@@ -681,7 +697,7 @@ std::optional<IntegerRange> integer_range(const Value& v) {
   const CallNode* c = as_call(v);
   if (!c) return type_range(v->dtype);
   const std::string& op = c->op;
-  auto arg = [&](size_t i) { return integer_range(c->args[i]); };
+  auto arg = [&](size_t i) { return of(c->args[i]); };
   // Values moved, none made.
   if (op == "transpose" || op == "reshape" || op == "slice") return arg(0);
   if (op == "round" || op == "floor" || op == "ceil") {
@@ -722,7 +738,7 @@ std::optional<IntegerRange> integer_range(const Value& v) {
     const ConstantNode* w = as_constant(c->args[1]);
     auto data = arg(0);
     if (attrs.data_layout != "NHWC" || !w || !data || !std::isfinite(data->low) ||
-        !std::isfinite(data->high) || !integer_range(c->args[1])) {
+        !std::isfinite(data->high) || !of(c->args[1])) {
       return std::nullopt;
     }
     const double low = std::min(data->low, 0.0), high = std::max(data->high, 0.0);
@@ -750,6 +766,8 @@ Value recast(const CallNode& c, const Value& v) {
 }  // namespace
 
 Graph exact_integer_casts(const Graph& graph) {
+  IntegerRanges ranges;
+  auto integer_range = [&](const Value& v) { return ranges.of(v); };
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "cast" || c.dtype.is_bool()) return Value();
     const CallNode* inner = as_call(args[0]);

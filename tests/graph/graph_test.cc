@@ -516,6 +516,13 @@ TEST(GraphPasses, CastsThatChangeNoValueGo) {
     EXPECT_EQ(got[i].dtype(), want[i].dtype());
     EXPECT_TRUE(te::allclose(got[i], want[i], te::Tolerance{0, 0}));
   }
+  // 64 diamonds in a row: each value's range is worked out once (walking
+  // every path would take 2^64 steps).
+  auto small = input("small", {4}, u8);
+  Value v = cast(small, i32);
+  for (int i = 0; i < 64; ++i) v = call("maximum", {v, v}, te::Attrs(), "m");
+  Graph deep = Graph::make({small}, {cast(cast(v, u8), kF32)}, {"out"});
+  EXPECT_EQ(ops_of(exact_integer_casts(deep)).find("cast cast"), std::string::npos);
 }
 
 TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {
