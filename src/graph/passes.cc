@@ -738,7 +738,7 @@ std::optional<IntegerRange> IntegerRanges::compute(const Value& v) {
     const ConstantNode* w = as_constant(c->args[1]);
     auto data = arg(0);
     if (attrs.data_layout != "NHWC" || !w || !data || !std::isfinite(data->low) ||
-        !std::isfinite(data->high) || !of(c->args[1])) {
+        !std::isfinite(data->high)) {
       return std::nullopt;
     }
     const double low = std::min(data->low, 0.0), high = std::max(data->high, 0.0);
@@ -747,6 +747,7 @@ std::optional<IntegerRange> IntegerRanges::compute(const Value& v) {
     std::vector<double> lows(static_cast<size_t>(outputs)), highs(static_cast<size_t>(outputs));
     for (int64_t i = 0; i < k.size(); ++i) {
       const double x = k.get(i);
+      if (x != std::floor(x)) return std::nullopt;
       const auto o = static_cast<size_t>(i % outputs);
       lows[o] += std::min(x * low, x * high);
       highs[o] += std::max(x * low, x * high);
@@ -767,7 +768,6 @@ Value recast(const CallNode& c, const Value& v) {
 
 Graph exact_integer_casts(const Graph& graph) {
   IntegerRanges ranges;
-  auto integer_range = [&](const Value& v) { return ranges.of(v); };
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "cast" || c.dtype.is_bool()) return Value();
     const CallNode* inner = as_call(args[0]);
@@ -775,7 +775,7 @@ Graph exact_integer_casts(const Graph& graph) {
     // cast(cast(b)): b's integers pass through the inner type unchanged.
     if (inner->op == "cast" && !inner->dtype.is_bool()) {
       const Value& b = inner->args[0];
-      auto r = integer_range(b);
+      auto r = ranges.of(b);
       if (r && holds(inner->dtype, *r) && holds(c.dtype, *r)) return recast(c, b);
       return Value();
     }
@@ -786,14 +786,13 @@ Graph exact_integer_casts(const Graph& graph) {
     const ConstantNode* k = as_constant(inner->args[1]);
     if (!widened || widened->op != "cast" || !k) return Value();
     const Value& b = widened->args[0];
-    auto rb = integer_range(b), rk = integer_range(inner->args[1]), out = integer_range(args[0]);
+    auto rb = ranges.of(b), rk = ranges.of(inner->args[1]), out = ranges.of(args[0]);
     if (b->dtype != c.dtype || !rb || !rk || !out || !holds(widened->dtype, *rb) ||
         !holds(inner->dtype, *out) || !holds(c.dtype, *out) || !holds(c.dtype, *rk)) {
       return Value();
     }
-    te::NDArray converted(c.dtype, k->data.array().shape());
-    for (int64_t i = 0; i < converted.size(); ++i) converted.set(i, k->data.array().get(i));
-    return call(inner->op, {b, constant(std::move(converted), k->name)}, inner->attrs, inner->name);
+    Value converted = fold_call(call("cast", {inner->args[1]}, c.attrs, k->name));
+    return call(inner->op, {b, converted}, inner->attrs, inner->name);
   });
 }
 
