@@ -81,6 +81,10 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
       Stmt body = f.body;
       int64_t inner = mark_unroll(body, max_step);
       auto extent = ir::as_const_int(f.extent);
+      // A vectorized loop becomes one vector statement, not `extent` copies:
+      // counting its lanes kept a register tile's row loop (14 rows of two
+      // 16-lane vectors, 448 "trips") rolled, its accumulators in memory.
+      if (f.for_kind == ForKind::kVectorized && extent) return inner;
       int64_t trips = (inner >= 0 && extent && *extent * inner <= max_step) ? *extent * inner : -1;
       ForKind kind = f.for_kind;
       if (trips >= 0 && kind == ForKind::kSerial) kind = ForKind::kUnrolled;

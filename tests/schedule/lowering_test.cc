@@ -99,6 +99,26 @@ TEST(Lowering, PragmaUnrollMarksLoops) {
   EXPECT_NE(ir.find("unrolled for"), std::string::npos) << ir;
 }
 
+TEST(Lowering, PragmaUnrollCountsAVectorizedLoopOnce) {
+  // i(8) k(2) j(16, vectorized) under auto_unroll_max_step=16: the vector
+  // loop is one statement, so the i and k loops (16 copies) unroll, as a
+  // register tile's row loop must for its accumulators to stay in registers.
+  auto t = matmul_tensors(8, 16, 2);
+  State s =
+      State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
+                   pragma(kMatmul, 0, "auto_unroll_max_step=16")});
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+  std::string ir = lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("vectorized for (j"), std::string::npos) << ir;
+  // One more row is past the limit: the row loop stays rolled.
+  State wide =
+      State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
+                   pragma(kMatmul, 0, "auto_unroll_max_step=15")});
+  ir = lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), wide), "k"));
+  EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
+}
+
 TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
   // matmul.local tiled i -> i0 i1(4) i2(8) i3(2) and computed at the copy's
   // outer i loop, each iteration of which covers 16 rows: i3 keeps 2, i2 8,
