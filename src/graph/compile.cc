@@ -269,7 +269,7 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
       }
       std::string name =
           k.variants.empty() ? function : function + "v" + std::to_string(k.variants.size());
-      k.variants.push_back({r.input.state, name, {}, r.result.mean_cost()});
+      k.variants.push_back({r.input.state, name, {}, r.result.median_cost()});
     }
     if (!k.variants.empty()) {
       k.entry.tuned = true;

@@ -1,5 +1,6 @@
 #include "tensortune/measure/measure_result.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -83,6 +84,14 @@ void check_measure_result(const MeasureResult& r) {
 double MeasureResult::mean_cost() const {
   if (costs.empty()) return std::numeric_limits<double>::infinity();
   return std::accumulate(costs.begin(), costs.end(), 0.0) / static_cast<double>(costs.size());
+}
+
+double MeasureResult::median_cost() const {
+  if (costs.empty()) return std::numeric_limits<double>::infinity();
+  std::vector<double> sorted = costs;
+  std::sort(sorted.begin(), sorted.end());
+  size_t half = sorted.size() / 2;
+  return sorted.size() % 2 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
 }
 
 std::string shorten_message(std::string_view message, size_t limit) {

@@ -431,8 +431,8 @@ std::vector<MeasureResult> measure_candidates(const te::Task& task,
   RunHints now = hints;
   auto report = [&](size_t i, const RunOutcome& ran) {
     results[i] = make_result(built[i], ran);
-    if (results[i].ok() && (now.best_s <= 0 || results[i].mean_cost() < now.best_s)) {
-      now.best_s = results[i].mean_cost();
+    if (results[i].ok() && (now.best_s <= 0 || results[i].median_cost() < now.best_s)) {
+      now.best_s = results[i].median_cost();
     }
     if (on_result) on_result(MeasureInput{task, states[i]}, results[i]);
   };

@@ -169,7 +169,7 @@ std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group)
   return pooled;
 }
 
-// Whether pooled schedule `a` ranks before `b`: by lowest mean cost, those
+// Whether pooled schedule `a` ranks before `b`: by lowest median cost, those
 // measured more than once ahead of the rest. A schedule is measured again
 // only as a finalist (tune --confirm times a run's best few back to back),
 // and one timed once in a fast moment must not outrank the finalists that
@@ -177,7 +177,7 @@ std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group)
 bool ranks_before(const PooledRecord& a, const PooledRecord& b) {
   bool again_a = a.sources.size() > 1, again_b = b.sources.size() > 1;
   if (again_a != again_b) return again_a;
-  return a.record.result.mean_cost() < b.record.result.mean_cost();
+  return a.record.result.median_cost() < b.record.result.median_cost();
 }
 
 // The pooled schedules best first (equals in log order).

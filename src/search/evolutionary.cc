@@ -324,7 +324,7 @@ void EvolutionarySearchPolicy::update(const std::vector<State>& states,
     std::optional<Candidate> c = evaluate(states[i]);
     if (!c) continue;
     taken_.insert(c->program);
-    double cost = r.ok() ? r.mean_cost() : HUGE_VAL;
+    double cost = r.ok() ? r.median_cost() : HUGE_VAL;
     model_->add(task_key_, *c->features, cost);
     if (r.ok()) measured_.emplace_back(cost, states[i]);
   }

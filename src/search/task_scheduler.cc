@@ -10,7 +10,7 @@ namespace tensortune::search {
 
 std::optional<double> TaskSummary::best_latency() const {
   if (!best) return std::nullopt;
-  return best->result.mean_cost();
+  return best->result.median_cost();
 }
 
 std::optional<double> TaskSummary::best_gflops() const {

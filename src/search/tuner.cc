@@ -70,7 +70,7 @@ double seconds_since(Clock::time_point start) {
 /// Folds one result into a task's summary.
 void account(TaskSummary& summary, const measure::Record& record, bool this_run) {
   if (record.result.ok()) {
-    if (!summary.best || record.result.mean_cost() < summary.best->result.mean_cost()) {
+    if (!summary.best || record.result.median_cost() < summary.best->result.median_cost()) {
       summary.best = record;
       if (this_run) {
         summary.trials_since_improvement = 0;
@@ -172,7 +172,7 @@ void confirm_best(const std::vector<te::Task>& tasks, const TuneOptions& options
     std::vector<measure::Record> pooled = measure::pool_by_schedule(accepted);
     std::stable_sort(pooled.begin(), pooled.end(),
                      [](const measure::Record& a, const measure::Record& b) {
-                       return a.result.mean_cost() < b.result.mean_cost();
+                       return a.result.median_cost() < b.result.median_cost();
                      });
     const int64_t want = std::min<int64_t>(options.confirm, left);
     // The best schedules, with places kept for the default: one, or two if

@@ -55,8 +55,8 @@ class FlopCounts {
   /// GFLOP/s of a successful record, when the flop count is known.
   std::optional<double> gflops(const Record& r) {
     std::optional<double> flops = of(r.input.task);
-    if (!flops || !r.result.ok() || !(r.result.mean_cost() > 0)) return std::nullopt;
-    return *flops / r.result.mean_cost() / 1e9;
+    if (!flops || !r.result.ok() || !(r.result.median_cost() > 0)) return std::nullopt;
+    return *flops / r.result.median_cost() / 1e9;
   }
 
  private:
@@ -99,7 +99,7 @@ int show(const RecordsArgs& args) {
     std::cout << r.input.task.workload_key() << "  " << r.input.task->target.str() << "  "
               << measure::error_code_name(r.result.error_code) << "  ";
     if (r.result.ok()) {
-      std::cout << format(r.result.mean_cost() * 1e3, "%.4g") << " ms";
+      std::cout << format(r.result.median_cost() * 1e3, "%.4g") << " ms";
       if (auto g = flops.gflops(r)) std::cout << "  " << format(*g, "%.4g") << " GFLOP/s";
     } else {
       std::cout << short_message(r.result.error_message);
@@ -189,7 +189,7 @@ int best(const RecordsArgs& args) {
                 {"trials", t.trials},
                 {"failed_trials", failed},
                 {"errors", errors},
-                {"latency_ms", t.best ? json(t.best->result.mean_cost() * 1e3) : json(nullptr)},
+                {"latency_ms", t.best ? json(t.best->result.median_cost() * 1e3) : json(nullptr)},
                 {"gflops", gflops >= 0 ? json(gflops) : json(nullptr)}};
       if (t.best) j["best"] = record_json(*t.best);
       if (!t.best) j["message"] = message;
@@ -200,7 +200,7 @@ int best(const RecordsArgs& args) {
     // Several contexts tuned the same task: which line is which.
     if (contexts.size() > 1) std::cout << "pass context " << t.pass_context.str() << "  ";
     if (t.best) {
-      std::cout << format(t.best->result.mean_cost() * 1e3, "%.4g") << " ms";
+      std::cout << format(t.best->result.median_cost() * 1e3, "%.4g") << " ms";
       if (gflops >= 0) std::cout << "  " << format(gflops, "%.4g") << " GFLOP/s";
       std::cout << "  " << t.trials << " trials";
       if (failed > 0)

@@ -118,7 +118,7 @@ int run_train(const TrainArgs& args) {
         continue;
       }
       tasks.push_back(key);
-      costs.push_back(r.result.ok() ? r.result.mean_cost() : HUGE_VAL);
+      costs.push_back(r.result.ok() ? r.result.median_cost() : HUGE_VAL);
     }
   }
   // Every fifth program held out, to say how well the model ranks programs
@@ -188,7 +188,7 @@ int run_apply(const ApplyArgs& args) {
   auto sources = codegen::kernel_sources(task->target);
   std::string source = sources->source({sources->add(f)});
   std::fprintf(stderr, "%s: the best of %s, %.4f ms (%s)\n", task.workload_key().c_str(),
-               args.log_path.c_str(), best->result.mean_cost() * 1e3,
+               args.log_path.c_str(), best->result.median_cost() * 1e3,
                measure::Hash64(context.hash()).str().c_str());
   if (args.emit == "c") std::cout << source;
   if (args.emit == "ir") std::cout << lower::to_string(f);

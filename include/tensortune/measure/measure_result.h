@@ -96,6 +96,10 @@ struct MeasureResult : Object {
   bool ok() const { return error_code == ErrorCode::kNoError; }
   /// Mean of costs (seconds per call); +infinity when there are none.
   double mean_cost() const;
+  /// Median of costs, what schedules are ranked by: one disturbed repeat
+  /// (another process on the core, a cold first call) does not move it.
+  /// +infinity when there are none.
+  double median_cost() const;
 };
 
 /// The checks loading a MeasureResult runs (see MeasureResult); a kParse
