@@ -42,7 +42,8 @@ int run_measure(const MeasureCommandArgs& args) {
       })[0];
   double flops = schedule::ComputeDAG(te::workload_tensors(task->workload)).flop_count();
   std::optional<double> gflops;
-  if (r.ok() && r.mean_cost() > 0 && flops > 0) gflops = flops / r.mean_cost() / 1e9;
+  // At the median, the cost schedules are ranked by.
+  if (r.ok() && r.median_cost() > 0 && flops > 0) gflops = flops / r.median_cost() / 1e9;
   if (args.as_json) {
     json out = {{"workload_key", task.workload_key()},
                 {"target", task->target.str()},
@@ -51,6 +52,7 @@ int run_measure(const MeasureCommandArgs& args) {
                 {"costs", r.costs},
                 {"options", args.options.values()},
                 {"mean_cost", r.ok() ? json(r.mean_cost()) : json(nullptr)},
+                {"median_cost", r.ok() ? json(r.median_cost()) : json(nullptr)},
                 {"gflops", gflops ? json(*gflops) : json(nullptr)},
                 {"build_seconds", r.build_seconds},
                 {"run_seconds", r.run_seconds},
@@ -61,7 +63,8 @@ int run_measure(const MeasureCommandArgs& args) {
   } else if (r.ok()) {
     std::printf("%s  %s on %s\n", std::string(measure::error_code_name(r.error_code)).c_str(),
                 task.workload_key().c_str(), task->target.str().c_str());
-    std::printf("  mean %.4f ms over %zu repeats:", r.mean_cost() * 1e3, r.costs.size());
+    std::printf("  median %.4f ms, mean %.4f ms over %zu repeats:", r.median_cost() * 1e3,
+                r.mean_cost() * 1e3, r.costs.size());
     for (double c : r.costs) std::printf(" %.4f", c * 1e3);
     std::printf("\n");
     if (gflops) std::printf("  %.2f GFLOP/s\n", *gflops);
