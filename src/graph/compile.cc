@@ -13,6 +13,7 @@
 #include "tensortune/lower/lower.h"
 #include "tensortune/lower/pipeline.h"
 #include "tensortune/object/serialize.h"
+#include "tensortune/object/structural.h"
 #include "tensortune/runtime/compiled_model.h"
 #include "tensortune/search/default_schedule.h"
 #include "tensortune/support/checked.h"
@@ -77,7 +78,8 @@ struct Variant {
   schedule::State state;
   std::string function;
   std::vector<lower::Packer> packers;
-  double latency_s = 0;  ///< the log's mean cost, when tuned
+  double latency_s = 0;  ///< the log's median cost, when tuned
+  size_t rank = 0;       ///< its place among the log's schedules for the task, from 0
 };
 
 /// One distinct task of the model and how it is built.
@@ -157,18 +159,22 @@ json choose_in_model(std::vector<Kernel>& kernels, const VariantCalls& calls,
       ++changed;
       k.entry.function = k.variant().function;
       k.entry.tuned_latency_s = k.variant().latency_s;
-      char why[160];
+      const bool fallback = structural_equal(k.variant().state, search::default_schedule(k.task));
+      char why[200];
       std::snprintf(why, sizeof why,
-                    "the log's %s of its records: in the model its calls and the calls after "
+                    "the log's %s of its records%s: in the model its calls and the calls after "
                     "them took %.3f ms, against %.3f with the best",
-                    ordinal(best).c_str(), score[best] * 1e3, score[0] * 1e3);
+                    ordinal(k.variant().rank).c_str(), fallback ? " (the default schedule)" : "",
+                    score[best] * 1e3, score[0] * 1e3);
       k.entry.why = why;
     }
-    json ms = json::array();
+    json ms = json::array(), ranks = json::array();
     for (double x : score) ms.push_back(x * 1e3);
+    for (const Variant& v : k.variants) ranks.push_back(v.rank);
     tasks.push_back({{"function", k.entry.function},
                      {"description", k.entry.description},
                      {"chosen", best},
+                     {"log_ranks", ranks},
                      {"judged_ms", ms}});
   }
   return {{"tasks_compared", reply.tasks.size()},
@@ -255,8 +261,15 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
         measure::best_k_for(options.records, k.task, match, SIZE_MAX);
     schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
     size_t skipped = 0;
-    for (const measure::Record& r : best) {
-      if (k.variants.size() == static_cast<size_t>(options.in_model.candidates)) break;
+    const auto candidates = static_cast<size_t>(options.in_model.candidates);
+    auto add_variant = [&](const measure::Record& r, size_t rank) {
+      std::string name =
+          k.variants.empty() ? function : function + "v" + std::to_string(k.variants.size());
+      k.variants.push_back({r.input.state, name, {}, r.result.median_cost(), rank});
+    };
+    for (size_t rank = 0; rank < best.size(); ++rank) {
+      const measure::Record& r = best[rank];
+      if (k.variants.size() == candidates) break;
       try {
         schedule::replay(dag, r.input.state);
       } catch (const UserError& e) {
@@ -267,9 +280,24 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
                                   ") does not replay here, skipped: " + e.what());
         continue;
       }
-      std::string name =
-          k.variants.empty() ? function : function + "v" + std::to_string(k.variants.size());
-      k.variants.push_back({r.input.state, name, {}, r.result.median_cost()});
+      add_variant(r, rank);
+    }
+    // Timed in the model, the default schedule (which tune measures first)
+    // is always among the candidates: measured alone, with its weights
+    // evicted, a schedule can rank below ones that are slower where its
+    // inputs arrive warm from the kernel before, and a tuned model must not
+    // end slower than the untuned one.
+    if (candidates > 1 && !k.variants.empty()) {
+      const schedule::State fallback = search::default_schedule(k.task);
+      auto is_default = [&](const auto& x) { return structural_equal(x.state, fallback); };
+      if (std::none_of(k.variants.begin(), k.variants.end(), is_default)) {
+        for (size_t rank = 0; rank < best.size(); ++rank) {
+          if (!structural_equal(best[rank].input.state, fallback)) continue;
+          if (k.variants.size() == candidates) k.variants.pop_back();
+          add_variant(best[rank], rank);
+          break;
+        }
+      }
     }
     if (!k.variants.empty()) {
       k.entry.tuned = true;

@@ -23,6 +23,7 @@
 #include "tensortune/runtime/model_folder.h"
 #include "tensortune/schedule/random_schedule.h"
 #include "tensortune/schedule/steps.h"
+#include "tensortune/search/default_schedule.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
@@ -862,6 +863,28 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
   o.in_model.candidates = 0;
   EXPECT_TT_ERROR(compile_model(g, o, dir_ + "/none"), kInvalidArgument,
                   "timing in the model: candidates is 0; it must be from 1 to 16");
+}
+
+TEST_F(CompiledGraph, TimedInTheModelTheDefaultScheduleIsAlwaysACandidate) {
+  // The default schedule, measured slowest of four alone, takes the third
+  // place in the model's timing: what tune ranks below others alone can be
+  // faster where its inputs come warm from the kernel before.
+  auto [g, o] = three_candidates_model();
+  const te::Task& task = o.records.at(0).input.task;
+  measure::Record fallback{{task, search::default_schedule(task)}, {}};
+  fallback.result.costs = {9e-4};
+  o.records.push_back(fallback);
+  CompileReport report = compile_model(g, o, dir_ + "/with_default");
+  ASSERT_FALSE(report.in_model.is_null());
+  EXPECT_EQ(report.in_model["tasks"][0]["log_ranks"], nlohmann::json({0, 1, 3}));
+  runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/with_default");
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {8, 32}, 3)};
+  EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
+  // One candidate: the log's best alone, untimed.
+  o.in_model.candidates = 1;
+  report = compile_model(g, o, dir_ + "/best_only");
+  EXPECT_TRUE(report.in_model.is_null());
+  EXPECT_EQ(report.tasks[0].function, "k0");
 }
 
 // The timing runs in a worker: a kernel that crashes or hangs there ends
