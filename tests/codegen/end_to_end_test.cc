@@ -149,6 +149,29 @@ PrimFunc half_fma(const std::string& name, DataType dtype) {
                 ForKind::kVectorized)));
 }
 
+// Vector conversions across more than one width step, which the C back end
+// makes one step at a time (u8 -> i16 -> i32 -> f32 and back), over 64
+// elements vectorized 16 wide: F = U - S + H / 4, and back to bytes and
+// words, OU = u8(U / 2 + 3), OS = i8(S / 2), OH = i16(U - 2 S) (all in range).
+PrimFunc byte_conversions() {
+  const DataType u8 = DataType::uint(8), i8 = DataType::int_(8), i16 = DataType::int_(16);
+  const DataType f = DataType::float32(), i32 = DataType::int32();
+  Buffer u = Buffer::make("U", u8, {64}), s = Buffer::make("S", i8, {64});
+  Buffer h = Buffer::make("H", i16, {64}), out_f = f32("F", 64);
+  Buffer ou = Buffer::make("OU", u8, {64}), os = Buffer::make("OS", i8, {64});
+  Buffer oh = Buffer::make("OH", i16, {64});
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Expr fu = ir::cast(f, load(u, idx)), fs = ir::cast(f, load(s, idx));
+  Stmt body = lower::seq(
+      {store(out_f, idx, fu - fs + ir::cast(f, load(h, idx)) * 0.25f),
+       store(ou, idx, ir::cast(u8, fu * 0.5f + 3.0f)), store(os, idx, ir::cast(i8, fs * 0.5f)),
+       store(oh, idx,
+             ir::cast(i16, ir::cast(i32, load(u, idx)) - ir::cast(i32, load(s, idx)) * 2))});
+  return PrimFunc::make("byte_conversions", {u, s, h, out_f, ou, os, oh}, 4,
+                        loop(io, 4, loop(ii, 16, body, ForKind::kVectorized)));
+}
+
 // Q = floordiv(X, 3), R = floormod(X, 5) over int32, vectorized and scalar.
 PrimFunc int_division(const std::string& name, ForKind kind) {
   Buffer x = Buffer::make("X", DataType::int32(), {32}),
@@ -240,6 +263,7 @@ class EndToEnd : public ::testing::Test {
                                  staged("staged_heap", 32768),
                                  guarded_relu(),
                                  half_fma("fma_f16", DataType::float16()),
+                                 byte_conversions(),
                                  half_fma("fma_bf16", DataType::bfloat16()),
                                  int_division("div_vector", ForKind::kVectorized),
                                  int_division("div_scalar", ForKind::kSerial),
@@ -427,6 +451,28 @@ TEST_F(EndToEnd, HalfPrecisionElementwise) {
     NDArray expected(dtype, {64});
     for (int64_t i = 0; i < 64; ++i) expected.set(i, a.get(i) * b.get(i) + 1);
     expect_close(c, expected, name);
+  }
+}
+
+TEST_F(EndToEnd, ByteAndWordVectorsConvertExactly) {
+  // Every byte value, both signs, and words near both ends.
+  NDArray u(DataType::uint(8), {64}), s(DataType::int_(8), {64}), h(DataType::int_(16), {64});
+  for (int64_t i = 0; i < 64; ++i) {
+    u.set_int(i, (i * 37 + 255) % 256);
+    s.set_int(i, (i * 53) % 256 - 128);
+    h.set_int(i, i % 2 ? 32767 - i * 97 : -32768 + i * 89);
+  }
+  NDArray f(DataType::float32(), {64}), ou(DataType::uint(8), {64}), os(DataType::int_(8), {64}),
+      oh(DataType::int_(16), {64});
+  call("byte_conversions", {&u, &s, &h, &f, &ou, &os, &oh});
+  for (int64_t i = 0; i < 64; ++i) {
+    const int64_t a = u.get_int(i), b = s.get_int(i), c = h.get_int(i);
+    EXPECT_EQ(f.get(i),
+              static_cast<float>(a) - static_cast<float>(b) + static_cast<float>(c) * 0.25f)
+        << i;
+    EXPECT_EQ(ou.get_int(i), static_cast<int64_t>(static_cast<float>(a) * 0.5f + 3.0f)) << i;
+    EXPECT_EQ(os.get_int(i), static_cast<int64_t>(static_cast<float>(b) * 0.5f)) << i;
+    EXPECT_EQ(oh.get_int(i), a - 2 * b) << i;
   }
 }
 
