@@ -224,26 +224,6 @@ TEST(CCodegen, NoOpenMPConstructInsideASimdLoop) {
   EXPECT_TRUE(contains(kernel, "#pragma omp simd\n  for (int64_t i = 0;")) << c;
 }
 
-TEST(CCodegen, AVectorizedLoopOfFewerThanFourLanesIsUnrolledInstead) {
-  // A 3-channel pixel's copy (a padded image's rows): omp simd would make
-  // masked code of three lanes; the loop is unrolled for the compiler to
-  // combine as it sees fit. Four lanes keep the hint.
-  Var k = Var::make("k"), l = Var::make("l");
-  auto pixels = [&](int64_t lanes) {
-    return PrimFunc::make(
-        "pixels", {A, C}, 1,
-        loop(k, 64 / lanes,
-             loop(l, lanes, lower::buffer_store(C, k * lanes + l, ir::log(load(A, k * lanes + l))),
-                  ForKind::kVectorized)));
-  };
-  std::string three = c_of(pixels(3), ir::Target::parse("c -mattr=avx512f"));
-  EXPECT_FALSE(contains(three, "#pragma omp simd")) << three;
-  EXPECT_TRUE(contains(three, "#pragma GCC unroll 3\n    for (int64_t l = 0; l < 3; ++l) {"))
-      << three;
-  std::string four = c_of(pixels(4), ir::Target::parse("c -mattr=avx512f"));
-  EXPECT_TRUE(contains(four, "#pragma omp simd\n    for (int64_t l = 0; l < 4; ++l) {")) << four;
-}
-
 TEST(CCodegen, SmallAllocationsOnTheStackLargeOnTheHeap) {
   Var i = Var::make("i");
   auto staged = [&](int64_t size) {
