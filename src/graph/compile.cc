@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -78,8 +79,9 @@ struct Variant {
   schedule::State state;
   std::string function;
   std::vector<lower::Packer> packers;
-  double latency_s = 0;  ///< the log's median cost, when tuned
-  size_t rank = 0;       ///< its place among the log's schedules for the task, from 0
+  double latency_s = 0;     ///< the log's median cost, when tuned
+  size_t rank = 0;          ///< its place among the log's schedules for the task, from 0
+  bool is_default = false;  ///< the task's default schedule
 };
 
 /// One distinct task of the model and how it is built.
@@ -159,13 +161,13 @@ json choose_in_model(std::vector<Kernel>& kernels, const VariantCalls& calls,
       ++changed;
       k.entry.function = k.variant().function;
       k.entry.tuned_latency_s = k.variant().latency_s;
-      const bool fallback = structural_equal(k.variant().state, search::default_schedule(k.task));
       char why[200];
       std::snprintf(why, sizeof why,
                     "the log's %s of its records%s: in the model its calls and the calls after "
                     "them took %.3f ms, against %.3f with the best",
-                    ordinal(k.variant().rank).c_str(), fallback ? " (the default schedule)" : "",
-                    score[best] * 1e3, score[0] * 1e3);
+                    ordinal(k.variant().rank).c_str(),
+                    k.variant().is_default ? " (the default schedule)" : "", score[best] * 1e3,
+                    score[0] * 1e3);
       k.entry.why = why;
     }
     json ms = json::array(), ranks = json::array();
@@ -262,10 +264,19 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
     schedule::ComputeDAG dag(te::workload_tensors(k.task->workload));
     size_t skipped = 0;
     const auto candidates = static_cast<size_t>(options.in_model.candidates);
+    // The default schedule, worked out when it is needed: for timing in the
+    // model, or for a task the log has nothing for.
+    std::optional<schedule::State> fallback;
+    if (candidates > 1) fallback = search::default_schedule(k.task);
     auto add_variant = [&](const measure::Record& r, size_t rank) {
       std::string name =
           k.variants.empty() ? function : function + "v" + std::to_string(k.variants.size());
-      k.variants.push_back({r.input.state, name, {}, r.result.median_cost(), rank});
+      k.variants.push_back({r.input.state,
+                            name,
+                            {},
+                            r.result.median_cost(),
+                            rank,
+                            fallback && structural_equal(r.input.state, *fallback)});
     };
     for (size_t rank = 0; rank < best.size(); ++rank) {
       const measure::Record& r = best[rank];
@@ -288,11 +299,10 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
     // inputs arrive warm from the kernel before, and a tuned model must not
     // end slower than the untuned one.
     if (candidates > 1 && !k.variants.empty()) {
-      const schedule::State fallback = search::default_schedule(k.task);
-      auto is_default = [&](const auto& x) { return structural_equal(x.state, fallback); };
-      if (std::none_of(k.variants.begin(), k.variants.end(), is_default)) {
+      if (std::none_of(k.variants.begin(), k.variants.end(),
+                       [](const Variant& v) { return v.is_default; })) {
         for (size_t rank = 0; rank < best.size(); ++rank) {
-          if (!structural_equal(best[rank].input.state, fallback)) continue;
+          if (!structural_equal(best[rank].input.state, *fallback)) continue;
           if (k.variants.size() == candidates) k.variants.pop_back();
           add_variant(best[rank], rank);
           break;
@@ -315,7 +325,8 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
     }
     if (!k.entry.tuned) {
       missing.push_back(key + " (" + k.entry.description + "): " + k.entry.why);
-      k.variants.push_back({search::default_schedule(k.task), function, {}, 0});
+      if (!fallback) fallback = search::default_schedule(k.task);
+      k.variants.push_back({*fallback, function, {}, 0, 0, true});
     }
     k.entry.function = function;
     kernels.push_back(std::move(k));

@@ -84,8 +84,8 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
       // A vectorized loop becomes one vector statement, not `extent` copies:
       // counting its lanes kept a register tile's row loop (14 rows of two
       // 16-lane vectors, 448 "trips") rolled, its accumulators in memory.
-      if (f.for_kind == ForKind::kVectorized && extent) return inner;
-      int64_t trips = (inner >= 0 && extent && *extent * inner <= max_step) ? *extent * inner : -1;
+      const int64_t copies = f.for_kind == ForKind::kVectorized ? 1 : extent.value_or(0);
+      int64_t trips = (inner >= 0 && extent && copies * inner <= max_step) ? copies * inner : -1;
       ForKind kind = f.for_kind;
       if (trips >= 0 && kind == ForKind::kSerial) kind = ForKind::kUnrolled;
       if (!body.same_as(f.body) || kind != f.for_kind) {

@@ -152,6 +152,7 @@ std::map<std::string, std::vector<const Record*>> ok_by_group(const std::vector<
 struct PooledRecord {
   Record record;
   std::vector<const Record*> sources;
+  double median = 0;  ///< of all the costs: worked out once, ranking compares it often
 };
 std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group) {
   std::vector<PooledRecord> pooled;
@@ -166,6 +167,7 @@ std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group)
     }
     p.sources.push_back(r);
   }
+  for (PooledRecord& p : pooled) p.median = p.record.result.median_cost();
   return pooled;
 }
 
@@ -177,7 +179,7 @@ std::vector<PooledRecord> pool_by_state(const std::vector<const Record*>& group)
 bool ranks_before(const PooledRecord& a, const PooledRecord& b) {
   bool again_a = a.sources.size() > 1, again_b = b.sources.size() > 1;
   if (again_a != again_b) return again_a;
-  return a.record.result.median_cost() < b.record.result.median_cost();
+  return a.median < b.median;
 }
 
 // The pooled schedules best first (equals in log order).
