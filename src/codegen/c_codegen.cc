@@ -42,8 +42,6 @@ using lower::Stmt;
 constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
 /// ...as long as the allocations around them leave room within this much.
 constexpr int64_t kMaxStackBytes = 256 * 1024;
-/// The unroll factor hinted for kUnrolled loops the unroll pass kept.
-constexpr int64_t kUnrollHint = 8;
 
 // Identifiers the generated code or its headers use; user names are renamed
 // away from them.
@@ -694,7 +692,8 @@ class FunctionEmitter {
         break;
       case ForKind::kUnrolled: {
         auto extent = ir::as_const_int(n.extent);
-        int64_t factor = extent ? std::clamp<int64_t>(*extent, 1, kUnrollHint) : kUnrollHint;
+        int64_t factor = extent ? std::clamp<int64_t>(*extent, 1, lower::kUnrollHintFactor)
+                                : lower::kUnrollHintFactor;
         line(indent, "#pragma GCC unroll " + std::to_string(factor));
         break;
       }

@@ -71,6 +71,25 @@ ForKind for_kind(IterAnnotation a) {
   return ForKind::kSerial;
 }
 
+/// The fewest statements a target can make of a vectorized loop of `lanes`
+/// over `body`: one vector statement per 64 bytes of its widest store (the
+/// widest vectors), at least one; but a loop with a guard inside stays a
+/// loop over lanes (`omp simd`, masked), whose lanes count one by one.
+int64_t vector_statements(const Stmt& body, int64_t lanes) {
+  int64_t widest = 1;
+  bool guarded = false;
+  visit_stmts(body, [&](const Stmt& st) {
+    if (st->kind() == StmtKind::kBufferStore) {
+      const auto& store = static_cast<const BufferStoreNode&>(*st);
+      widest = std::max<int64_t>(widest, store.buffer->dtype.bytes());
+    }
+    guarded = guarded || st->kind() == StmtKind::kIfThenElse;
+  });
+  if (guarded) return lanes;
+  constexpr int64_t kWidestVectorBytes = 64;
+  return std::max<int64_t>(1, (lanes * widest + kWidestVectorBytes - 1) / kWidestVectorBytes);
+}
+
 // Marks as unrolled the serial loops under `s` whose whole nest has at most
 // `max_step` iterations (the auto_unroll_max_step pragma). Returns the nest's
 // trip count, or -1 when it cannot be unrolled (non-constant or too large).
@@ -81,10 +100,14 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
       Stmt body = f.body;
       int64_t inner = mark_unroll(body, max_step);
       auto extent = ir::as_const_int(f.extent);
-      // A vectorized loop becomes one vector statement, not `extent` copies:
+      // A vectorized loop becomes vector statements, not `extent` copies:
       // counting its lanes kept a register tile's row loop (14 rows of two
       // 16-lane vectors, 448 "trips") rolled, its accumulators in memory.
-      const int64_t copies = f.for_kind == ForKind::kVectorized ? 1 : extent.value_or(0);
+      // Counted as one, a 3x3 depthwise kernel unrolled 63 guarded loops of
+      // 64 lanes into a function that GCC took 16 s to compile.
+      const int64_t copies = f.for_kind == ForKind::kVectorized
+                                 ? vector_statements(f.body, extent.value_or(0))
+                                 : extent.value_or(0);
       int64_t trips = (inner >= 0 && extent && copies * inner <= max_step) ? copies * inner : -1;
       ForKind kind = f.for_kind;
       if (trips >= 0 && kind == ForKind::kSerial) kind = ForKind::kUnrolled;

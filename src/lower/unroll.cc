@@ -39,6 +39,19 @@ class Unroller {
           }
           return seq(std::move(replicas));
         }
+        if (n.for_kind == ForKind::kUnrolled) {
+          // Too long to replicate here: the hint asks the C compiler for up to
+          // kUnrollHintFactor copies, kept only while they fit the limit. A
+          // hint around a large replicated body (3x3 taps around 32 scalar
+          // statements, in each of a partitioned loop's parts) made GCC take
+          // 9 s over one kernel.
+          int64_t factor =
+              extent ? std::clamp<int64_t>(*extent, 1, kUnrollHintFactor) : kUnrollHintFactor;
+          if (factor * inner > max_step_) {
+            return for_loop(n.loop_var, n.min, n.extent, ForKind::kSerial, body);
+          }
+          *copies = factor * inner;
+        }
         if (body.same_as(n.body)) return s;
         return for_loop(n.loop_var, n.min, n.extent, n.for_kind, body);
       } else if constexpr (std::is_same_v<N, IfThenElseNode>) {

@@ -174,15 +174,23 @@ TEST(CCodegen, MaxUnrollStepChangesReplicatedStatements) {
   Var i = Var::make("i");
   PrimFunc f =
       PrimFunc::make("unrolled", {A, C}, 1,
-                     loop(i, 8, lower::buffer_store(C, i, load(A, i) * 2.0f), ForKind::kUnrolled));
+                     loop(i, 16, lower::buffer_store(C, i, load(A, i) * 2.0f), ForKind::kUnrolled));
   std::string unrolled = c_of(f);
-  EXPECT_EQ(occurrences(unrolled, "C["), 8) << unrolled;
-  ir::PassContextGuard guard(
-      ir::PassContext::make(ir::PassContextOptions().with_config("tir.max_unroll_step", 4)));
-  std::string hinted = c_of(f);
+  EXPECT_EQ(occurrences(unrolled, "C["), 16) << unrolled;
+  auto with_max_step = [&](int64_t max_step) {
+    ir::PassContextGuard guard(ir::PassContext::make(
+        ir::PassContextOptions().with_config("tir.max_unroll_step", max_step)));
+    return c_of(f);
+  };
+  // Too long to replicate under 8, but the hint's 8 copies fit.
+  std::string hinted = with_max_step(8);
   EXPECT_EQ(occurrences(hinted, "C["), 1) << hinted;
-  EXPECT_TRUE(contains(hinted, "#pragma GCC unroll 8\n  for (int64_t i = 0; i < 8; ++i) {"))
+  EXPECT_TRUE(contains(hinted, "#pragma GCC unroll 8\n  for (int64_t i = 0; i < 16; ++i) {"))
       << hinted;
+  // Under 4 they do not: a plain loop.
+  std::string serial = with_max_step(4);
+  EXPECT_EQ(occurrences(serial, "C["), 1) << serial;
+  EXPECT_FALSE(contains(serial, "#pragma GCC unroll")) << serial;
 }
 
 TEST(CCodegen, OutermostParallelLoopOnly) {

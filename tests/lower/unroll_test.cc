@@ -54,18 +54,41 @@ TEST(Unroll, MaxUnrollStepBoundsTheTotalReplication) {
   EXPECT_EQ(count_stores(all->body), 16);
   EXPECT_EQ(count_loops(all->body, ForKind::kUnrolled), 0);
   expect_same_results(f, all);
-  // 16 copies do not fit in 8: the inner loop is unrolled, the outer stays a loop.
+  // 16 copies do not fit in 8: the inner loop is unrolled; the outer, whose
+  // hint would ask the C compiler for 4 copies of those 4, runs serially.
   PrimFunc inner = unroll_with(f, 8);
   EXPECT_EQ(count_stores(inner->body), 4);
-  EXPECT_EQ(count_loops(inner->body, ForKind::kUnrolled), 1);
+  EXPECT_EQ(count_loops(inner->body, ForKind::kUnrolled), 0);
+  EXPECT_EQ(count_loops(inner->body, ForKind::kSerial), 1);
   expect_same_results(f, inner);
-  // Too small for either: unchanged, both stay unroll-hinted loops.
-  EXPECT_TRUE(unroll_with(f, 3).same_as(f));
+  // Too small for either, and for either's hint: both run serially.
+  PrimFunc neither = unroll_with(f, 3);
+  EXPECT_EQ(count_stores(neither->body), 1);
+  EXPECT_EQ(count_loops(neither->body, ForKind::kSerial), 2);
   // 0 disables unrolling: the loops run serially.
   PrimFunc none = unroll_with(f, 0);
   EXPECT_EQ(count_stores(none->body), 1);
   EXPECT_EQ(count_loops(none->body, ForKind::kUnrolled), 0);
   EXPECT_EQ(count_loops(none->body, ForKind::kSerial), 2);
+}
+
+TEST(Unroll, ALongLoopKeepsItsHintWhileTheHintedCopiesFit) {
+  Var i = Var::make("i"), j = Var::make("j");
+  // 64 iterations of one store: too many to replicate under 16, but the
+  // hint's 8 copies fit, so it stays an unroll-hinted loop.
+  PrimFunc one = func(loop(i, 64, buffer_store(B, i, load(A, i) + 1.0f), ForKind::kUnrolled));
+  EXPECT_TRUE(unroll_with(one, 16).same_as(one));
+  // Around a body replicated 4 times, 8 hinted copies are 32: past 16, serial.
+  PrimFunc wide = func(loop(
+      i, 16, loop(j, 4, buffer_store(B, i * 4 + j, load(A, i * 4 + j) + 1.0f), ForKind::kUnrolled),
+      ForKind::kUnrolled));
+  PrimFunc out = unroll_with(wide, 16);
+  EXPECT_EQ(count_stores(out->body), 4);
+  EXPECT_EQ(count_loops(out->body, ForKind::kUnrolled), 0);
+  EXPECT_EQ(count_loops(out->body, ForKind::kSerial), 1);
+  expect_same_results(wide, out);
+  // Under 32 they fit, and the outer loop keeps its hint.
+  EXPECT_EQ(count_loops(unroll_with(wide, 32)->body, ForKind::kUnrolled), 1);
 }
 
 TEST(Unroll, OtherLoopsAreLeftAlone) {

@@ -119,6 +119,41 @@ TEST(Lowering, PragmaUnrollCountsAVectorizedLoopOnce) {
   EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
 }
 
+TEST(Lowering, PragmaUnrollCountsAWideVectorizedLoopByItsWidestVectors) {
+  // j(64 floats, vectorized) is at least four 64-byte vectors, so k(2) over
+  // it is 8 statements: unrolled under auto_unroll_max_step=8, not under 7.
+  auto t = matmul_tensors(4, 64, 2);
+  auto lowered = [&](const char* unroll) {
+    State s =
+        State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
+                     pragma(kMatmul, 0, unroll)});
+    EXPECT_TRUE(schedule_matches_reference(t, s));
+    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  };
+  std::string ir = lowered("auto_unroll_max_step=8");
+  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
+  ir = lowered("auto_unroll_max_step=7");
+  EXPECT_EQ(ir.find("unrolled for (k"), std::string::npos) << ir;
+}
+
+TEST(Lowering, PragmaUnrollCountsTheLanesOfAGuardedVectorizedLoop) {
+  // j split by 48 over 64 columns: the vectorized j.1 is guarded
+  // (j.0 * 48 + j.1 < 64), a loop over lanes in C, and counts its 48 lanes.
+  auto t = matmul_tensors(2, 64, 2);
+  auto lowered = [&](const char* unroll) {
+    State s =
+        State::make({split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
+                     annotate(kMatmul, 3, IterAnnotation::kVectorize), pragma(kMatmul, 0, unroll)});
+    EXPECT_TRUE(schedule_matches_reference(t, s));
+    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  };
+  std::string ir = lowered("auto_unroll_max_step=96");
+  EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
+  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
+  ir = lowered("auto_unroll_max_step=95");
+  EXPECT_EQ(ir.find("unrolled for (k"), std::string::npos) << ir;
+}
+
 TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
   // matmul.local tiled i -> i0 i1(4) i2(8) i3(2) and computed at the copy's
   // outer i loop, each iteration of which covers 16 rows: i3 keeps 2, i2 8,

@@ -65,13 +65,16 @@ bool has_vector_form(ir::Intrinsic op, ir::DataType t);
 inline constexpr int64_t kMaxVectorLanes = 64;
 
 /// "unroll": replicates the body of each ForKind::kUnrolled loop with a
-/// constant extent, once per iteration, when the loop together with the
-/// unrolled loops nested in it replicates its innermost body at most
-/// PassContext config "tir.max_unroll_step" times. Larger loops stay
-/// kUnrolled loops (code generators emit them with an unrolling hint); with
-/// "tir.max_unroll_step" 0 every kUnrolled loop becomes a serial loop.
-/// Tested by tests/lower/unroll_test.cc.
+/// constant extent for each of its iterations, as long as the loop, with the
+/// unrolled loops nested in it, replicates its innermost body at most
+/// PassContext config "tir.max_unroll_step" times. A larger loop stays a
+/// kUnrolled loop (code generators hint an unroll by up to
+/// kUnrollHintFactor) while that many copies of its body fit the limit, and
+/// becomes a serial loop past it; with "tir.max_unroll_step" 0 every
+/// kUnrolled loop becomes a serial loop. Tested by tests/lower/unroll_test.cc.
 PrimFunc unroll_pass(const PrimFunc& f);
+/// How far a code generator asks its compiler to unroll a kUnrolled loop.
+inline constexpr int64_t kUnrollHintFactor = 8;
 
 /// "storage_rewrite": hoists every allocation out of the serial and unrolled
 /// loops (and ifs and lets) around it, up to the start of the innermost
