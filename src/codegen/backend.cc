@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "codegen/fault_injection.h"
+#include "tensortune/support/host_cpu.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::codegen {
@@ -69,6 +70,14 @@ Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target&
   std::vector<size_t> all(sources->size());
   std::iota(all.begin(), all.end(), size_t{0});
   return sources->compile(sources->source(all), options);
+}
+
+Module build_in_units(const KernelSources& sources, const std::vector<size_t>& which,
+                      const ModuleOptions& options) {
+  // More units than compiler runs at once: the largest go first, and the
+  // runs end close together.
+  size_t jobs = static_cast<size_t>(options.jobs > 0 ? options.jobs : host_cpu().cores);
+  return sources.compile_units(sources.units(which, 4 * jobs), options);
 }
 
 }  // namespace tensortune::codegen

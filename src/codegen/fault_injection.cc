@@ -86,7 +86,29 @@ class FaultInjectingSources final : public KernelSources {
   }
 
   std::string source(const std::vector<size_t>& which) const override {
-    std::string text = inner_->source(which);
+    return with_faults(inner_->source(which), which);
+  }
+
+  std::vector<SourceUnit> units(const std::vector<size_t>& which, size_t count) const override {
+    std::vector<SourceUnit> out = inner_->units(which, count);
+    for (SourceUnit& unit : out) unit.text = with_faults(std::move(unit.text), unit.kernels);
+    return out;
+  }
+
+  Module compile_units(const std::vector<SourceUnit>& units,
+                       const ModuleOptions& options) const override {
+    return inner_->compile_units(units, options);
+  }
+
+  Module compile(const std::string& source, const ModuleOptions& options) const override {
+    return inner_->compile(source, options);
+  }
+
+  size_t size() const override { return inner_->size(); }
+
+ private:
+  /// `text`, holding the kernels `which`, with their injected faults.
+  std::string with_faults(std::string text, const std::vector<size_t>& which) const {
     std::string entries;
     bool compile_error = false;
     for (size_t i : which) {
@@ -113,13 +135,6 @@ class FaultInjectingSources final : public KernelSources {
     return text + entries;
   }
 
-  Module compile(const std::string& source, const ModuleOptions& options) const override {
-    return inner_->compile(source, options);
-  }
-
-  size_t size() const override { return inner_->size(); }
-
- private:
   std::unique_ptr<KernelSources> inner_;
   std::vector<std::pair<std::string, lower::PrimFunc>> faults_;  ///< per kernel; "" for none
 };

@@ -18,11 +18,13 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "codegen/words.h"
 #include "tensortune/codegen/c_codegen.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/hash.h"
+#include "tensortune/support/host_cpu.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/support/subprocess.h"
 
@@ -299,6 +301,116 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
   Module m = load_bytes(*built, library_path);
   m.source_path_ = source_path;
   return m;
+}
+
+Module Module::compile_units(const std::vector<std::string>& units,
+                             const std::vector<std::string>& compiler,
+                             const std::vector<std::string>& flags, const ModuleOptions& options) {
+  TT_CHECK(!units.empty(), kInvalidArgument, "a module needs at least one translation unit");
+  if (units.size() == 1) return compile(units[0], compiler, flags, options);
+  TT_CHECK(!compiler.empty() && !compiler[0].empty(), kInvalidArgument,
+           "the C compiler command is empty");
+  std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  open_cache_dir(dir);
+  // Objects are compiled with every flag but the linker's.
+  std::vector<std::string> object_flags, libraries;
+  for (const auto& flag : flags) {
+    if (starts_with(flag, "-l")) {
+      libraries.push_back(flag);
+    } else if (flag != "-shared") {
+      object_flags.push_back(flag);
+    }
+  }
+  object_flags.push_back("-c");
+  std::vector<std::string> stems;
+  std::string keys = "linked units";
+  for (const auto& unit : units) {
+    std::string key = cache_key(unit, compiler, object_flags);
+    stems.push_back(dir + "/tt-" + key);
+    keys += '\n' + key;
+  }
+  std::string library_path = dir + "/tt-" + cache_key(keys, compiler, flags) + ".so";
+  if (std::optional<std::string> cached = read_cache_entry(library_path)) {
+    try {
+      Module m = load_bytes(*cached, library_path);
+      m.from_cache_ = true;
+      return m;
+    } catch (const UserError&) {
+      // A library this loader refuses: link it again below.
+    }
+  }
+
+  // The largest units first, so that the last to finish is a small one.
+  std::vector<size_t> order(units.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return units[a].size() > units[b].size(); });
+  auto build_object = [&](size_t i) {
+    std::string object_path = stems[i] + ".o";
+    if (read_cache_entry(object_path)) return;
+    std::string source_path = stems[i] + ".c", temp_object = object_path + unique_temp_suffix();
+    write_file_atomically(source_path, units[i]);
+    std::vector<std::string> argv = compiler;
+    argv.insert(argv.end(), object_flags.begin(), object_flags.end());
+    argv.insert(argv.end(), {"-o", temp_object, source_path});
+    try {
+      run_compiler(argv, source_path, units[i], options);
+      std::optional<std::string> built = read_file_if_exists(temp_object);
+      TT_CHECK(built, kIO, "the compiler wrote no '", temp_object, "'");
+      write_cache_entry(object_path, *built);
+    } catch (...) {
+      std::remove(temp_object.c_str());
+      throw;
+    }
+    std::remove(temp_object.c_str());
+  };
+  const size_t jobs = std::min<size_t>(
+      units.size(), static_cast<size_t>(options.jobs > 0 ? options.jobs : host_cpu().cores));
+  std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (size_t k = next++; k < order.size(); k = next++) {
+      {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (failure) return;
+      }
+      try {
+        build_object(order[k]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+
+  // The link reads each object where the cache keeps it, checked just now;
+  // the library it writes is checked again when loaded from its bytes.
+  std::string temp_library = library_path + unique_temp_suffix();
+  std::vector<std::string> argv = compiler;
+  for (const auto& flag : object_flags) {
+    if (flag != "-c") argv.push_back(flag);
+  }
+  argv.insert(argv.end(), {"-shared", "-o", temp_library});
+  for (const auto& stem : stems) argv.push_back(stem + ".o");
+  argv.insert(argv.end(), libraries.begin(), libraries.end());
+  std::optional<std::string> built;
+  try {
+    run_compiler(argv, library_path, "", options);
+    built = read_file_if_exists(temp_library);
+    TT_CHECK(built, kIO, "the linker wrote no '", temp_library, "'");
+    write_cache_entry(library_path, *built);
+  } catch (...) {
+    std::remove(temp_library.c_str());
+    throw;
+  }
+  std::remove(temp_library.c_str());
+  return load_bytes(*built, library_path);
 }
 
 const std::string& Module::sha256() const {

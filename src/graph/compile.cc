@@ -354,7 +354,8 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
          missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : "");
   }
 
-  // One module: every kernel and its packers, and the bytes of each one's arguments.
+  // One module: every kernel and its packers, and the bytes of each one's
+  // arguments; built as units compiled in parallel.
   std::unique_ptr<codegen::KernelSources> sources = codegen::kernel_sources(options.target);
   std::vector<size_t> all;
   std::vector<runtime::PlanFunction> functions;
@@ -374,7 +375,7 @@ CompileReport compile_partition(const Partition& partition, const CompileOptions
       for (const auto& p : v.packers) add_function(lower::run_pipeline(p.func));
     }
   }
-  codegen::Module module = sources->compile(sources->source(all), options.module_options);
+  codegen::Module module = codegen::build_in_units(*sources, all, options.module_options);
   std::optional<std::string> library = read_file_if_exists(module.library_path());
   TT_CHECK(library, kIO, "the built library ", module.library_path(), " cannot be read");
 

@@ -335,6 +335,40 @@ TEST_F(EndToEnd, OneModuleForAllKernels) {
   EXPECT_EQ(again.library_path(), module_->library_path());
 }
 
+TEST(EndToEndHelpers, KernelsBuiltInUnitsComputeWhatOneModuleDoes) {
+  // Enough kernels for two units: each kernel in exactly one, the thread
+  // count defined in the first and shared, and every kernel callable.
+  std::unique_ptr<KernelSources> sources = kernel_sources(ir::Target::parse("c -num-cores=2"));
+  std::vector<size_t> all;
+  std::vector<SourceUnit> units;
+  while (units.size() < 2 && all.size() < 1000) {
+    all.push_back(sources->add(lower::run_pipeline(vadd("vadd_" + std::to_string(all.size())))));
+    if (all.size() % 50 == 0) units = sources->units(all, 2);
+  }
+  ASSERT_EQ(units.size(), 2u) << all.size() << " kernels";
+  std::vector<size_t> held;
+  for (const SourceUnit& u : units) held.insert(held.end(), u.kernels.begin(), u.kernels.end());
+  EXPECT_EQ(held, all);
+  EXPECT_NE(units[0].text.find("tt_set_num_threads"), std::string::npos);
+  EXPECT_EQ(units[1].text.find("tt_set_num_threads"), std::string::npos);
+  ModuleOptions options = testing::shared_cache_options();
+  options.jobs = 2;
+  Module m = build_in_units(*sources, all, options);
+  auto set_threads =
+      reinterpret_cast<int32_t (*)(int32_t)>(reinterpret_cast<void*>(m.get("tt_set_num_threads")));
+  EXPECT_EQ(set_threads(1), 0);
+  NDArray a = random_f32(256, 1), b = random_f32(256, 2);
+  for (size_t i : {size_t{0}, all.size() - 1}) {
+    NDArray c(DataType::float32(), {256});
+    void* args[] = {a.data(), b.data(), c.data()};
+    ASSERT_EQ(m.get("vadd_" + std::to_string(i))(args), 0);
+    for (int64_t k = 0; k < 256; ++k) {
+      ASSERT_EQ(c.get(k), static_cast<float>(a.get(k) + b.get(k))) << i << ", element " << k;
+    }
+  }
+  EXPECT_TRUE(build_in_units(*sources, all, options).from_cache());
+}
+
 TEST(EndToEndHelpers, WriteSharesCopiesEveryByteOnTheKernelsThreads) {
   // The run worker's copy of a kernel's activations before each timed call
   // (RunnerOptions::fresh_activations), on three threads: sizes that split

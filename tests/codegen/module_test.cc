@@ -77,6 +77,65 @@ TEST(Module, CacheReusesTheLibrary) {
   EXPECT_EQ(files, 6);  // each key's .c, .so and .so.sha256
 }
 
+const char* kTimesTwo = R"(#include <stdint.h>
+extern int32_t tt_scale;
+int32_t times_two(void** args) {
+  float* x = (float*)args[0];
+  for (int i = 0; i < 4; ++i) x[i] = x[i] * (float)tt_scale;
+  return 0;
+}
+)";
+const char* kScale = "#include <stdint.h>\nint32_t tt_scale = 2;\n";
+
+TEST(Module, UnitsCompileApartLinkIntoOneLibraryAndAreCachedOneByOne) {
+  ModuleOptions options = test_options("units");
+  options.jobs = 2;
+  Module m = Module::compile_units({kAddOne, kTimesTwo, kScale}, kCompiler, kFlags, options);
+  EXPECT_FALSE(m.from_cache());
+  float x[4] = {1, 2, 3, 4};
+  void* args[] = {x};
+  EXPECT_EQ(m.get("add_one")(args), 0);
+  EXPECT_EQ(m.get("times_two")(args), 0);  // a variable of another unit
+  EXPECT_EQ(x[3], 10.0f);
+  EXPECT_TRUE(m.has("use_libm"));  // -lm comes after the objects
+  auto count = [&](const std::string& suffix) {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(options.cache_dir)) {
+      n += e.path().string().size() > suffix.size() &&
+           e.path().string().compare(e.path().string().size() - suffix.size(), suffix.size(),
+                                     suffix) == 0;
+      EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+    }
+    return n;
+  };
+  EXPECT_EQ(count(".o"), 3);
+  EXPECT_EQ(count(".o.sha256"), 3);
+  EXPECT_EQ(count(".so"), 1);
+  // The same units: the linked library from the cache.
+  EXPECT_TRUE(
+      Module::compile_units({kAddOne, kTimesTwo, kScale}, kCompiler, kFlags, options).from_cache());
+  // One unit changed: one object more, the others taken from the cache.
+  std::string scale_three = "#include <stdint.h>\nint32_t tt_scale = 3;\n";
+  Module changed =
+      Module::compile_units({kAddOne, kTimesTwo, scale_three}, kCompiler, kFlags, options);
+  EXPECT_FALSE(changed.from_cache());
+  EXPECT_EQ(count(".o"), 4);
+  EXPECT_EQ(count(".so"), 2);
+  float y[4] = {1, 1, 1, 1};
+  void* y_args[] = {y};
+  EXPECT_EQ(changed.get("times_two")(y_args), 0);
+  EXPECT_EQ(y[0], 3.0f);
+  // A unit that does not compile is an error quoting its own lines.
+  std::string bad = "int32_t broken(void** args) {\n  return undeclared;\n}\n";
+  try {
+    Module::compile_units({kAddOne, bad}, kCompiler, kFlags, options);
+    FAIL() << "a unit with an error compiled";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("return undeclared;"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Module, CompilerErrorQuotesDiagnosticsAndTheLine) {
   const std::string bad =
       "#include <stdint.h>\n"

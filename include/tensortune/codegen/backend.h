@@ -20,6 +20,12 @@
 
 namespace tensortune::codegen {
 
+/// Part of a module's source that compiles on its own, and the kernels it holds.
+struct SourceUnit {
+  std::string text;
+  std::vector<size_t> kernels;  ///< indices from KernelSources::add
+};
+
 /// Kernels generated for one target by its kind's back end.
 class KernelSources {
  public:
@@ -32,6 +38,13 @@ class KernelSources {
   virtual std::string source(const std::vector<size_t>& which) const = 0;
   /// Compiles a source() into a loaded module (or takes it from the cache).
   virtual Module compile(const std::string& source, const ModuleOptions& options) const = 0;
+  /// The module source(which) builds, as at most `count` translation units
+  /// of about equal size that compile separately and link together; fewer
+  /// when there are fewer kernels or too little source to be worth it.
+  virtual std::vector<SourceUnit> units(const std::vector<size_t>& which, size_t count) const = 0;
+  /// Compiles units() into one loaded module (Module::compile_units).
+  virtual Module compile_units(const std::vector<SourceUnit>& units,
+                               const ModuleOptions& options) const = 0;
   /// How many kernels were added.
   virtual size_t size() const = 0;
 };
@@ -61,6 +74,12 @@ std::unique_ptr<KernelSources> kernel_sources(const ir::Target& target);
 /// over several kernels; get(f->name) then returns each kernel.
 Module build_module(const std::vector<lower::PrimFunc>& funcs, const ir::Target& target,
                     const ModuleOptions& options = {});
+
+/// Builds the kernels `which` into one module from units() compiled
+/// options.jobs at a time and cached one by one: what a compiled model uses,
+/// whose hundreds of kernels would be one long compiler run.
+Module build_in_units(const KernelSources& sources, const std::vector<size_t>& which,
+                      const ModuleOptions& options = {});
 
 }  // namespace tensortune::codegen
 

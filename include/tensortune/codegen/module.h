@@ -4,7 +4,9 @@
 ///
 /// The cache holds one library per key, a stable hash of (source, compiler
 /// command, flags), as `tt-<key>.so` with its SHA-256 in `tt-<key>.so.sha256`
-/// and its source in `tt-<key>.c`. A key already in the cache whose library
+/// and its source in `tt-<key>.c`. A module built from several translation
+/// units (compile_units) also caches each unit's object, `tt-<key>.o`, so a
+/// unit that did not change is not compiled again. A key already in the cache whose library
 /// matches its hash is loaded without running the compiler; one that does
 /// not is built again. The directory must be the user's own and writable by
 /// no one else (support/files.h, ensure_private_dir), since what is loaded
@@ -49,6 +51,8 @@ struct ModuleOptions {
   /// stays in the worker's group, and whoever kills the worker's group
   /// (the pool, on a build timeout) kills the compiler with it.
   bool compiler_in_own_group = true;
+  /// Compiler runs at once in compile_units (0: the cores this process may use).
+  int jobs = 0;
 };
 
 /// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is an absolute path, else
@@ -69,6 +73,14 @@ class Module {
   /// the source), or takes the library from the cache, and loads it.
   static Module compile(const std::string& source, const std::vector<std::string>& compiler,
                         const std::vector<std::string>& flags, const ModuleOptions& options = {});
+  /// Builds the translation units `units` into one library as compile()
+  /// builds one source: each unit to an object, `options.jobs` compiler runs
+  /// at once, then one link. Every object and the library are cached. A
+  /// single unit is compile().
+  static Module compile_units(const std::vector<std::string>& units,
+                              const std::vector<std::string>& compiler,
+                              const std::vector<std::string>& flags,
+                              const ModuleOptions& options = {});
   /// Loads the shared library at `library_path` if its bytes have the
   /// SHA-256 `sha256` (as compile() wrote them); otherwise, or when it does
   /// not load, a kRuntime error naming it.
@@ -93,7 +105,8 @@ class Module {
   const std::string& library_path() const;
   /// The SHA-256 of the library's bytes, for load_checked in another process.
   const std::string& sha256() const;
-  /// Path of the C source it was built from (empty for load()).
+  /// Path of the C source it was built from (empty for load(), and for a
+  /// library linked from several units).
   const std::string& source_path() const { return source_path_; }
   /// True if compile() found the library in the cache and ran no compiler.
   bool from_cache() const { return from_cache_; }
