@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -191,42 +192,86 @@ ModelTimingReply time_candidates_in_model(const ModelTimingRequest& request) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return time_of[a] > time_of[b]; });
 
+  // Tasks far enough apart in the plan are timed in the same evaluations:
+  // a task's candidates change its calls and the calls after them (which
+  // read what they wrote), so two tasks whose calls are more than two steps
+  // apart judge disjoint calls that neither's candidates change. On
+  // EfficientNet-B0 this takes a fifth of the evaluations one task at a time did.
+  auto apart = [&](size_t a, size_t b) {
+    for (const CandidateStepNode* x : tasks[a].second) {
+      for (const CandidateStepNode* y : tasks[b].second) {
+        if (std::abs(x->step - y->step) <= 2) return false;
+      }
+    }
+    return true;
+  };
+  std::vector<std::vector<size_t>> groups;
   for (size_t t : order) {
-    const auto& [task, task_steps] = tasks[t];
-    const size_t candidates = task_steps.front()->functions.size();
-    // Its calls and the calls after them, which read what they wrote.
-    std::set<size_t> judged;
-    for (const CandidateStepNode* s : task_steps) {
-      judged.insert(static_cast<size_t>(s->step));
-      if (static_cast<size_t>(s->step) + 1 < steps) judged.insert(static_cast<size_t>(s->step) + 1);
+    auto fits = [&](const std::vector<size_t>& g) {
+      return std::all_of(g.begin(), g.end(), [&](size_t u) { return apart(t, u); });
+    };
+    auto g = std::find_if(groups.begin(), groups.end(), fits);
+    if (g == groups.end()) {
+      groups.push_back({t});
+    } else {
+      g->push_back(t);
     }
-    std::vector<std::vector<double>> scores(candidates);
-    for (int round = 0; round < request.rounds; ++round) {
-      for (size_t v = 0; v < candidates; ++v) {
-        put_in_place(task_steps, v);
-        std::vector<double> medians = evaluate();
-        double sum = 0;
-        for (size_t s : judged) sum += medians[s];
-        scores[v].push_back(sum);
-      }
-    }
-    std::vector<double> score;
-    for (const auto& sc : scores) score.push_back(median_of(sc));
-    size_t best = 0;
-    for (size_t v = 1; v < candidates; ++v) {
-      bool every_round = true;
-      for (int r = 0; r < request.rounds; ++r) every_round &= scores[v][r] < scores[0][r];
-      if (every_round && score[v] < score[0] * (1 - request.margin) && score[v] < score[best]) {
-        best = v;
-      }
-    }
-    put_in_place(task_steps, best);
-    auto choice = make_node<TaskChoiceNode>();
-    choice->task = task;
-    choice->chosen = static_cast<int64_t>(best);
-    choice->judged_seconds = score;
-    reply.tasks.emplace_back(std::move(choice));
   }
+
+  std::vector<Ref<TaskChoiceNode>> choice_of(tasks.size());
+  for (const std::vector<size_t>& group : groups) {
+    // Per task of the group: the steps it is judged on (its calls and the
+    // calls after them), and each candidate's score in each round.
+    std::vector<std::set<size_t>> judged(group.size());
+    std::vector<std::vector<std::vector<double>>> scores(group.size());
+    size_t most = 0;
+    for (size_t g = 0; g < group.size(); ++g) {
+      const auto& task_steps = tasks[group[g]].second;
+      for (const CandidateStepNode* s : task_steps) {
+        judged[g].insert(static_cast<size_t>(s->step));
+        if (static_cast<size_t>(s->step) + 1 < steps) {
+          judged[g].insert(static_cast<size_t>(s->step) + 1);
+        }
+      }
+      scores[g].resize(task_steps.front()->functions.size());
+      most = std::max(most, scores[g].size());
+    }
+    for (int round = 0; round < request.rounds; ++round) {
+      for (size_t v = 0; v < most; ++v) {
+        // A task with fewer candidates has its best in place meanwhile.
+        for (size_t g = 0; g < group.size(); ++g) {
+          put_in_place(tasks[group[g]].second, v < scores[g].size() ? v : 0);
+        }
+        std::vector<double> medians = evaluate();
+        for (size_t g = 0; g < group.size(); ++g) {
+          if (v >= scores[g].size()) continue;
+          double sum = 0;
+          for (size_t s : judged[g]) sum += medians[s];
+          scores[g][v].push_back(sum);
+        }
+      }
+    }
+    for (size_t g = 0; g < group.size(); ++g) {
+      const std::vector<std::vector<double>>& sc = scores[g];
+      std::vector<double> score;
+      for (const auto& x : sc) score.push_back(median_of(x));
+      size_t best = 0;
+      for (size_t v = 1; v < sc.size(); ++v) {
+        bool every_round = true;
+        for (int r = 0; r < request.rounds; ++r) every_round &= sc[v][r] < sc[0][r];
+        if (every_round && score[v] < score[0] * (1 - request.margin) && score[v] < score[best]) {
+          best = v;
+        }
+      }
+      put_in_place(tasks[group[g]].second, best);
+      auto choice = make_node<TaskChoiceNode>();
+      choice->task = tasks[group[g]].first;
+      choice->chosen = static_cast<int64_t>(best);
+      choice->judged_seconds = score;
+      choice_of[group[g]] = Ref<TaskChoiceNode>(std::move(choice));
+    }
+  }
+  for (size_t t : order) reply.tasks.push_back(choice_of[t]);
   reply.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return reply;
 }

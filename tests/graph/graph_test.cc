@@ -865,6 +865,46 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
                   "timing in the model: candidates is 0; it must be from 1 to 16");
 }
 
+TEST_F(CompiledGraph, TimedInTheModelTasksFarApartShareTheirEvaluations) {
+  // Five dense layers of five shapes, one task each, three schedules each:
+  // steps 0 and 3, and 1 and 4, are more than two steps apart and are timed
+  // in the same runs, so three groups take 3 rounds of 3 evaluations each.
+  auto x = input("x", {8, 32}, kF32);
+  Value v = x;
+  const int64_t widths[] = {32, 48, 40, 36, 32};
+  int64_t in = 32;
+  for (int i = 0; i < 5; ++i) {
+    v = call("nn.dense", {v, weight({widths[i], in}, 30 + i)});
+    in = widths[i];
+  }
+  Graph g = Graph::make({x}, {v}, {"y"});
+  CompileOptions o;
+  o.target = ir::Target::parse("c -num-cores=2");
+  Partition partition = partition_model(g, o.target);
+  ASSERT_EQ(partition.tasks.size(), 5u);
+  for (const PartitionTask& t : partition.tasks) {
+    schedule::ComputeDAG dag(te::workload_tensors(t.task->workload));
+    for (int i = 0; i < 3; ++i) {
+      std::mt19937_64 rng(60 + i);
+      measure::Record r{{t.task, schedule::random_state(dag, rng)}, {}};
+      r.result.costs = {1e-4 * (i + 1)};
+      o.records.push_back(r);
+    }
+  }
+  o.any_pass_context = true;
+  o.in_model.candidates = 3;
+  o.module_options = testing::shared_cache_options();
+  o.in_model.pool.worker_path = TT_WORKER_PATH;
+  CompileReport report = compile_model(g, o, dir_ + "/apart");
+  ASSERT_FALSE(report.in_model.is_null()) << report.to_json().dump(2);
+  EXPECT_EQ(report.in_model["tasks_compared"], 5);
+  EXPECT_EQ(report.in_model["evaluations"], 1 + 3 * 3 * 3);
+  for (const auto& t : report.in_model["tasks"]) EXPECT_EQ(t["judged_ms"].size(), 3u);
+  runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/apart");
+  std::vector<te::NDArray> inputs = {te::NDArray::random(kF32, {8, 32}, 3)};
+  EXPECT_TRUE(te::allclose(m.run(inputs)[0], evaluate_graph(g, inputs)[0]));
+}
+
 TEST_F(CompiledGraph, TimedInTheModelTheDefaultScheduleIsAlwaysACandidate) {
   // The default schedule, measured slowest of four alone, takes the third
   // place in the model's timing: what tune ranks below others alone can be

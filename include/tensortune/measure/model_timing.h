@@ -2,7 +2,8 @@
 /// Timing a compiled model's candidate kernels where they run: inside the
 /// model. `compile --in-model-candidates K` writes the model with each
 /// task's K best schedules in its library and asks a worker (protocol.h) to
-/// put each task's candidates in place in turn, time the model, and keep
+/// put each task's candidates in place in turn (tasks whose calls lie more
+/// than two steps apart in the same runs), time the model, and keep
 /// for each task the candidate under which its calls, and the calls right
 /// after them, take least. Alone, a kernel is timed with its inputs warm in
 /// its own caches; in the model they were just written by the kernel before
