@@ -47,6 +47,7 @@ constexpr std::pair<int32_t, DataType (*)()> kTypes[] = {
     {onnx::TensorProto::FLOAT, [] { return DataType::float32(); }},
     {onnx::TensorProto::DOUBLE, [] { return DataType::float64(); }},
     {onnx::TensorProto::FLOAT16, [] { return DataType::float16(); }},
+    {onnx::TensorProto::BFLOAT16, [] { return DataType::bfloat16(); }},
     {onnx::TensorProto::INT64, [] { return DataType::int64(); }},
     {onnx::TensorProto::INT32, [] { return DataType::int32(); }},
     {onnx::TensorProto::INT16, [] { return DataType::int_(16); }},
@@ -161,7 +162,8 @@ te::NDArray to_array(const onnx::TensorProto& t, const std::string& model_dir = 
                   static_cast<int64_t>(t.uint64_data(static_cast<int>(i))));
       }
       break;
-    case onnx::TensorProto::FLOAT16: {  // its bits, in int32_data
+    case onnx::TensorProto::FLOAT16:  // its bits, in int32_data
+    case onnx::TensorProto::BFLOAT16: {
       expect(static_cast<size_t>(t.int32_data_size()));
       auto* out = static_cast<uint16_t*>(a.data());
       for (size_t i = 0; i < n; ++i)
@@ -3826,16 +3828,17 @@ std::vector<Value> Importer::pool_by_taps(const onnx::NodeProto& n, const Value&
   const bool ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
   const Window w = window_of(n, in, kernel, ceil_mode);
   // Half data sums in float32, as every other sum of a half model does.
-  const bool half = x->dtype == DataType::float16();
+  const bool half = x->dtype.is_float() && x->dtype.bits() == 16;
   const DataType t = half && !is_max ? DataType::float32() : x->dtype;
   Value data = t == x->dtype ? x : make("cast", {x}, cast_attrs(t), n);
   // Padding a max pool never picks: the type's lowest value.
   double lowest = 0;
   if (is_max) {
     if (t.is_float()) {
-      lowest = t == DataType::float16()   ? -65504.0
-               : t == DataType::float64() ? std::numeric_limits<double>::lowest()
-                                          : std::numeric_limits<float>::lowest();
+      lowest = t == DataType::float16()    ? -65504.0
+               : t == DataType::bfloat16() ? -0x1.fep127  // bits 0xff7f
+               : t == DataType::float64()  ? std::numeric_limits<double>::lowest()
+                                           : std::numeric_limits<float>::lowest();
     } else if (t.is_int()) {
       lowest = -std::ldexp(1.0, t.bits() - 1);
     }

@@ -48,7 +48,14 @@ std::string header_value(const std::string& header, const std::string& key,
 
 }  // namespace
 
-std::string npy_bytes(const NDArray& a) {
+std::string npy_bytes(const NDArray& bf16_or_other) {
+  // NumPy has no bfloat16: written as float32, which holds every value exactly.
+  NDArray widened;
+  if (bf16_or_other.dtype() == DataType::bfloat16()) {
+    widened = NDArray(DataType::float32(), bf16_or_other.shape());
+    for (int64_t i = 0; i < widened.size(); ++i) widened.set(i, bf16_or_other.get(i));
+  }
+  const NDArray& a = widened.defined() ? widened : bf16_or_other;
   std::string shape = "(";
   for (size_t d = 0; d < a.shape().size(); ++d) shape += std::to_string(a.shape()[d]) + ", ";
   if (a.shape().size() > 1) shape.resize(shape.size() - 2);

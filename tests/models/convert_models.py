@@ -2,7 +2,7 @@
 """The float16 and int8 variants of a generated float32 model, as ONNX
 converters and ONNX Runtime's quantizer write them.
 
-    /usr/bin/python3 convert_models.py float16 IN.onnx OUT.onnx [--inputs IN.inputs] [--wide]
+    /usr/bin/python3 convert_models.py float16|bfloat16 IN.onnx OUT.onnx [--inputs IN.inputs] [--wide]
     /usr/bin/python3 convert_models.py qdq|qoperator IN.onnx OUT.onnx --inputs IN.inputs
 
 float16:
@@ -16,6 +16,11 @@ float16 beside OUT (OUT's stem + .input_K.npy, and OUT's stem + .inputs).
 With --wide, OUT's stem + _wide.onnx is the same float16 model computed in
 float32 (every float16 value widened exactly): the reference against which
 bench/fp16_ulps.sh counts half-precision ulps.
+
+bfloat16: the same with bfloat16 (rounded to nearest even). NumPy has no
+bfloat16, so the inputs are written as float32 values that bfloat16 holds
+exactly; ONNX Runtime's CPU build has no bfloat16 convolution or matmul,
+so --wide gives the reference.
 
 qdq and qoperator: static quantization as ONNX Runtime's quantizer does it
 (see quantize()), calibrated on the inputs --inputs lists, by running the
@@ -33,13 +38,41 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+
+
+def bf16_bits(values):
+    """float32 values as bfloat16 bits, rounded to nearest even."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def bf16_round(values):
+    """float32 values rounded to the nearest bfloat16, as float32."""
+    return (bf16_bits(values).astype(np.uint32) << 16).view(np.float32)
+
+
+def narrow(t, to):
+    """Tensor `t` (float32) as `to` (FLOAT16 or BFLOAT16), keeping its name."""
+    values = numpy_helper.to_array(t)
+    if to == F16:
+        return numpy_helper.from_array(values.astype(np.float16), t.name)
+    return helper.make_tensor(t.name, BF16, values.shape, bf16_bits(values).tobytes(), raw=True)
+
+
+def widen(t):
+    """Tensor `t` (FLOAT16 or BFLOAT16) as float32, exactly."""
+    if t.data_type == F16:
+        return numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name)
+    bits = np.frombuffer(t.raw_data, dtype=np.uint16).astype(np.uint32) << 16
+    return numpy_helper.from_array(bits.view(np.float32).reshape(tuple(t.dims)), t.name)
 BLOCKED = {"LSTM", "GRU", "RNN"}
 # (op, input index) that ONNX requires in float32 whatever the data's type.
 FLOAT32_INPUTS = {("Resize", 1), ("Resize", 2), ("Upsample", 1)}
 
 
-def to_float16(model):
+def to_float16(model, to=F16):
     g = model.graph
     keep = set()  # names that stay float32
     for n in g.node:
@@ -61,13 +94,13 @@ def to_float16(model):
             nodes.append(copy)
             for o, wide in zip(n.output, outputs):
                 if o:
-                    nodes.append(helper.make_node("Cast", [wide], [o], to=F16, name=n.name + ".down." + o))
+                    nodes.append(helper.make_node("Cast", [wide], [o], to=to, name=n.name + ".down." + o))
             continue
         for a in n.attribute:
             if n.op_type == "Cast" and a.name == "to" and a.i == F32:
-                a.i = F16
+                a.i = to
             if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == F32:
-                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+                a.t.CopyFrom(narrow(a.t, to))
             if n.op_type == "Constant" and a.name == "value_float":
                 raise SystemExit("Constant value_float is not converted")
         nodes.append(n)
@@ -75,32 +108,32 @@ def to_float16(model):
     g.node.extend(nodes)
     for i, t in enumerate(g.initializer):
         if t.data_type == F32 and t.name not in keep:
-            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+            g.initializer[i].CopyFrom(narrow(t, to))
     for v in list(g.input) + list(g.output):
         if v.type.tensor_type.elem_type == F32:
-            v.type.tensor_type.elem_type = F16
+            v.type.tensor_type.elem_type = to
     del g.value_info[:]
     return model
 
 
 def widened(model):
-    """`model` (float16) computed in float32 with the same numbers: every
-    float16 tensor, type and Cast target made float32, values exact. The
-    reference a float16 result is read against, in half-precision ulps."""
+    """`model` (float16 or bfloat16) computed in float32 with the same
+    numbers: every such tensor, type and Cast target made float32, values
+    exact. The reference a half result is read against."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
     for n in g.node:
         for a in n.attribute:
-            if n.op_type == "Cast" and a.name == "to" and a.i == F16:
+            if n.op_type == "Cast" and a.name == "to" and a.i in (F16, BF16):
                 a.i = F32
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == F16:
-                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type in (F16, BF16):
+                a.t.CopyFrom(widen(a.t))
     for i, t in enumerate(g.initializer):
-        if t.data_type == F16:
-            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+        if t.data_type in (F16, BF16):
+            g.initializer[i].CopyFrom(widen(t))
     for v in list(g.input) + list(g.output):
-        if v.type.tensor_type.elem_type == F16:
+        if v.type.tensor_type.elem_type in (F16, BF16):
             v.type.tensor_type.elem_type = F32
     return m
 
@@ -304,15 +337,15 @@ def quantize(model, inputs, form, near):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["float16", "qdq", "qoperator"])
+    ap.add_argument("kind", choices=["float16", "bfloat16", "qdq", "qoperator"])
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--inputs", help="the source model's NAME.inputs list, to convert its inputs too")
     ap.add_argument("--wide", action="store_true",
                     help="also write OUT's stem + _wide.onnx: the float16 model computed in float32")
     args = ap.parse_args()
-    if args.kind == "float16":
-        model = to_float16(onnx.load(args.src))
+    if args.kind in ("float16", "bfloat16"):
+        model = to_float16(onnx.load(args.src), F16 if args.kind == "float16" else BF16)
     else:
         if not args.inputs:
             raise SystemExit("quantizing needs --inputs (the calibration data)")
@@ -338,6 +371,8 @@ def main():
                 value = np.load(os.path.join(src_dir, file))
                 if value.dtype == np.float32 and args.kind == "float16":
                     value = value.astype(np.float16)
+                if value.dtype == np.float32 and args.kind == "bfloat16":
+                    value = bf16_round(value)
                 np.save(f"{stem}.input_{k}.npy", value)
                 listed.append(f"{name}={os.path.basename(stem)}.input_{k}.npy")
         with open(stem + ".inputs", "w") as f:

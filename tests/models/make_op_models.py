@@ -1761,7 +1761,7 @@ def _(g):
 
 
 @bad("bad_many_gaps", "the model uses 4 things tensortune does not support:\n"
-     "  - element type BFLOAT16 is not supported (FLOAT, DOUBLE, FLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BOOL): "
+     "  - element type COMPLEX64 is not supported (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, UINT64, UINT32, UINT16, UINT8, BOOL): "
      "tensor 'wb'\n"
      "  - operator Bernoulli is not supported (2 nodes: 'Bernoulli_0', 'Bernoulli_2')\n")
 def _(g):
@@ -1770,7 +1770,7 @@ def _(g):
     d0 = g.node("Bernoulli", [x])
     g.output(g.node("Relu", [d0]), shape=[2, 2])
     g.output(g.node("Bernoulli", [x]), shape=[2, 2])
-    g.inits.append(helper.make_tensor("wb", TensorProto.BFLOAT16, [2], vals=b"\x80\x3f\x00\x40", raw=True))
+    g.inits.append(helper.make_tensor("wb", TensorProto.COMPLEX64, [2], vals=bytes(16), raw=True))
     g.output(g.node("Add", [x, "wb"]), shape=[2, 2])
     g.output(g.node("Conv", [g.input("c", [1, 4, 5, 5]), g.weight("w", [3, 1, 3, 3])], group=3),
              shape=[1, 3, 3, 3])

@@ -38,6 +38,15 @@ for m in cnn unet crnn audio bert_mask yolo; do
     "$out/models/${m}_fp16.onnx" --inputs "$out/models/$m.inputs"
   ort_outputs "${m}_fp16"
 done
+# bfloat16 variants of the models whose operators ONNX allows in bfloat16 at
+# opset 21 (not Conv). ONNX Runtime's CPU build has no bfloat16 matmul: it
+# runs the same numbers widened to float32 (--wide) as the reference.
+for m in mlp transformer bert_mask; do
+  /usr/bin/python3 "$src/tests/models/convert_models.py" bfloat16 "$out/models/$m.onnx" \
+    "$out/models/${m}_bf16.onnx" --inputs "$out/models/$m.inputs" --wide
+  cp "$out/models/${m}_bf16.inputs" "$out/models/${m}_bf16_wide.inputs"
+  ort_outputs "${m}_bf16_wide"
+done
 # int8 variants in both of ONNX Runtime's quantized forms, calibrated on the
 # model's input; ONNX Runtime runs them with its integer kernels.
 for m in cnn crnn bert_mask yolo; do

@@ -25,6 +25,15 @@ TEST(Npy, RoundTripsEveryTypeAndRank) {
   }
 }
 
+TEST(Npy, WritesBFloat16AsTheFloat32ValuesItHolds) {
+  // NumPy has no bfloat16.
+  NDArray a = NDArray::random(DataType::bfloat16(), {3, 4}, 5, -100, 100);
+  NDArray b = parse_npy(npy_bytes(a), "x.npy");
+  EXPECT_EQ(b.dtype(), DataType::float32());
+  ASSERT_EQ(b.shape(), a.shape());
+  for (int64_t i = 0; i < a.size(); ++i) EXPECT_EQ(b.get(i), a.get(i)) << i;
+}
+
 TEST(Npy, WritesTheHeaderNumPyDocuments) {
   NDArray a(DataType::float32(), {2, 3});
   std::string bytes = npy_bytes(a);

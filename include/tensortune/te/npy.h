@@ -9,7 +9,7 @@
 
 namespace tensortune::te {
 
-/// `a` as the bytes of a .npy file.
+/// `a` as the bytes of a .npy file; bfloat16, which NumPy lacks, as float32.
 std::string npy_bytes(const NDArray& a);
 /// The array in the .npy `bytes`; a kParse error naming `what` for
 /// anything else (another version, Fortran order, big-endian, a dtype
