@@ -1439,7 +1439,7 @@ class CKernelSources final : public KernelSources {
     // Below this much source a unit's fixed cost (a compiler start, the
     // prelude parsed again) is more than splitting saves.
     constexpr size_t kLeastUnitBytes = 32 * 1024;
-    count = std::clamp<size_t>(std::min(count, total / kLeastUnitBytes), 1, which.size());
+    count = std::min({count, total / kLeastUnitBytes, which.size()});
     std::vector<SourceUnit> out;
     if (count <= 1) {
       out.push_back({source(which), which});

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "codegen/words.h"
@@ -106,7 +107,8 @@ std::string excerpt(const std::string& text) {
 
 /// Runs the compiler; throws kRuntime with its diagnostics on any failure.
 void run_compiler(const std::vector<std::string>& argv, const std::string& source_path,
-                  const std::string& source, const ModuleOptions& options) {
+                  const std::string& source, const ModuleOptions& options,
+                  const char* action = "compiling") {
   RunResult result;
   try {
     SpawnOptions spawn;
@@ -122,7 +124,7 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& sourc
   }
   if (!result.status.success()) {
     std::string diagnostics = result.err + result.out;
-    fail(ErrorKind::kRuntime, "compiling ", source_path, " failed (", result.status.str(),
+    fail(ErrorKind::kRuntime, action, " ", source_path, " failed (", result.status.str(),
          "): ", command, "\n", excerpt(diagnostics),
          quote_source_lines(diagnostics, source_path, source));
   }
@@ -384,7 +386,11 @@ Module Module::compile_units(const std::vector<std::string>& units,
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+  try {
+    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads: the ones started, and this one, do the rest.
+  }
   work();
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
@@ -401,7 +407,7 @@ Module Module::compile_units(const std::vector<std::string>& units,
   argv.insert(argv.end(), libraries.begin(), libraries.end());
   std::optional<std::string> built;
   try {
-    run_compiler(argv, library_path, "", options);
+    run_compiler(argv, library_path, "", options, "linking");
     built = read_file_if_exists(temp_library);
     TT_CHECK(built, kIO, "the linker wrote no '", temp_library, "'");
     write_cache_entry(library_path, *built);

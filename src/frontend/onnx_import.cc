@@ -19,6 +19,7 @@
 #include "tensortune/support/files.h"
 #include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
+#include "tensortune/te/npy.h"
 
 namespace tensortune::frontend {
 namespace {
@@ -521,11 +522,13 @@ class Importer {
 
   /// Input `in` fixed to `value` (--input-value): a constant, of the type
   /// and the shape the model declares for it.
-  Value fixed_input(const onnx::ValueInfoProto& in, const te::NDArray& value) {
+  Value fixed_input(const onnx::ValueInfoProto& in, const te::NDArray& given) {
     const std::string what = "--input-value for input '" + in.name() + "'";
     TT_CHECK(in.type().has_tensor_type(), kInvalidArgument, what, ": the input is not a tensor");
     const auto& tt = in.type().tensor_type();
     DataType dtype = dtype_of(tt.elem_type(), "input '" + in.name() + "'");
+    // NumPy has no bfloat16: such a value comes as float32 or as its bits.
+    const te::NDArray value = te::as_npy_holds(given, dtype);
     TT_CHECK(value.dtype() == dtype, kInvalidArgument, what, " is ", value.describe(),
              "; the model declares ", dtype.str());
     if (tt.has_shape()) {

@@ -23,8 +23,12 @@ class Unroller {
       if constexpr (std::is_same_v<N, ForNode>) {
         int64_t inner = 1;
         Stmt body = unroll(n.body, &inner);
-        *copies = inner;
         auto extent = ir::as_const_int(n.extent);
+        // A vectorized loop the vectorize pass left is a loop over lanes
+        // (omp simd, masked where guarded): its body once per lane.
+        *copies = n.for_kind == ForKind::kVectorized && extent
+                      ? std::max<int64_t>(*extent, 1) * inner
+                      : inner;
         if (n.for_kind == ForKind::kUnrolled && max_step_ == 0) {
           return for_loop(n.loop_var, n.min, n.extent, ForKind::kSerial, body);
         }

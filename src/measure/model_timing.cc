@@ -205,12 +205,19 @@ ModelTimingReply time_candidates_in_model(const ModelTimingRequest& request) {
     }
     return true;
   };
+  // A task joins a group after every group holding a task near it, so the
+  // larger of two neighbours is still decided first and the smaller judged
+  // with its choice in place, as when they were timed one by one.
   std::vector<std::vector<size_t>> groups;
   for (size_t t : order) {
     auto fits = [&](const std::vector<size_t>& g) {
       return std::all_of(g.begin(), g.end(), [&](size_t u) { return apart(t, u); });
     };
-    auto g = std::find_if(groups.begin(), groups.end(), fits);
+    auto first = groups.begin();
+    for (auto g = groups.begin(); g != groups.end(); ++g) {
+      if (!fits(*g)) first = g + 1;
+    }
+    auto g = std::find_if(first, groups.end(), fits);
     if (g == groups.end()) {
       groups.push_back({t});
     } else {
@@ -238,7 +245,7 @@ ModelTimingReply time_candidates_in_model(const ModelTimingRequest& request) {
     }
     for (int round = 0; round < request.rounds; ++round) {
       for (size_t v = 0; v < most; ++v) {
-        // A task with fewer candidates has its best in place meanwhile.
+        // A task with fewer candidates has the log's best in place meanwhile.
         for (size_t g = 0; g < group.size(); ++g) {
           put_in_place(tasks[group[g]].second, v < scores[g].size() ? v : 0);
         }

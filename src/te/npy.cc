@@ -129,4 +129,19 @@ NDArray parse_npy(std::string_view bytes, const std::string& what) {
   return a;
 }
 
+NDArray as_npy_holds(NDArray a, DataType wanted) {
+  if (wanted != DataType::bfloat16()) return a;
+  if (a.dtype() == DataType::float32()) {
+    NDArray narrowed(wanted, a.shape());
+    for (int64_t i = 0; i < a.size(); ++i) narrowed.set(i, a.get(i));
+    return narrowed;
+  }
+  if (a.dtype() == DataType::uint(16)) {
+    NDArray bits(wanted, a.shape());
+    std::memcpy(bits.data(), a.data(), a.nbytes());
+    return bits;
+  }
+  return a;
+}
+
 }  // namespace tensortune::te

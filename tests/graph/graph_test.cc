@@ -866,9 +866,10 @@ TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesT
 }
 
 TEST_F(CompiledGraph, TimedInTheModelTasksFarApartShareTheirEvaluations) {
-  // Five dense layers of five shapes, one task each, three schedules each:
-  // steps 0 and 3, and 1 and 4, are more than two steps apart and are timed
-  // in the same runs, so three groups take 3 rounds of 3 evaluations each.
+  // Five dense layers of five shapes, one task (and one step) each. With
+  // three schedules for the tasks at steps 0 and 3, more than two steps
+  // apart, both are timed in the same runs: 3 rounds of 3 evaluations. At
+  // steps 0 and 2 they are timed one after the other: twice as many.
   auto x = input("x", {8, 32}, kF32);
   Value v = x;
   const int64_t widths[] = {32, 48, 40, 36, 32};
@@ -878,31 +879,38 @@ TEST_F(CompiledGraph, TimedInTheModelTasksFarApartShareTheirEvaluations) {
     in = widths[i];
   }
   Graph g = Graph::make({x}, {v}, {"y"});
-  CompileOptions o;
-  o.target = ir::Target::parse("c -num-cores=2");
-  Partition partition = partition_model(g, o.target);
-  ASSERT_EQ(partition.tasks.size(), 5u);
-  for (const PartitionTask& t : partition.tasks) {
-    schedule::ComputeDAG dag(te::workload_tensors(t.task->workload));
-    for (int i = 0; i < 3; ++i) {
-      std::mt19937_64 rng(60 + i);
-      measure::Record r{{t.task, schedule::random_state(dag, rng)}, {}};
-      r.result.costs = {1e-4 * (i + 1)};
-      o.records.push_back(r);
+  auto with_candidates_at = [&](std::vector<size_t> tuned) {
+    CompileOptions o;
+    o.target = ir::Target::parse("c -num-cores=2");
+    Partition partition = partition_model(g, o.target);
+    EXPECT_EQ(partition.tasks.size(), 5u);
+    for (size_t t : tuned) {
+      const te::Task& task = partition.tasks.at(t).task;
+      schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+      for (int i = 0; i < 3; ++i) {
+        std::mt19937_64 rng(60 + i);
+        measure::Record r{{task, schedule::random_state(dag, rng)}, {}};
+        r.result.costs = {1e-4 * (i + 1)};
+        o.records.push_back(r);
+      }
     }
-  }
-  o.any_pass_context = true;
-  o.in_model.candidates = 3;
-  o.module_options = testing::shared_cache_options();
-  o.in_model.pool.worker_path = TT_WORKER_PATH;
-  CompileReport report = compile_model(g, o, dir_ + "/apart");
-  ASSERT_FALSE(report.in_model.is_null()) << report.to_json().dump(2);
-  EXPECT_EQ(report.in_model["tasks_compared"], 5);
-  EXPECT_EQ(report.in_model["evaluations"], 1 + 3 * 3 * 3);
-  for (const auto& t : report.in_model["tasks"]) EXPECT_EQ(t["judged_ms"].size(), 3u);
+    o.any_pass_context = true;
+    o.in_model.candidates = 3;
+    o.module_options = testing::shared_cache_options();
+    o.in_model.pool.worker_path = TT_WORKER_PATH;
+    return o;
+  };
+  CompileReport apart = compile_model(g, with_candidates_at({0, 3}), dir_ + "/apart");
+  ASSERT_FALSE(apart.in_model.is_null()) << apart.to_json().dump(2);
+  EXPECT_EQ(apart.in_model["tasks_compared"], 2);
+  EXPECT_EQ(apart.in_model["evaluations"], 1 + 3 * 3);
+  for (const auto& t : apart.in_model["tasks"]) EXPECT_EQ(t["judged_ms"].size(), 3u);
   runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/apart");
   std::vector<te::NDArray> inputs = {te::NDArray::random(kF32, {8, 32}, 3)};
   EXPECT_TRUE(te::allclose(m.run(inputs)[0], evaluate_graph(g, inputs)[0]));
+  CompileReport near = compile_model(g, with_candidates_at({0, 2}), dir_ + "/near");
+  EXPECT_EQ(near.in_model["tasks_compared"], 2);
+  EXPECT_EQ(near.in_model["evaluations"], 1 + 2 * 3 * 3);
 }
 
 TEST_F(CompiledGraph, TimedInTheModelTheDefaultScheduleIsAlwaysACandidate) {

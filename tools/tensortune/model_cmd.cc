@@ -326,20 +326,8 @@ int run_run(const RunArgs& args) {
       continue;
     }
     te::NDArray a = read_input(it->second);
-    // NumPy has no bfloat16: such an input comes as float32, rounded here to
-    // the nearest bfloat16 (what a cast in the exporting framework does), or
-    // as uint16 holding its bits (how ONNX's own test data stores it).
-    if (t.dtype == ir::DataType::bfloat16() && a.shape() == t.shape) {
-      if (a.dtype() == ir::DataType::float32()) {
-        te::NDArray narrowed(t.dtype, t.shape);
-        for (int64_t k = 0; k < a.size(); ++k) narrowed.set(k, a.get(k));
-        a = std::move(narrowed);
-      } else if (a.dtype() == ir::DataType::uint(16)) {
-        te::NDArray bits(t.dtype, t.shape);
-        std::memcpy(bits.data(), a.data(), a.nbytes());
-        a = std::move(bits);
-      }
-    }
+    // NumPy has no bfloat16: such an input comes as float32 or as its bits.
+    if (a.shape() == t.shape) a = te::as_npy_holds(std::move(a), t.dtype);
     TT_CHECK(a.shape() == t.shape && a.dtype() == t.dtype, kInvalidArgument, it->second, " holds ",
              a.describe(), " but input '", t.name, "' is ",
              te::NDArray(t.dtype, t.shape).describe());
@@ -411,7 +399,11 @@ int run_run(const RunArgs& args) {
     outs.push_back({{"name", m.outputs()[i].name},
                     {"shape", outputs[i].shape()},
                     {"dtype", outputs[i].dtype().str()}});
-    if (!out_files.empty()) outs.back()["file"] = out_files[i];
+    if (!out_files.empty()) {
+      outs.back()["file"] = out_files[i];
+      // What the .npy holds: NumPy has no bfloat16.
+      if (outputs[i].dtype() == ir::DataType::bfloat16()) outs.back()["file_dtype"] = "float32";
+    }
   }
   if (args.as_json) {
     std::cout << json{{"latency_s", median}, {"latencies_s", latencies}, {"outputs", outs}}.dump(1)

@@ -5,16 +5,15 @@
 /// The cache holds one library per key, a stable hash of (source, compiler
 /// command, flags), as `tt-<key>.so` with its SHA-256 in `tt-<key>.so.sha256`
 /// and its source in `tt-<key>.c`. A module built from several translation
-/// units (compile_units) also caches each unit's object, `tt-<key>.o`, so a
-/// unit that did not change is not compiled again. A key already in the cache whose library
-/// matches its hash is loaded without running the compiler; one that does
-/// not is built again. The directory must be the user's own and writable by
-/// no one else (support/files.h, ensure_private_dir), since what is loaded
-/// from it runs. Files are written under a temporary name and renamed into
-/// place, so processes that build the same module at the same time never
-/// see a partial file; what a killed one left is removed by the next. The
-/// compiler's identity is its command, not its version: clear the cache
-/// after upgrading it.
+/// units (compile_units) also caches each unit's object, `tt-<key>.o`: a
+/// unit whose text is the same is not compiled again (a model compiled
+/// again with the same kernels, or a unit another model shares). A key already in the cache whose
+/// library matches its hash is loaded without running the compiler; one that does not is built
+/// again. The directory must be the user's own and writable by no one else (support/files.h,
+/// ensure_private_dir), since what is loaded from it runs. Files are written under a temporary name
+/// and renamed into place, so processes that build the same module at the same time never see a
+/// partial file; what a killed one left is removed by the next. The compiler's identity is its
+/// command, not its version: clear the cache after upgrading it.
 ///
 /// Compiler runs are child processes started with posix_spawn (support/
 /// subprocess.h, docs/architecture.md invariant 7), their stderr captured. A compiler

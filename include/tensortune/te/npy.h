@@ -15,5 +15,9 @@ std::string npy_bytes(const NDArray& a);
 /// anything else (another version, Fortran order, big-endian, a dtype
 /// NDArray does not hold, a truncated file).
 NDArray parse_npy(std::string_view bytes, const std::string& what);
+/// `a` as `wanted` where NumPy has no such type: a float32 array as bfloat16
+/// (rounded to nearest even), or a uint16 array as the bfloat16 its bits are
+/// (how ONNX's test data stores it). Any other `a` is returned unchanged.
+NDArray as_npy_holds(NDArray a, DataType wanted);
 
 }  // namespace tensortune::te
