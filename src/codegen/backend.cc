@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "codegen/fault_injection.h"
-#include "tensortune/support/host_cpu.h"
 #include "tensortune/support/strings.h"
 
 namespace tensortune::codegen {
@@ -76,8 +75,7 @@ Module build_in_units(const KernelSources& sources, const std::vector<size_t>& w
                       const ModuleOptions& options) {
   // More units than compiler runs at once: the largest go first, and the
   // runs end close together.
-  size_t jobs = static_cast<size_t>(options.jobs > 0 ? options.jobs : host_cpu().cores);
-  return sources.compile_units(sources.units(which, 4 * jobs), options);
+  return sources.compile_units(sources.units(which, 4 * compiler_jobs(options)), options);
 }
 
 }  // namespace tensortune::codegen

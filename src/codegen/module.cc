@@ -130,6 +130,28 @@ void run_compiler(const std::vector<std::string>& argv, const std::string& sourc
   }
 }
 
+/// Runs the compiler command `argv`, which writes the file `temp`, and puts
+/// what it wrote in the cache at `cache_path`; `temp` is gone afterwards,
+/// whatever happened. Returns the bytes. `source_path` and `source` name
+/// what was compiled in errors (run_compiler).
+std::string build_cache_entry(const std::vector<std::string>& argv, const std::string& temp,
+                              const std::string& cache_path, const std::string& source_path,
+                              const std::string& source, const ModuleOptions& options,
+                              const char* action = "compiling") {
+  std::optional<std::string> built;
+  try {
+    run_compiler(argv, source_path, source, options, action);
+    built = read_file_if_exists(temp);
+    TT_CHECK(built, kIO, "the compiler wrote no '", temp, "'");
+    write_cache_entry(cache_path, *built);
+  } catch (...) {
+    std::remove(temp.c_str());
+    throw;
+  }
+  std::remove(temp.c_str());
+  return std::move(*built);
+}
+
 /// OpenMP runtimes keep their worker threads after a parallel region ends.
 /// Unloading the runtime together with the last module that needed it would
 /// unmap the code those threads sleep in, and crash the process later; so a
@@ -289,18 +311,9 @@ Module Module::compile(const std::string& source, const std::vector<std::string>
   for (const auto& flag : flags) (starts_with(flag, "-l") ? libraries : argv).push_back(flag);
   argv.insert(argv.end(), {"-o", temp_library, source_path});
   argv.insert(argv.end(), libraries.begin(), libraries.end());
-  std::optional<std::string> built;
-  try {
-    run_compiler(argv, source_path, source, options);
-    built = read_file_if_exists(temp_library);
-    TT_CHECK(built, kIO, "the compiler wrote no '", temp_library, "'");
-    write_cache_entry(library_path, *built);
-  } catch (...) {
-    std::remove(temp_library.c_str());
-    throw;
-  }
-  std::remove(temp_library.c_str());
-  Module m = load_bytes(*built, library_path);
+  std::string built =
+      build_cache_entry(argv, temp_library, library_path, source_path, source, options);
+  Module m = load_bytes(built, library_path);
   m.source_path_ = source_path;
   return m;
 }
@@ -355,19 +368,9 @@ Module Module::compile_units(const std::vector<std::string>& units,
     std::vector<std::string> argv = compiler;
     argv.insert(argv.end(), object_flags.begin(), object_flags.end());
     argv.insert(argv.end(), {"-o", temp_object, source_path});
-    try {
-      run_compiler(argv, source_path, units[i], options);
-      std::optional<std::string> built = read_file_if_exists(temp_object);
-      TT_CHECK(built, kIO, "the compiler wrote no '", temp_object, "'");
-      write_cache_entry(object_path, *built);
-    } catch (...) {
-      std::remove(temp_object.c_str());
-      throw;
-    }
-    std::remove(temp_object.c_str());
+    build_cache_entry(argv, temp_object, object_path, source_path, units[i], options);
   };
-  const size_t jobs = std::min<size_t>(
-      units.size(), static_cast<size_t>(options.jobs > 0 ? options.jobs : host_cpu().cores));
+  const size_t jobs = std::min(units.size(), compiler_jobs(options));
   std::atomic<size_t> next{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
@@ -405,18 +408,13 @@ Module Module::compile_units(const std::vector<std::string>& units,
   argv.insert(argv.end(), {"-shared", "-o", temp_library});
   for (const auto& stem : stems) argv.push_back(stem + ".o");
   argv.insert(argv.end(), libraries.begin(), libraries.end());
-  std::optional<std::string> built;
-  try {
-    run_compiler(argv, library_path, "", options, "linking");
-    built = read_file_if_exists(temp_library);
-    TT_CHECK(built, kIO, "the linker wrote no '", temp_library, "'");
-    write_cache_entry(library_path, *built);
-  } catch (...) {
-    std::remove(temp_library.c_str());
-    throw;
-  }
-  std::remove(temp_library.c_str());
-  return load_bytes(*built, library_path);
+  return load_bytes(
+      build_cache_entry(argv, temp_library, library_path, library_path, "", options, "linking"),
+      library_path);
+}
+
+size_t compiler_jobs(const ModuleOptions& options) {
+  return static_cast<size_t>(options.jobs > 0 ? options.jobs : host_cpu().cores);
 }
 
 const std::string& Module::sha256() const {

@@ -814,6 +814,32 @@ TEST_F(CompiledGraph, AnEpilogueThatReadsTheProductTwiceComputesWhatTheReference
   EXPECT_TRUE(te::allclose(m.run(in)[0], evaluate_graph(g, in)[0]));
 }
 
+/// Compile options for `g` (partitioned into `tasks` tasks) that time three
+/// candidates in the model, whose log holds three random schedules (from
+/// `seed`; the first recorded fastest) of each of the tasks `tuned`.
+CompileOptions three_candidates_of(const Graph& g, size_t tasks, const std::vector<size_t>& tuned,
+                                   uint64_t seed) {
+  CompileOptions o;
+  o.target = ir::Target::parse("c -num-cores=2");
+  Partition partition = partition_model(g, o.target);
+  EXPECT_EQ(partition.tasks.size(), tasks);
+  for (size_t t : tuned) {
+    const te::Task& task = partition.tasks.at(t).task;
+    schedule::ComputeDAG dag(te::workload_tensors(task->workload));
+    for (int i = 0; i < 3; ++i) {
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(i));
+      measure::Record r{{task, schedule::random_state(dag, rng)}, {}};
+      r.result.costs = {1e-4 * (i + 1)};
+      o.records.push_back(r);
+    }
+  }
+  o.any_pass_context = true;
+  o.in_model.candidates = 3;
+  o.module_options = testing::shared_cache_options();
+  o.in_model.pool.worker_path = TT_WORKER_PATH;
+  return o;
+}
+
 /// Three dense+relu layers of one task, and compile options whose log holds
 /// three schedules of it (the first recorded fastest), each timed in the model.
 std::pair<Graph, CompileOptions> three_candidates_model() {
@@ -821,23 +847,7 @@ std::pair<Graph, CompileOptions> three_candidates_model() {
   Value v = x;
   for (int i = 0; i < 3; ++i) v = call("relu", {call("nn.dense", {v, weight({32, 32}, 20 + i)})});
   Graph g = Graph::make({x}, {v}, {"y"});
-  CompileOptions o;
-  o.target = ir::Target::parse("c -num-cores=2");
-  Partition partition = partition_model(g, o.target);
-  EXPECT_EQ(partition.tasks.size(), 1u);
-  const te::Task& task = partition.tasks.at(0).task;
-  schedule::ComputeDAG dag(te::workload_tensors(task->workload));
-  for (int i = 0; i < 3; ++i) {
-    std::mt19937_64 rng(50 + i);
-    measure::Record r{{task, schedule::random_state(dag, rng)}, {}};
-    r.result.costs = {1e-4 * (i + 1)};
-    o.records.push_back(r);
-  }
-  o.any_pass_context = true;
-  o.in_model.candidates = 3;
-  o.module_options = testing::shared_cache_options();
-  o.in_model.pool.worker_path = TT_WORKER_PATH;
-  return {g, o};
+  return {g, three_candidates_of(g, 1, {0}, 50)};
 }
 
 TEST_F(CompiledGraph, TimedInTheModelATaskKeepsOneOfItsBestSchedulesAndComputesTheSame) {
@@ -879,28 +889,7 @@ TEST_F(CompiledGraph, TimedInTheModelTasksFarApartShareTheirEvaluations) {
     in = widths[i];
   }
   Graph g = Graph::make({x}, {v}, {"y"});
-  auto with_candidates_at = [&](std::vector<size_t> tuned) {
-    CompileOptions o;
-    o.target = ir::Target::parse("c -num-cores=2");
-    Partition partition = partition_model(g, o.target);
-    EXPECT_EQ(partition.tasks.size(), 5u);
-    for (size_t t : tuned) {
-      const te::Task& task = partition.tasks.at(t).task;
-      schedule::ComputeDAG dag(te::workload_tensors(task->workload));
-      for (int i = 0; i < 3; ++i) {
-        std::mt19937_64 rng(60 + i);
-        measure::Record r{{task, schedule::random_state(dag, rng)}, {}};
-        r.result.costs = {1e-4 * (i + 1)};
-        o.records.push_back(r);
-      }
-    }
-    o.any_pass_context = true;
-    o.in_model.candidates = 3;
-    o.module_options = testing::shared_cache_options();
-    o.in_model.pool.worker_path = TT_WORKER_PATH;
-    return o;
-  };
-  CompileReport apart = compile_model(g, with_candidates_at({0, 3}), dir_ + "/apart");
+  CompileReport apart = compile_model(g, three_candidates_of(g, 5, {0, 3}, 60), dir_ + "/apart");
   ASSERT_FALSE(apart.in_model.is_null()) << apart.to_json().dump(2);
   EXPECT_EQ(apart.in_model["tasks_compared"], 2);
   EXPECT_EQ(apart.in_model["evaluations"], 1 + 3 * 3);
@@ -908,7 +897,7 @@ TEST_F(CompiledGraph, TimedInTheModelTasksFarApartShareTheirEvaluations) {
   runtime::CompiledModel m = runtime::CompiledModel::load(dir_ + "/apart");
   std::vector<te::NDArray> inputs = {te::NDArray::random(kF32, {8, 32}, 3)};
   EXPECT_TRUE(te::allclose(m.run(inputs)[0], evaluate_graph(g, inputs)[0]));
-  CompileReport near = compile_model(g, with_candidates_at({0, 2}), dir_ + "/near");
+  CompileReport near = compile_model(g, three_candidates_of(g, 5, {0, 2}, 60), dir_ + "/near");
   EXPECT_EQ(near.in_model["tasks_compared"], 2);
   EXPECT_EQ(near.in_model["evaluations"], 1 + 2 * 3 * 3);
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,6 +54,10 @@ struct ModuleOptions {
   /// Compiler runs at once in compile_units (0: the cores this process may use).
   int jobs = 0;
 };
+
+/// How many compiler runs compile_units starts at once: options.jobs, or
+/// the cores this process may use when it is 0.
+size_t compiler_jobs(const ModuleOptions& options);
 
 /// $XDG_CACHE_HOME/tensortune when XDG_CACHE_HOME is an absolute path, else
 /// $HOME/.cache/tensortune (the home directory of the user's account when
