@@ -492,6 +492,54 @@ Graph pad_output_channels(const Graph& graph, const ir::Target& target) {
   });
 }
 
+Graph scale_conv_weights(const Graph& graph) {
+  // EfficientNet-B0 on 2 threads: the 14x14 layers (data 1.7-2.4 times the
+  // weight) ran 30% slower scaled, the 28x28 ones (16 times) faster.
+  constexpr int64_t kScaledWeightShare = 8;
+  std::unordered_map<const Object*, int> readers;
+  for (const auto& c : calls_in_order(graph)) {
+    for (const auto& a : c->args) ++readers[a.get()];
+  }
+  for (const auto& o : graph->outputs) readers[o.get()] += 1;
+  Graph scaled = rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.conv2d") return Value();
+    const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+    const CallNode* m = as_call(args[0]);
+    // The product must be read by this convolution alone: another reader
+    // would keep it, and the pass over the data it costs.
+    if (conv.data_layout != "NHWC" || conv.groups != 1 || !m || m->op != "multiply" ||
+        m->args.size() != 2 || readers[c.args[0].get()] != 1 || !m->dtype.is_float()) {
+      return Value();
+    }
+    const Value& weight = args[1];  // HWIO
+    const int64_t channels = weight->shape[2];
+    for (int side = 0; side < 2; ++side) {
+      const Value& data = m->args[static_cast<size_t>(side)];
+      const Value& scale = m->args[static_cast<size_t>(1 - side)];
+      // One factor per input channel, shared by every image and pixel.
+      std::vector<int64_t> factors = scale->shape;
+      while (!factors.empty() && factors.front() == 1) factors.erase(factors.begin());
+      if (data->shape != m->shape || factors != std::vector<int64_t>{channels}) continue;
+      // A scale computed at run time costs a pass over the weight per call
+      // instead of one over the data, and on several threads each reads the
+      // weight from the core that scaled it: only where the weight is much
+      // the smaller (a squeeze-excitation's layers of 28x28 pixels and more).
+      int64_t weight_size = 1, data_size = 1;
+      for (int64_t d : weight->shape) weight_size *= d;
+      for (int64_t d : data->shape) data_size *= d;
+      if (!as_constant(scale) && kScaledWeightShare * weight_size > data_size) return Value();
+      Value column = as_constant(scale)
+                         ? constant(reshape_array(as_constant(scale)->data.array(), {channels, 1}),
+                                    as_constant(scale)->name)
+                         : reshape_call(scale, {channels, 1}, m->name + ".per_input_channel");
+      Value w = call("multiply", {weight, column}, te::Attrs(), c.name + ".scaled_weight");
+      return call(c.op, {data, w}, c.attrs, c.name);
+    }
+    return Value();
+  });
+  return fold_constants(scaled);
+}
+
 namespace {
 
 /// Bytes `bytes` (uint8) and a zero point with value == bytes - zero_point.
@@ -875,6 +923,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"exact_integer_casts", any_target<exact_integer_casts>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
+      {"scale_conv_weights", any_target<scale_conv_weights>},
       {"sink_reshapes", any_target<sink_reshapes>},
   };
   return passes;

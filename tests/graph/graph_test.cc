@@ -157,6 +157,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"exact_integer_casts", exact_integer_casts},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
+           {"scale_conv_weights", scale_conv_weights},
            {"sink_reshapes", sink_reshapes},
            {"optimize", [&](const Graph& x) { return optimize(x, target); }}}) {
     SCOPED_TRACE(name);
@@ -174,11 +175,11 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
     }
   }
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
-  EXPECT_EQ(
-      optimize_pass_names(),
-      (std::vector<std::string>{"simplify_inference", "fold_constants", "convert_layout_nhwc",
-                                "int8_conv2d_words", "int_conv2d_as_float", "exact_integer_casts",
-                                "winograd_conv2d", "pad_output_channels", "sink_reshapes"}));
+  EXPECT_EQ(optimize_pass_names(),
+            (std::vector<std::string>{
+                "simplify_inference", "fold_constants", "convert_layout_nhwc", "int8_conv2d_words",
+                "int_conv2d_as_float", "exact_integer_casts", "winograd_conv2d",
+                "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -220,6 +221,59 @@ TEST(GraphPasses, OutputChannelsPadToWholeVectors) {
   EXPECT_EQ(padded["c24.padded"], (std::vector<int64_t>{1, 6, 6, 32}));
   EXPECT_EQ(padded.count("fc24.padded"), 0u);
   EXPECT_EQ(padded["fc24"], (std::vector<int64_t>{3, 24}));
+}
+
+// A squeeze-excitation's scale moves from the data into the next
+// convolution's weight where the weight is the smaller, and a constant one
+// folds into it; the answer stays.
+TEST(GraphPasses, PerChannelScalesOfConvolutionDataMoveIntoTheWeight) {
+  auto x = input("x", {1, 8, 6, 6}, kF32);
+  auto layout = make_node<te::LayoutAttrsNode>();
+  layout->layout = "NCHW";
+  Value pooled = call("nn.global_avg_pool2d", {x}, te::Attrs(layout), "squeeze");
+  Value gate = call("sigmoid", {call("nn.conv2d", {pooled, weight({8, 8, 1, 1}, 1)},
+                                     conv_attrs({0, 0, 0, 0}), "excite")});
+  // 1x1, 8 -> 4: a 32-element weight against 288 elements of data.
+  Value small =
+      call("nn.conv2d", {call("multiply", {x, gate}, te::Attrs(), "se_a"), weight({4, 8, 1, 1}, 2)},
+           conv_attrs({0, 0, 0, 0}), "project");
+  // 3x3, 8 -> 16: a weight of 1152 elements, larger than the data.
+  Value large = call("nn.conv2d",
+                     {call("multiply", {gate, x}, te::Attrs(), "se_b"), weight({16, 8, 3, 3}, 3)},
+                     conv_attrs({1, 1, 1, 1}), "wide");
+  // A constant scale before a padded convolution, and a product that is
+  // read twice.
+  Value normalised = call("multiply", {x, weight({8, 1, 1}, 4)}, te::Attrs(), "normalise");
+  Value padded = call("nn.conv2d", {normalised, weight({16, 8, 3, 3}, 5)},
+                      conv_attrs({1, 1, 1, 1}, {2, 2}), "stem");
+  Value shared = call("multiply", {x, gate}, te::Attrs(), "shared");
+  Value twice = call("add", {call("nn.conv2d", {shared, weight({8, 8, 1, 1}, 6)},
+                                  conv_attrs({0, 0, 0, 0}), "reads_shared"),
+                             shared});
+  Graph g = Graph::make({x}, {small, large, padded, twice}, {"small", "large", "padded", "twice"});
+  Graph nhwc = convert_layout_nhwc(g);
+  Graph out = scale_conv_weights(nhwc);
+  std::map<std::string, std::string> data_of;  // convolution -> the call it reads
+  std::vector<std::string> scaled;
+  for (const auto& c : calls_in_order(out)) {
+    if (c->op == "nn.conv2d") {
+      const auto* d = dynamic_cast<const CallNode*>(c->args[0].get());
+      data_of[c->name] = d ? d->op : "input";
+    }
+    if (c->op == "multiply" && c->name.ends_with(".scaled_weight")) scaled.push_back(c->name);
+  }
+  EXPECT_EQ(data_of["project"], "transpose");  // x itself, in NHWC
+  EXPECT_EQ(data_of["wide"], "multiply");
+  EXPECT_EQ(data_of["stem"], "transpose");
+  EXPECT_EQ(data_of["reads_shared"], "multiply");
+  // The constant scale folded into the stem's weight at compile time.
+  EXPECT_EQ(scaled, (std::vector<std::string>{"project.scaled_weight"}));
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 8, 6, 6}, 7)};
+  std::vector<te::NDArray> want = evaluate_graph(g, in), got = evaluate_graph(out, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(te::allclose(got[i], want[i], te::Tolerance{1e-5, 1e-4})) << i;
+  }
 }
 
 TEST(GraphPasses, PowersByConstantExponentsBecomeProducts) {

@@ -86,6 +86,16 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target);
 /// at most 1.5 times them.
 Graph pad_output_channels(const Graph& graph, const ir::Target& target);
 
+/// conv2d(x * s, w) becomes conv2d(x, w * s) for an ungrouped NHWC
+/// convolution whose data is the product of a value and one factor per
+/// input channel (a squeeze-excitation's scale, a constant normalisation),
+/// read by nothing else: the product is no longer a pass over the data.
+/// A constant factor folds into the weight at compile time; one computed
+/// at run time is applied to the weight per call, so only where the
+/// weight has at most an eighth of the data's elements. Zero padding
+/// stays zero.
+Graph scale_conv_weights(const Graph& graph);
+
 /// Elementwise operations move before the reshapes they read: a unary one
 /// always, a binary one when its other operand is a constant that
 /// broadcasts along trailing dimensions the reshape keeps (a bias). The
@@ -102,8 +112,8 @@ std::string failing_pass_for_testing();
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
 /// folding constants again), int8_conv2d_words, int_conv2d_as_float, exact_integer_casts,
 /// winograd_conv2d and
-/// pad_output_channels (skipped without a target), sink_reshapes. Runs under the current
-/// PassContext: a pass in its disabled list is skipped.
+/// pad_output_channels (skipped without a target), scale_conv_weights, sink_reshapes. Runs under
+/// the current PassContext: a pass in its disabled list is skipped.
 Graph optimize(const Graph& graph, const ir::Target& target = ir::Target());
 
 /// The names of optimize()'s passes, in order.
