@@ -368,11 +368,15 @@ class Prelude {
     add(helpers_, "tt_erf_f32", c_helper_erf_f32);
     return "tt_erf_f32";
   }
-  /// Name of e^x over a vector of `lanes` floats: tt_exp_f32's polynomial
-  /// with 2^n applied by one vscalefps where the target has AVX-512 (for 8
-  /// lanes, with VL), which needs neither exp's two-step power of two nor
-  /// its NaN select: about 13 instructions where GCC's vectorization of the
-  /// scalar form takes 22. Elsewhere the scalar form lane by lane.
+  /// Name of e^x over a vector of `lanes` floats where the target has
+  /// AVX-512 (for 8 lanes, with VL): tt_exp_f32's reduction and polynomial
+  /// in 13 instructions, where GCC's vectorization of the scalar form takes
+  /// 22. n is rounded by the fused multiply-add of 1.5 * 2^23, which rounds
+  /// once (vrndscaleps is two micro-ops and a multiply before it); the
+  /// polynomial is in Horner's form down to its constant; 2^n is one
+  /// vscalefps, which needs neither the scalar form's two-step power of two
+  /// nor its NaN select (a NaN passes every step). Elsewhere the scalar form
+  /// lane by lane.
   std::string vector_exp_f32(int lanes) {
     std::string type = vector_type("f32", lanes);
     std::string name = "tt_exp_f32x" + std::to_string(lanes);
@@ -389,17 +393,16 @@ class Prelude {
       // Clamped to +-104 as the scalar form is (min and max return their
       // second operand, x, when it is a NaN, which then passes through).
       body = "#if " + isa + "\n  " + v + " x = " + p + "_max_ps(" + c("-104.0f") + ", " + p +
-             "_min_ps(" + c("104.0f") + ", (" + v + ")v));\n  " + v + " n = " + p +
-             "_roundscale_ps(" + p + "_mul_ps(x, " + c("1.44269504f") +
-             "), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n  " + v + " r = " + p +
-             "_fmadd_ps(n, " + c("2.12194440e-4f") + ", " + p + "_fnmadd_ps(n, " +
-             c("0.693359375f") + ", x));\n  " + v + " q = " + c("1.39336509e-3f") + ";\n";
-      for (const char* k : {"8.36318173e-3f", "4.16664667e-2f", "1.66665763e-1f", "0.5f"}) {
+             "_min_ps(" + c("104.0f") + ", (" + v + ")v));\n  " + v + " n = " + p + "_sub_ps(" + p +
+             "_fmadd_ps(x, " + c("1.44269504f") + ", " + c("12582912.0f") + "), " +
+             c("12582912.0f") + ");\n  " + v + " r = " + p + "_fmadd_ps(n, " + c("2.12194440e-4f") +
+             ", " + p + "_fnmadd_ps(n, " + c("0.693359375f") + ", x));\n  " + v +
+             " q = " + c("1.39336509e-3f") + ";\n";
+      for (const char* k :
+           {"8.36318173e-3f", "4.16664667e-2f", "1.66665763e-1f", "0.5f", "1.0f", "1.0f"}) {
         body += "  q = " + p + "_fmadd_ps(q, r, " + c(k) + ");\n";
       }
-      body += "  q = " + p + "_fmadd_ps(" + p + "_mul_ps(r, r), q, " + p + "_add_ps(r, " +
-              c("1.0f") + "));\n  return (" + type + ")" + p + "_scalef_ps(q, n);\n#else\n" +
-              per_lane + "#endif\n";
+      body += "  return (" + type + ")" + p + "_scalef_ps(q, n);\n#else\n" + per_lane + "#endif\n";
     } else {
       body = per_lane;
     }
