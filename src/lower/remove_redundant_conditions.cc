@@ -129,6 +129,23 @@ class ConditionProver {
     }
     return ir::simplify(rest - ir::int_imm(q * c, n.dtype));
   }
+  /// min(a, b) or max(a, b) of integers as the operand the loop ranges
+  /// prove it to be: a padded read's clamp of its column, min(k - 1, 223)
+  /// for k over [1, 225), is k - 1. nullopt when not proven.
+  std::optional<Expr> fold_min_max(const ir::BinaryNode& n) const {
+    using ir::BinaryOp;
+    if ((n.op != BinaryOp::kMin && n.op != BinaryOp::kMax) || !n.a.dtype().is_integer() ||
+        !n.a.dtype().is_scalar()) {
+      return std::nullopt;
+    }
+    auto bound = ir::bound_of(ir::simplify(shifted(n.a) - shifted(n.b)), ranges_);
+    auto lo = bound ? ir::as_const_int(bound->min) : std::nullopt;
+    if (!lo) return std::nullopt;
+    const int64_t hi = *lo + bound->extent - 1;
+    if (hi <= 0) return n.op == BinaryOp::kMin ? n.a : n.b;   // a <= b throughout
+    if (*lo >= 0) return n.op == BinaryOp::kMin ? n.b : n.a;  // a >= b throughout
+    return std::nullopt;
+  }
   /// `cond` with the parts proven true or false replaced by constants, simplified.
   Expr reduce(const Expr& cond) const {
     if (auto p = prove(cond)) return ir::make_const(cond.dtype(), *p);
@@ -220,13 +237,18 @@ class SelectReducer final : public ir::ExprMutator {
     Expr t = mutate(n.true_value), f = mutate(n.false_value);
     Expr c = n.condition.dtype().is_scalar() ? prover_.reduce(n.condition) : n.condition;
     if (auto k = ir::as_const_int(c)) return *k ? t : f;
+    // A padded copy's test of its row, floormod(i_j, 226) >= 1 for a fused
+    // i_j over [0, 226), is evaluated per element: its divisions fold too.
+    c = mutate(c);
     if (c.same_as(n.condition) && t.same_as(n.true_value) && f.same_as(n.false_value)) return self;
     return ir::select(c, t, f);
   }
   Expr rewrite(const ir::BinaryNode& n, const Expr& self) override {
     Expr e = ir::ExprMutator::rewrite(n, self);
     if (e->kind() != ExprKind::kBinary) return e;
-    auto folded = prover_.fold_division(static_cast<const ir::BinaryNode&>(*e));
+    const auto& b = static_cast<const ir::BinaryNode&>(*e);
+    auto folded = prover_.fold_division(b);
+    if (!folded) folded = prover_.fold_min_max(b);
     return folded ? *folded : e;
   }
 

@@ -94,6 +94,29 @@ TEST(RemoveRedundantConditions, FoldsDivisionOfMultiplesPlusARestInRange) {
   EXPECT_TRUE(remove_redundant_conditions(g).same_as(g));
 }
 
+TEST(RemoveRedundantConditions, FoldsThePaddedCopysRowTestAndColumnClamp) {
+  // A padded copy: a row test on a fused index and a clamped column, both
+  // decided by the loop ranges (i in [0, 8), k in [1, 13)). What stays is
+  // the test i >= 1; the clamp of a column that can leave the range stays.
+  Var i = Var::make("i"), k = Var::make("k");
+  Expr column = ir::max(ir::min(Expr(k) - 1, Expr(11)), Expr(0));
+  Expr read = ir::select(floormod(Expr(i), Expr(8)) >= 1, load(A, i * 12 + column), 0.0f);
+  Stmt body = loop(i, 8, for_loop(k, 1, 12, ForKind::kSerial, buffer_store(B, i * 14 + k, read)));
+  PrimFunc f = func(body);
+  PrimFunc out = remove_redundant_conditions(f);
+  std::string text = to_string(out);
+  EXPECT_EQ(text.find("floormod"), std::string::npos) << text;
+  EXPECT_EQ(text.find("min("), std::string::npos) << text;
+  EXPECT_EQ(text.find("max("), std::string::npos) << text;
+  EXPECT_NE(text.find(">= 1"), std::string::npos) << text;
+  expect_same_results(f, out);
+  Expr wide = ir::min(Expr(k) + 1, Expr(11));  // 13 for the last k
+  PrimFunc g = func(loop(
+      i, 8,
+      for_loop(k, 1, 12, ForKind::kSerial, buffer_store(B, i * 14 + k, load(A, i * 12 + wide)))));
+  EXPECT_TRUE(remove_redundant_conditions(g).same_as(g));
+}
+
 TEST(RemoveRedundantConditions, UsesConstantLoopMin) {
   Var i = Var::make("i");
   Stmt store = buffer_store(B, i, 1.0f);

@@ -32,7 +32,9 @@ PrimFunc partition_loops(const PrimFunc& f);
 /// true, and branches they prove never taken; replaces loops of extent 1 by
 /// their body with the loop variable set to the loop's min; folds integer
 /// division and remainder by a constant when the ranges keep the quotient
-/// constant (a fused index split apart again). Ranges come from
+/// constant (a fused index split apart again), also inside select
+/// conditions, and min / max whose order the ranges decide (a padded
+/// read's clamp of an index that stays in range). Ranges come from
 /// ir::bound_of over the enclosing loops with constant bounds. Tested by
 /// tests/lower/remove_redundant_conditions_test.cc.
 PrimFunc remove_redundant_conditions(const PrimFunc& f);
