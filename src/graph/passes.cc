@@ -307,19 +307,28 @@ Graph convert_layout_nhwc(const Graph& graph) {
     } else if ((info.pattern == te::OpPattern::kElemwise ||
                 info.pattern == te::OpPattern::kBroadcast) &&
                op != "nn.bias_add" && op != "nn.batch_norm" && is_4d(c)) {
-      // Elementwise on NHWC values; constants of the full rank or of one
-      // element come along (transposed at compile time).
+      // Elementwise on NHWC values; constants of any rank up to 4 come along
+      // (ONNX's per-channel [C, 1, 1] is [1, C, 1, 1], transposed at compile
+      // time), and so do those of one element.
       bool any = false, all = true;
       for (const auto& a : c->args) {
         any |= has_nhwc(a);
-        bool movable = is_4d(a) || (as_constant(a) && a->shape.size() <= 4 &&
-                                    std::all_of(a->shape.begin(), a->shape.end(),
-                                                [](int64_t d) { return d == 1; }));
-        all &= movable;
+        all &= is_4d(a) || (as_constant(a) && a->shape.size() <= 4);
       }
       if (any && all) {
         std::vector<Value> args;
-        for (const auto& a : c->args) args.push_back(is_4d(a) ? nhwc_of(a) : nchw_of(a));
+        for (const auto& a : c->args) {
+          const ConstantNode* k = as_constant(a);
+          if (is_4d(a) || !k ||
+              std::all_of(a->shape.begin(), a->shape.end(), [](int64_t d) { return d == 1; })) {
+            args.push_back(is_4d(a) ? nhwc_of(a) : nchw_of(a));
+            continue;
+          }
+          std::vector<int64_t> shape = a->shape;
+          shape.insert(shape.begin(), 4 - shape.size(), 1);
+          args.push_back(constant(transpose_array(reshape_array(k->data.array(), shape), kToNhwc),
+                                  k->name + ".nhwc"));
+        }
         done = remember_nhwc(call(op, args, c->attrs, c->name));
       }
     }
@@ -507,8 +516,10 @@ Graph scale_conv_weights(const Graph& graph) {
     const CallNode* m = as_call(args[0]);
     // The product must be read by this convolution alone: another reader
     // would keep it, and the pass over the data it costs.
+    // float16 is left alone: w * s may pass 65504 where (x * s) * w did not.
     if (conv.data_layout != "NHWC" || conv.groups != 1 || !m || m->op != "multiply" ||
-        m->args.size() != 2 || readers[c.args[0].get()] != 1 || !m->dtype.is_float()) {
+        m->args.size() != 2 || readers[c.args[0].get()] != 1 ||
+        (m->dtype != ir::DataType::float32() && m->dtype != ir::DataType::bfloat16())) {
       return Value();
     }
     const Value& weight = args[1];  // HWIO
@@ -520,17 +531,30 @@ Graph scale_conv_weights(const Graph& graph) {
       std::vector<int64_t> factors = scale->shape;
       while (!factors.empty() && factors.front() == 1) factors.erase(factors.begin());
       if (data->shape != m->shape || factors != std::vector<int64_t>{channels}) continue;
-      // A scale computed at run time costs a pass over the weight per call
-      // instead of one over the data, and on several threads each reads the
-      // weight from the core that scaled it: only where the weight is much
-      // the smaller (a squeeze-excitation's layers of 28x28 pixels and more).
+      const ConstantNode* constant_scale = as_constant(scale);
+      if (constant_scale) {
+        // Padding adds zeros after the product: 0 * (w * inf) would be NaN.
+        const te::NDArray& values = constant_scale->data.array();
+        bool finite = true;
+        for (int64_t i = 0; i < values.size() && finite; ++i) finite = std::isfinite(values.get(i));
+        if (!finite) continue;
+      } else if (std::any_of(conv.padding.begin(), conv.padding.end(),
+                             [](int64_t p) { return p != 0; })) {
+        continue;  // the same, for a scale whose values are not known
+      }
+      // A scale that does not fold into a constant weight costs a pass over
+      // the weight per call instead of one over the data, and on several
+      // threads each reads the weight from the core that scaled it: only
+      // where the weight is much the smaller (a squeeze-excitation's layers
+      // of 28x28 pixels and more).
       int64_t weight_size = 1, data_size = 1;
       for (int64_t d : weight->shape) weight_size *= d;
       for (int64_t d : data->shape) data_size *= d;
-      if (!as_constant(scale) && kScaledWeightShare * weight_size > data_size) return Value();
-      Value column = as_constant(scale)
-                         ? constant(reshape_array(as_constant(scale)->data.array(), {channels, 1}),
-                                    as_constant(scale)->name)
+      const bool folds = constant_scale && as_constant(weight);
+      if (!folds && kScaledWeightShare * weight_size > data_size) continue;
+      Value column = constant_scale
+                         ? constant(reshape_array(constant_scale->data.array(), {channels, 1}),
+                                    constant_scale->name)
                          : reshape_call(scale, {channels, 1}, m->name + ".per_input_channel");
       Value w = call("multiply", {weight, column}, te::Attrs(), c.name + ".scaled_weight");
       return call(c.op, {data, w}, c.attrs, c.name);

@@ -16,6 +16,11 @@ namespace {
 using ir::CompareOp;
 using ir::ExprKind;
 
+/// Integers whose bounds ir::bound_of gives without wrapping: its sums are
+/// simplified in their own type, so an unsigned or narrow difference could
+/// wrap around and prove the wrong order.
+bool exact_bounds(DataType t) { return t.is_int() && t.bits() >= 32 && t.is_scalar(); }
+
 /// Proves conditions from the ranges of the enclosing loops. A loop over
 /// [min, min + extent) with constant bounds is described to ir::bound_of,
 /// which works with ranges [0, extent), as a fresh variable v' over
@@ -82,7 +87,7 @@ class ConditionProver {
     using ir::BinaryOp;
     bool floor_op = n.op == BinaryOp::kFloorDiv || n.op == BinaryOp::kFloorMod;
     bool trunc_op = n.op == BinaryOp::kDiv || n.op == BinaryOp::kMod;
-    if (!(floor_op || trunc_op) || !n.a.dtype().is_integer() || !n.a.dtype().is_scalar()) {
+    if (!(floor_op || trunc_op) || !exact_bounds(n.a.dtype())) {
       return std::nullopt;
     }
     auto divisor = ir::as_const_int(n.b);
@@ -134,8 +139,7 @@ class ConditionProver {
   /// for k over [1, 225), is k - 1. nullopt when not proven.
   std::optional<Expr> fold_min_max(const ir::BinaryNode& n) const {
     using ir::BinaryOp;
-    if ((n.op != BinaryOp::kMin && n.op != BinaryOp::kMax) || !n.a.dtype().is_integer() ||
-        !n.a.dtype().is_scalar()) {
+    if ((n.op != BinaryOp::kMin && n.op != BinaryOp::kMax) || !exact_bounds(n.a.dtype())) {
       return std::nullopt;
     }
     auto bound = ir::bound_of(ir::simplify(shifted(n.a) - shifted(n.b)), ranges_);
@@ -160,7 +164,7 @@ class ConditionProver {
 
  private:
   std::optional<bool> prove_compare(const ir::CompareNode& n) const {
-    if (!n.a.dtype().is_integer() || !n.a.dtype().is_scalar()) return std::nullopt;
+    if (!exact_bounds(n.a.dtype())) return std::nullopt;
     Expr diff = ir::simplify(shifted(n.a) - shifted(n.b));
     auto bound = ir::bound_of(diff, ranges_);
     if (!bound) return std::nullopt;

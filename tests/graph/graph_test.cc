@@ -224,51 +224,67 @@ TEST(GraphPasses, OutputChannelsPadToWholeVectors) {
 }
 
 // A squeeze-excitation's scale moves from the data into the next
-// convolution's weight where the weight is the smaller, and a constant one
-// folds into it; the answer stays.
+// convolution's weight where the weight is the smaller and nothing pads
+// the product, and a constant one folds into a constant weight; the answer
+// stays.
 TEST(GraphPasses, PerChannelScalesOfConvolutionDataMoveIntoTheWeight) {
-  auto x = input("x", {1, 8, 6, 6}, kF32);
-  auto layout = make_node<te::LayoutAttrsNode>();
-  layout->layout = "NCHW";
-  Value pooled = call("nn.global_avg_pool2d", {x}, te::Attrs(layout), "squeeze");
-  Value gate = call("sigmoid", {call("nn.conv2d", {pooled, weight({8, 8, 1, 1}, 1)},
-                                     conv_attrs({0, 0, 0, 0}), "excite")});
-  // 1x1, 8 -> 4: a 32-element weight against 288 elements of data.
-  Value small =
-      call("nn.conv2d", {call("multiply", {x, gate}, te::Attrs(), "se_a"), weight({4, 8, 1, 1}, 2)},
-           conv_attrs({0, 0, 0, 0}), "project");
-  // 3x3, 8 -> 16: a weight of 1152 elements, larger than the data.
-  Value large = call("nn.conv2d",
-                     {call("multiply", {gate, x}, te::Attrs(), "se_b"), weight({16, 8, 3, 3}, 3)},
-                     conv_attrs({1, 1, 1, 1}), "wide");
-  // A constant scale before a padded convolution, and a product that is
-  // read twice.
-  Value normalised = call("multiply", {x, weight({8, 1, 1}, 4)}, te::Attrs(), "normalise");
-  Value padded = call("nn.conv2d", {normalised, weight({16, 8, 3, 3}, 5)},
-                      conv_attrs({1, 1, 1, 1}, {2, 2}), "stem");
-  Value shared = call("multiply", {x, gate}, te::Attrs(), "shared");
-  Value twice = call("add", {call("nn.conv2d", {shared, weight({8, 8, 1, 1}, 6)},
-                                  conv_attrs({0, 0, 0, 0}), "reads_shared"),
-                             shared});
-  Graph g = Graph::make({x}, {small, large, padded, twice}, {"small", "large", "padded", "twice"});
-  Graph nhwc = convert_layout_nhwc(g);
-  Graph out = scale_conv_weights(nhwc);
-  std::map<std::string, std::string> data_of;  // convolution -> the call it reads
-  std::vector<std::string> scaled;
+  auto x = input("x", {1, 8, 12, 12}, kF32);  // 1152 elements
+  auto squeeze_excite = [](const Value& v, uint64_t seed) {
+    auto layout = make_node<te::LayoutAttrsNode>();
+    layout->layout = "NCHW";
+    Value pooled = call("nn.global_avg_pool2d", {v}, te::Attrs(layout));
+    return call("sigmoid", {call("nn.conv2d", {pooled, weight({8, 8, 1, 1}, seed)},
+                                 conv_attrs({0, 0, 0, 0}))});
+  };
+  Value gate = squeeze_excite(x, 1);
+  auto conv = [&](const Value& data, std::vector<int64_t> w, std::vector<int64_t> padding,
+                  uint64_t seed, const std::string& name) {
+    return call("nn.conv2d", {data, weight(std::move(w), seed)}, conv_attrs(std::move(padding)),
+                name);
+  };
+  // Moved: a 32-element weight against 1152 elements of data.
+  Value small = conv(call("multiply", {x, gate}), {4, 8, 1, 1}, {0, 0, 0, 0}, 2, "project");
+  // Kept: a weight of 256 elements, more than an eighth of the data.
+  Value large = conv(call("multiply", {gate, x}), {32, 8, 1, 1}, {0, 0, 0, 0}, 3, "wide");
+  // Kept: small enough, but padded after the product.
+  Value padded = conv(call("multiply", {x, gate}), {1, 8, 3, 3}, {1, 1, 1, 1}, 4, "padded");
+  // Folded: a constant scale before a padded, strided convolution, in the
+  // [C, 1, 1] form ONNX models give it.
+  Value normalised = call("multiply", {x, weight({8, 1, 1}, 5)});
+  Value stem = call("nn.conv2d", {normalised, weight({16, 8, 3, 3}, 6)},
+                    conv_attrs({1, 1, 1, 1}, {2, 2}), "stem");
+  // Kept: a product read twice, and a scale per image of a batch of 2.
+  Value shared = call("multiply", {x, gate});
+  Value twice = call("add", {conv(shared, {8, 8, 1, 1}, {0, 0, 0, 0}, 7, "reads_shared"), shared});
+  auto pair = input("pair", {2, 8, 6, 6}, kF32);
+  Value per_image = conv(call("multiply", {pair, squeeze_excite(pair, 8)}), {2, 8, 1, 1},
+                         {0, 0, 0, 0}, 9, "per_image");
+  Graph g = Graph::make({x, pair}, {small, large, padded, stem, twice, per_image},
+                        {"small", "large", "padded", "stem", "twice", "per_image"});
+  Graph out = scale_conv_weights(convert_layout_nhwc(g));
+  std::map<std::string, const CallNode*> convs;
   for (const auto& c : calls_in_order(out)) {
-    if (c->op == "nn.conv2d") {
-      const auto* d = dynamic_cast<const CallNode*>(c->args[0].get());
-      data_of[c->name] = d ? d->op : "input";
-    }
-    if (c->op == "multiply" && c->name.ends_with(".scaled_weight")) scaled.push_back(c->name);
+    if (c->op == "nn.conv2d") convs[c->name] = c.get();
   }
-  EXPECT_EQ(data_of["project"], "transpose");  // x itself, in NHWC
-  EXPECT_EQ(data_of["wide"], "multiply");
-  EXPECT_EQ(data_of["stem"], "transpose");
-  EXPECT_EQ(data_of["reads_shared"], "multiply");
-  // The constant scale folded into the stem's weight at compile time.
-  EXPECT_EQ(scaled, (std::vector<std::string>{"project.scaled_weight"}));
-  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 8, 6, 6}, 7)};
+  auto data_op = [&](const std::string& name) {
+    const auto* d = dynamic_cast<const CallNode*>(convs.at(name)->args[0].get());
+    return d ? d->op : std::string("input");
+  };
+  auto weight_op = [&](const std::string& name) {
+    const Value& w = convs.at(name)->args[1];
+    if (dynamic_cast<const ConstantNode*>(w.get())) return std::string("constant");
+    return dynamic_cast<const CallNode&>(*w).op;
+  };
+  EXPECT_EQ(data_op("project"), "transpose");  // x itself, in NHWC
+  EXPECT_EQ(weight_op("project"), "multiply");
+  EXPECT_EQ(data_op("stem"), "transpose");
+  EXPECT_EQ(weight_op("stem"), "constant");
+  for (const char* kept : {"wide", "padded", "reads_shared", "per_image"}) {
+    EXPECT_EQ(data_op(kept), "multiply") << kept;
+    EXPECT_EQ(weight_op(kept), "constant") << kept;
+  }
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 8, 12, 12}, 10),
+                                 te::NDArray::random(kF32, {2, 8, 6, 6}, 11)};
   std::vector<te::NDArray> want = evaluate_graph(g, in), got = evaluate_graph(out, in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {

@@ -115,6 +115,12 @@ TEST(RemoveRedundantConditions, FoldsThePaddedCopysRowTestAndColumnClamp) {
       i, 8,
       for_loop(k, 1, 12, ForKind::kSerial, buffer_store(B, i * 14 + k, load(A, i * 12 + wide)))));
   EXPECT_TRUE(remove_redundant_conditions(g).same_as(g));
+  // An unsigned clamp stays: its difference would wrap around in its type.
+  Var u = Var::make("u", DataType::uint(32));
+  Expr clamp = ir::min(Expr(u), ir::make_const(DataType::uint(32), 5));
+  PrimFunc h = func(for_loop(u, 0, 3, ForKind::kSerial,
+                             buffer_store(B, ir::cast(DataType::int32(), clamp), load(A, 0))));
+  EXPECT_TRUE(remove_redundant_conditions(h).same_as(h));
 }
 
 TEST(RemoveRedundantConditions, UsesConstantLoopMin) {

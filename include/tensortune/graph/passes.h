@@ -40,8 +40,9 @@ Graph simplify_inference(const Graph& graph);
 /// Moves 2-D convolutions and the layout-agnostic operations around them
 /// (elementwise, pools, bias_add, concat) to NHWC with HWIO kernels, with
 /// transposes only where a value must be NCHW (a reshape, a graph output):
-/// the layout the search finds fast CPU kernels for. Kernels are
-/// transposed at compile time.
+/// the layout the search finds fast CPU kernels for. Kernels, and the
+/// constants of elementwise operations (of any rank up to 4, broadcast as
+/// ONNX does: [C, 1, 1] is per channel), are transposed at compile time.
 Graph convert_layout_nhwc(const Graph& graph);
 
 /// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
@@ -87,13 +88,15 @@ Graph winograd_conv2d(const Graph& graph, const ir::Target& target);
 Graph pad_output_channels(const Graph& graph, const ir::Target& target);
 
 /// conv2d(x * s, w) becomes conv2d(x, w * s) for an ungrouped NHWC
-/// convolution whose data is the product of a value and one factor per
-/// input channel (a squeeze-excitation's scale, a constant normalisation),
-/// read by nothing else: the product is no longer a pass over the data.
-/// A constant factor folds into the weight at compile time; one computed
-/// at run time is applied to the weight per call, so only where the
-/// weight has at most an eighth of the data's elements. Zero padding
-/// stays zero.
+/// convolution of float32 or bfloat16 whose data is the product of a value
+/// and one factor per input channel (a squeeze-excitation's scale, a
+/// constant normalisation), read by nothing else: the product is no longer
+/// a pass over the data. A finite constant factor of a constant weight
+/// folds into it at compile time (padding adds zeros after the product, so
+/// any padding qualifies). Otherwise w * s is computed per call, so only
+/// where the weight has at most an eighth of the data's elements and the
+/// convolution pads nothing (0 * w * inf would be NaN). Not float16, where
+/// w * s may pass 65504 when (x * s) * w did not.
 Graph scale_conv_weights(const Graph& graph);
 
 /// Elementwise operations move before the reshapes they read: a unary one

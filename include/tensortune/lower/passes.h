@@ -30,8 +30,8 @@ PrimFunc partition_loops(const PrimFunc& f);
 /// "remove_redundant_conditions": drops if and select conditions (and
 /// conjuncts of them) that the ranges of the enclosing loops prove always
 /// true, and branches they prove never taken; replaces loops of extent 1 by
-/// their body with the loop variable set to the loop's min; folds integer
-/// division and remainder by a constant when the ranges keep the quotient
+/// their body with the loop variable set to the loop's min; folds (signed,
+/// 32- or 64-bit) integer division and remainder by a constant when the ranges keep the quotient
 /// constant (a fused index split apart again), also inside select
 /// conditions, and min / max whose order the ranges decide (a padded
 /// read's clamp of an index that stays in range). Ranges come from
