@@ -694,10 +694,7 @@ class FunctionEmitter {
         }
         break;
       case ForKind::kUnrolled: {
-        auto extent = ir::as_const_int(n.extent);
-        int64_t factor = extent ? std::clamp<int64_t>(*extent, 1, lower::kUnrollHintFactor)
-                                : lower::kUnrollHintFactor;
-        line(indent, "#pragma GCC unroll " + std::to_string(factor));
+        line(indent, "#pragma GCC unroll " + std::to_string(lower::unroll_hint_factor(n.extent)));
         break;
       }
       case ForKind::kSerial: break;

@@ -327,15 +327,17 @@ Module Module::compile_units(const std::vector<std::string>& units,
            "the C compiler command is empty");
   std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   open_cache_dir(dir);
-  // Objects are compiled with every flag but the linker's.
-  std::vector<std::string> object_flags, libraries;
+  // Objects are compiled with every flag but the linker's; the link takes
+  // the same code-generation flags.
+  std::vector<std::string> code_flags, libraries;
   for (const auto& flag : flags) {
     if (starts_with(flag, "-l")) {
       libraries.push_back(flag);
     } else if (flag != "-shared") {
-      object_flags.push_back(flag);
+      code_flags.push_back(flag);
     }
   }
+  std::vector<std::string> object_flags = code_flags;
   object_flags.push_back("-c");
   std::vector<std::string> stems;
   std::string keys = "linked units";
@@ -402,9 +404,7 @@ Module Module::compile_units(const std::vector<std::string>& units,
   // the library it writes is checked again when loaded from its bytes.
   std::string temp_library = library_path + unique_temp_suffix();
   std::vector<std::string> argv = compiler;
-  for (const auto& flag : object_flags) {
-    if (flag != "-c") argv.push_back(flag);
-  }
+  argv.insert(argv.end(), code_flags.begin(), code_flags.end());
   argv.insert(argv.end(), {"-shared", "-o", temp_library});
   for (const auto& stem : stems) argv.push_back(stem + ".o");
   argv.insert(argv.end(), libraries.begin(), libraries.end());

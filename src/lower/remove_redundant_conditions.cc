@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "lower/pass_util.h"
@@ -139,15 +140,12 @@ class ConditionProver {
   /// for k over [1, 225), is k - 1. nullopt when not proven.
   std::optional<Expr> fold_min_max(const ir::BinaryNode& n) const {
     using ir::BinaryOp;
-    if ((n.op != BinaryOp::kMin && n.op != BinaryOp::kMax) || !exact_bounds(n.a.dtype())) {
-      return std::nullopt;
-    }
-    auto bound = ir::bound_of(ir::simplify(shifted(n.a) - shifted(n.b)), ranges_);
-    auto lo = bound ? ir::as_const_int(bound->min) : std::nullopt;
-    if (!lo) return std::nullopt;
-    const int64_t hi = *lo + bound->extent - 1;
-    if (hi <= 0) return n.op == BinaryOp::kMin ? n.a : n.b;   // a <= b throughout
-    if (*lo >= 0) return n.op == BinaryOp::kMin ? n.b : n.a;  // a >= b throughout
+    if (n.op != BinaryOp::kMin && n.op != BinaryOp::kMax) return std::nullopt;
+    auto range = difference_range(n.a, n.b);
+    if (!range) return std::nullopt;
+    const auto [lo, hi] = *range;
+    if (hi <= 0) return n.op == BinaryOp::kMin ? n.a : n.b;  // a <= b throughout
+    if (lo >= 0) return n.op == BinaryOp::kMin ? n.b : n.a;  // a >= b throughout
     return std::nullopt;
   }
   /// `cond` with the parts proven true or false replaced by constants, simplified.
@@ -163,14 +161,19 @@ class ConditionProver {
   }
 
  private:
+  /// [lo, hi] of a - b over the loop ranges; nullopt when not known.
+  std::optional<std::pair<int64_t, int64_t>> difference_range(const Expr& a, const Expr& b) const {
+    if (!exact_bounds(a.dtype())) return std::nullopt;
+    auto bound = ir::bound_of(ir::simplify(shifted(a) - shifted(b)), ranges_);
+    auto lo = bound ? ir::as_const_int(bound->min) : std::nullopt;
+    if (!lo) return std::nullopt;
+    return std::pair{*lo, *lo + bound->extent - 1};
+  }
+
   std::optional<bool> prove_compare(const ir::CompareNode& n) const {
-    if (!exact_bounds(n.a.dtype())) return std::nullopt;
-    Expr diff = ir::simplify(shifted(n.a) - shifted(n.b));
-    auto bound = ir::bound_of(diff, ranges_);
-    if (!bound) return std::nullopt;
-    auto lo_const = ir::as_const_int(bound->min);
-    if (!lo_const) return std::nullopt;
-    int64_t lo = *lo_const, hi = lo + bound->extent - 1;
+    auto range = difference_range(n.a, n.b);
+    if (!range) return std::nullopt;
+    const auto [lo, hi] = *range;
     auto decide = [](bool always, bool never) -> std::optional<bool> {
       if (always) return true;
       if (never) return false;

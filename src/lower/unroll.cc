@@ -49,8 +49,7 @@ class Unroller {
           // hint around a large replicated body (3x3 taps around 32 scalar
           // statements, in each of a partitioned loop's parts) made GCC take
           // 9 s over one kernel.
-          int64_t factor =
-              extent ? std::clamp<int64_t>(*extent, 1, kUnrollHintFactor) : kUnrollHintFactor;
+          const int64_t factor = unroll_hint_factor(n.extent);
           if (factor * inner > max_step_) {
             return for_loop(n.loop_var, n.min, n.extent, ForKind::kSerial, body);
           }
@@ -92,6 +91,11 @@ class Unroller {
 };
 
 }  // namespace
+
+int64_t unroll_hint_factor(const Expr& extent) {
+  auto e = ir::as_const_int(extent);
+  return e ? std::clamp<int64_t>(*e, 1, kUnrollHintFactor) : kUnrollHintFactor;
+}
 
 PrimFunc unroll_pass(const PrimFunc& f) {
   int64_t max_step = ir::PassContext::current()->get_config<int64_t>("tir.max_unroll_step");

@@ -101,9 +101,7 @@ TEST(Module, UnitsCompileApartLinkIntoOneLibraryAndAreCachedOneByOne) {
   auto count = [&](const std::string& suffix) {
     int n = 0;
     for (const auto& e : std::filesystem::directory_iterator(options.cache_dir)) {
-      n += e.path().string().size() > suffix.size() &&
-           e.path().string().compare(e.path().string().size() - suffix.size(), suffix.size(),
-                                     suffix) == 0;
+      n += e.path().string().ends_with(suffix);
       EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
     }
     return n;

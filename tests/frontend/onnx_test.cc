@@ -367,9 +367,9 @@ TEST(OnnxImport, BFloat16ModelsMatchOnnxRuntimeInFloat32) {
       te::NDArray in = npy(g.dir + "/models/" + name + ".input_" + std::to_string(k) + ".npy");
       if (model->inputs[k]->dtype == bf16) {
         // Written as float32 values bfloat16 holds exactly.
-        te::NDArray narrowed(bf16, in.shape());
+        te::NDArray narrowed = te::as_npy_holds(in, bf16);
+        ASSERT_EQ(narrowed.dtype(), bf16);
         for (int64_t i = 0; i < in.size(); ++i) {
-          narrowed.set(i, in.get(i));
           ASSERT_EQ(narrowed.get(i), in.get(i)) << "input " << k << ", element " << i;
         }
         in = std::move(narrowed);

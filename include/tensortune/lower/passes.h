@@ -77,6 +77,9 @@ inline constexpr int64_t kMaxVectorLanes = 64;
 PrimFunc unroll_pass(const PrimFunc& f);
 /// How far a code generator asks its compiler to unroll a kUnrolled loop.
 inline constexpr int64_t kUnrollHintFactor = 8;
+/// The copies that hint asks for of a kUnrolled loop of `extent`: the
+/// extent up to kUnrollHintFactor (kUnrollHintFactor when not constant).
+int64_t unroll_hint_factor(const Expr& extent);
 
 /// "storage_rewrite": hoists every allocation out of the serial and unrolled
 /// loops (and ifs and lets) around it, up to the start of the innermost
