@@ -3,6 +3,7 @@
 //
 //   node ort_run.js MODEL.onnx [--input NAME=FILE.npy]... [--output-dir DIR]
 //                   [--threads N] [--repeat N] [--opt all|basic|disabled] [--json]
+//                   [--profile DIR]
 //   node ort_run.js --manifest DIR/manifest.json --output-dir OUT
 //
 // The second form runs every case of a manifest (tests/models/make_op_models.py)
@@ -15,6 +16,10 @@
 // --json prints {"latency_s": median, "latencies_s": [...], "outputs": [...]}
 // with the same meaning as `tensortune run --json`: one warm-up run, then
 // --repeat timed runs.
+// --profile DIR has ONNX Runtime write its trace of every run into DIR and
+// prints each node's median kernel time, in the order the nodes run (with
+// --json, as "profile": [{"node", "op", "median_s"}]): the peer's side of
+// `tensortune run --profile`.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -125,6 +130,38 @@ async function runManifest(manifestPath, outDir) {
   }
 }
 
+// ONNX Runtime names its trace DIR/ort_profile_<date and time>.json.
+const kProfilePrefix = 'ort_profile';
+
+function profileOptions(dir) {
+  if (!dir) return {};
+  fs.mkdirSync(dir, {recursive: true});
+  return {enableProfiling: true, profileFilePrefix: path.join(dir, kProfilePrefix)};
+}
+
+// Each node's median kernel time over the runs of the newest trace in
+// `dir`, in the order the nodes first ran.
+function nodeTimes(session, dir) {
+  session.endProfiling();
+  const traces = fs.readdirSync(dir)
+      .filter((f) => f.startsWith(kProfilePrefix) && f.endsWith('.json'))
+      .map((f) => path.join(dir, f))
+      .sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs);
+  if (!traces.length) throw new Error(`ONNX Runtime wrote no trace into ${dir}`);
+  const times = new Map();
+  for (const e of JSON.parse(fs.readFileSync(traces[traces.length - 1], 'utf8'))) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    if (!times.has(node)) times.set(node, {op: e.args.op_name, durations: []});
+    times.get(node).durations.push(e.dur * 1e-6);
+  }
+  return [...times].map(([node, {op, durations}]) => {
+    const d = durations.sort((a, b) => a - b);
+    const mid = d.length >> 1;
+    return {node, op, median_s: d.length % 2 ? d[mid] : (d[mid - 1] + d[mid]) / 2};
+  });
+}
+
 async function main() {
   const argv = process.argv.slice(2);
   if (argv[0] === '--manifest') {
@@ -132,7 +169,8 @@ async function main() {
     if (out < 0) throw new Error('--manifest needs --output-dir');
     return runManifest(argv[1], argv[out + 1]);
   }
-  const opts = {inputs: {}, threads: 0, repeat: 1, opt: 'all', json: false, outputDir: ''};
+  const opts = {inputs: {}, threads: 0, repeat: 1, opt: 'all', json: false, outputDir: '',
+    profileDir: ''};
   let model = null;
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
@@ -145,6 +183,7 @@ async function main() {
     else if (a === '--repeat') opts.repeat = Number(argv[++i]);
     else if (a === '--opt') opts.opt = argv[++i];
     else if (a === '--json') opts.json = true;
+    else if (a === '--profile') opts.profileDir = argv[++i];
     else if (!model) model = a;
     else throw new Error(`unexpected argument ${a}`);
   }
@@ -152,6 +191,7 @@ async function main() {
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: opts.threads, interOpNumThreads: 1,
     graphOptimizationLevel: opts.opt, executionMode: 'sequential',
+    ...profileOptions(opts.profileDir),
   });
   const feeds = {};
   session.inputNames.forEach((name, i) => {
@@ -165,6 +205,7 @@ async function main() {
     results = await session.run(feeds);
     latencies.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
+  const profile = opts.profileDir ? nodeTimes(session, opts.profileDir) : null;
   const outputs = [];
   const files = outputFiles(session.outputNames);
   session.outputNames.forEach((name, i) => {
@@ -176,9 +217,14 @@ async function main() {
   const m = sorted.length;
   const median = m % 2 ? sorted[(m - 1) / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
   if (opts.json) {
-    console.log(JSON.stringify({latency_s: median, latencies_s: latencies, outputs}));
+    const result = {latency_s: median, latencies_s: latencies, outputs};
+    if (profile) result.profile = profile;
+    console.log(JSON.stringify(result));
   } else {
     for (const o of outputs) console.log(`${o.name} ${o.dtype} [${o.shape.join(',')}]`);
+    if (profile) {
+      for (const p of profile) console.log(`${(p.median_s * 1e3).toFixed(3)} ms  ${p.op}  ${p.node}`);
+    }
     console.log(`latency ${(median * 1e3).toFixed(3)} ms (median of ${m} runs)`);
   }
 }
