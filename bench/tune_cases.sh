@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tunes the cases of tuned_bench (matmul 512^3, 1024^3, 2048^3, dense
 # 1x1024x1024, BERT-base's dense layers 128xKxN, the ResNet-50 3x3 and 1x1
-# convolutions in NHWC) on this machine, one log per case in DIR, then runs tuned_bench on the logs: the
+# convolutions in NHWC, two 3x3 ones also in NCHW) on this machine, one log per case in DIR, then runs tuned_bench on the logs: the
 # tuned kernels against oneDNN and OpenBLAS in the same run. Logs resume:
 # running it again adds TRIALS new trials per case.
 #
@@ -37,8 +37,10 @@ declare -A args=(
   [conv_3x3_256_256_14]="conv2d_nhwc 1,256,14,14,256,3,3,1,1"
   [conv_3x3_512_512_7]="conv2d_nhwc 1,512,7,7,512,3,3,1,1"
   [conv_1x1_64_256_56]="conv2d_nhwc 1,64,56,56,256,1,1,1,0"
+  [conv_3x3_64_64_56_nchw]="conv2d_nchw 1,64,56,56,64,3,3,1,1"
+  [conv_3x3_512_512_7_nchw]="conv2d_nchw 1,512,7,7,512,3,3,1,1"
 )
-cases=${TT_CASES:-"matmul_512 matmul_1024 matmul_2048 dense_1x1024x1024 dense_128x768x768 dense_128x768x3072 dense_128x3072x768 conv_3x3_64_64_56 conv_3x3_128_128_28 conv_3x3_256_256_14 conv_3x3_512_512_7 conv_1x1_64_256_56"}
+cases=${TT_CASES:-"matmul_512 matmul_1024 matmul_2048 dense_1x1024x1024 dense_128x768x768 dense_128x768x3072 dense_128x3072x768 conv_3x3_64_64_56 conv_3x3_128_128_28 conv_3x3_256_256_14 conv_3x3_512_512_7 conv_1x1_64_256_56 conv_3x3_64_64_56_nchw conv_3x3_512_512_7_nchw"}
 for name in $cases; do
   read -r workload shape <<< "${args[$name]}"
   echo "== $name: $trials trials" >&2

@@ -344,6 +344,29 @@ class Lowerer {
                         strides, scope);
   }
 
+  // The buffer of a region computed inside another stage's loop (a register
+  // tile's accumulators). Its innermost spatial loop's axis is stored
+  // innermost: an NCHW convolution's tile vectorized over output channels
+  // keeps each vector of accumulators contiguous.
+  Buffer make_region_buffer(int s, const std::vector<int64_t>& shape) {
+    const Stage& st = state_.stage(s);
+    const auto root = std::find(st.root.begin(), st.root.end(), st.innermost_spatial_root());
+    const int inner = root == st.root.end() ? -1 : static_cast<int>(root - st.root.begin());
+    const int rank = static_cast<int>(shape.size());
+    if (!st.storage_align.empty() || inner < 0 || inner >= rank - 1) {
+      return make_buffer(s, shape, "local");
+    }
+    std::vector<int64_t> strides(shape.size(), 1);
+    int64_t stride = shape[static_cast<size_t>(inner)];
+    for (int d = rank - 1; d >= 0; --d) {
+      if (d == inner) continue;
+      strides[static_cast<size_t>(d)] = stride;
+      stride *= shape[static_cast<size_t>(d)];
+    }
+    return Buffer::make(unique_buffer_name(c_identifier(st.name())), st.tensor.dtype(), shape,
+                        strides, "local");
+  }
+
   std::string unique_buffer_name(std::string name) {
     while (used_names_.count(name)) name += "_";
     used_names_.insert(name);
@@ -525,7 +548,7 @@ class Lowerer {
         c.axis_values[c.red->axis[r]->var.get()] = value[st.root[n_spatial + r]];
       }
     }
-    if (!place.buffer) place.buffer = make_buffer(s, place.region_extent, "local");
+    if (!place.buffer) place.buffer = make_region_buffer(s, place.region_extent);
     c.store_index = flat_index(place.buffer, local_index);
     return build(c, 0, /*init_only=*/false);
   }

@@ -56,6 +56,18 @@ int Stage::leaf_position(int id) const {
   return it == leaves.end() ? -1 : static_cast<int>(it - leaves.begin());
 }
 
+int Stage::innermost_spatial_root() const {
+  int id = -1;
+  for (int leaf : leaves) {
+    if (iters[leaf].kind == ir::IterKind::kSpatial) id = leaf;
+  }
+  // Relations come in the order they were applied: back up through them.
+  for (auto rel = relations.rbegin(); id >= 0 && rel != relations.rend(); ++rel) {
+    if (std::count(rel->outputs.begin(), rel->outputs.end(), id)) id = rel->inputs.back();
+  }
+  return id;
+}
+
 Stage LoopState::make_stage(const te::Tensor& tensor) {
   Stage s;
   s.tensor = tensor;

@@ -221,10 +221,10 @@ RegisterTile register_tile(const LoopState& state, int stage,
   return tile;
 }
 
-bool is_vector_axis(const Stage& stage, int id) {
+int vector_axis_iter(const Stage& stage) {
   auto op = stage.tensor.compute_op();
-  return op && op->body->kind() == ir::ExprKind::kReduce && !op->axis.empty() &&
-         id == stage.root[op->axis.size() - 1];
+  if (!op || op->body->kind() != ir::ExprKind::kReduce || op->axis.empty()) return -1;
+  return stage.innermost_spatial_root();
 }
 
 int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options) {
@@ -283,17 +283,25 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
   // layout pads them, and lowering computes the padding unguarded. So its
   // register tile may have 6 rows over 1024, the size 16 registers want.
   const std::set<std::string> padded = stages_reading_only_packed_inputs(sketch, dag);
-  schedule::State last;
-  for (int attempt = 0; attempt <= options.tile_retries; ++attempt) {
+  // A reduction's register tile is vectorized over the axis of its
+  // innermost spatial loop (vector_axis_iter): that axis's innermost tile is
+  // a whole number of vectors when the extent has such a factor. A sketch's
+  // reorder may choose that loop after the splits, so a replay assumes the
+  // order as it is at each split, and one whose final order says otherwise
+  // is done again, knowing it (the order does not depend on tile sizes).
+  std::map<std::string, int> vector_iters;
+  auto replay_once = [&] {
+    std::map<std::string, int> assumed;
     LoopState state = replay_with_tile_sizes(
         sketch, dag, [&](const Stage& st, const schedule::SplitStepNode& split, int id) {
-          // The last spatial axis of a reduction is where its register tile
-          // is vectorized: its innermost tile is a whole number of vectors
-          // when the extent has such a factor.
           auto op = st.tensor.compute_op();
           const bool reduction = op && op->body->kind() == ir::ExprKind::kReduce;
+          auto known = vector_iters.find(st.name());
+          const int vector_iter =
+              known != vector_iters.end() ? known->second : vector_axis_iter(st);
+          assumed[st.name()] = vector_iter;
           const int64_t multiple =
-              is_vector_axis(st, id) ? ir::vector_lanes(machine, st.tensor.dtype()) : 1;
+              vector_iter == id ? ir::vector_lanes(machine, st.tensor.dtype()) : 1;
           const int parts = static_cast<int>(split.lengths.size());
           if (reduction && split.inner_to_outer && st.iters[id].kind == ir::IterKind::kSpatial &&
               padded.count(st.name()) && chance(rng, options.ragged_tile_prob)) {
@@ -305,6 +313,18 @@ schedule::State fill_tile_sizes(const schedule::State& sketch, const schedule::C
           return random_factors(st.iters[id].extent, parts,
                                 innermost_bound(st.iters[id].kind, options), rng, multiple);
         });
+    bool stale = false;
+    for (const auto& [name, iter] : assumed) {
+      const int actual = vector_axis_iter(state.stage(state.stage_named(name)));
+      stale |= actual != iter;
+      vector_iters[name] = actual;
+    }
+    return std::make_pair(std::move(state), stale);
+  };
+  schedule::State last;
+  for (int attempt = 0; attempt <= options.tile_retries; ++attempt) {
+    auto [state, stale] = replay_once();
+    if (stale) state = replay_once().first;
     last = schedule::State::make(state.history());
     if (tiles_fit(state, machine)) break;
   }

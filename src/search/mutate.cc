@@ -67,6 +67,14 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
   LoopState before = replay_prefix(dag, state.steps(), at);
   const auto& st = before.stage(split->stage);
   const auto& iter = st.iters[st.leaves.at(static_cast<size_t>(split->iter))];
+  // Which axis the tile is vectorized over is up to the loop order, which
+  // a sketch's reorder sets after its splits: so in the whole state (asked
+  // only where it matters).
+  auto is_vector_axis = [&] {
+    const LoopState after = schedule::replay(dag, state);
+    return vector_axis_iter(after.stage(after.stage_named(st.name()))) ==
+           st.leaves.at(static_cast<size_t>(split->iter));
+  };
   int64_t extent = iter.extent;
   const int64_t max_innermost = innermost_bound(iter.kind, options);
   int64_t product = 1;
@@ -131,8 +139,8 @@ std::optional<State> mutate_tile_size(const schedule::ComputeDAG& dag, const Sta
     lengths.push_back(*ragged);
   } else if (split->inner_to_outer && lengths.back() > max_innermost) {
     return std::nullopt;
-  } else if (split->inner_to_outer && is_vector_axis(st, st.leaves.at(split->iter)) &&
-             odd_part(lengths.back()) != odd_part(split->lengths.back())) {
+  } else if (split->inner_to_outer && odd_part(lengths.back()) != odd_part(split->lengths.back()) &&
+             is_vector_axis()) {
     // The vector tile gains or loses factors of two only: a power of two of
     // vectors (annotate.h: random_factors) stays one, which the vectorize
     // pass needs; 1 vector becoming 3 would be a scalar loop.

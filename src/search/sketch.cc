@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "tensortune/ir/arith.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/lower/passes.h"
 #include "tensortune/object/structural.h"
@@ -186,11 +187,57 @@ class AddCacheWrite final : public SketchRule {
   }
 };
 
+/// The stages of the inputs whose indices in `stage`'s body use its axis
+/// `axis` (an index into the op's axes).
+std::vector<int> inputs_indexed_by(const LoopState& loops, int stage, int axis) {
+  const Stage& st = loops.stage(stage);
+  const ir::Var& var = st.tensor.compute_op()->axis[static_cast<size_t>(axis)]->var;
+  std::set<int> out;
+  ir::visit_pre_order(body_of(st), [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    bool uses = false;
+    for (const auto& index : load.indices) uses |= ir::uses_var(index, var.get());
+    if (!uses) return;
+    for (int s = 0; s < loops.num_stages(); ++s) {
+      if (loops.stage(s).tensor.get() == load.producer.get()) out.insert(s);
+    }
+  });
+  return {out.begin(), out.end()};
+}
+
+/// The spatial axis other than the last over which a stage's register tile
+/// is better vectorized, or -1: one that is a whole number of vectors where
+/// the last is not, and that only constant inputs are indexed by, which
+/// packing lays out in the tile's order; the other inputs are broadcast
+/// along it. An NCHW convolution's 64 output channels, say, rather than its
+/// 56 or 7 columns, read at a window offset.
+int vector_axis_instead_of_last(const LoopState& loops, int stage, const SketchOptions& options) {
+  const Stage& st = loops.stage(stage);
+  auto op = st.tensor.compute_op();
+  if (!op || op->axis.size() < 2 || options.vector_bytes <= 0) return -1;
+  const int64_t lanes = options.vector_bytes / std::max(st.tensor.dtype().bytes(), 1);
+  if (lanes < 4 || op->axis.back()->extent % lanes == 0) return -1;
+  for (int a = static_cast<int>(op->axis.size()) - 2; a >= 0; --a) {
+    if (op->axis[static_cast<size_t>(a)]->extent % lanes != 0) continue;
+    std::vector<int> inputs = inputs_indexed_by(loops, stage, a);
+    if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](int s) {
+          return loops.stage(s).is_placeholder() &&
+                 loops.dag().is_constant_input(loops.dag().stage_of(loops.stage(s).tensor));
+        })) {
+      return a;
+    }
+  }
+  return -1;
+}
+
 /// Splits every spatial loop into the structure's S levels and every
 /// reduction loop into its R levels, all lengths still 1, and orders the
-/// parts level by level. Returns, per axis (spatial then reduction, in root
-/// order), the index in the history of the split that tiled it.
-std::vector<int> tile(SketchState& s, const std::string& structure) {
+/// parts level by level, with the innermost part of spatial axis
+/// `vector_axis` (when not -1) last. Returns, per axis (spatial then
+/// reduction, in root order), the index in the history of the split that
+/// tiled it.
+std::vector<int> tile(SketchState& s, const std::string& structure, int vector_axis = -1) {
   const int n_s = static_cast<int>(std::count(structure.begin(), structure.end(), 'S'));
   const int n_r = static_cast<int>(std::count(structure.begin(), structure.end(), 'R'));
   const Stage before = s.loops.stage(s.stage);
@@ -215,10 +262,12 @@ std::vector<int> tile(SketchState& s, const std::string& structure) {
   for (char c : structure) {
     bool spatial = c == 'S';
     int level = spatial ? level_s++ : level_r++;
+    const bool last = spatial && level == n_s - 1;
     for (int k = 0; k < n; ++k) {
       bool is_spatial = before.iters[before.leaves[k]].kind == ir::IterKind::kSpatial;
-      if (is_spatial == spatial) order.push_back(first[k] + level);
+      if (is_spatial == spatial && !(last && k == vector_axis)) order.push_back(first[k] + level);
     }
+    if (last && vector_axis >= 0) order.push_back(first[vector_axis] + level);
   }
   search::apply(s, schedule::reorder(s.stage, order));
   return split_step;
@@ -265,48 +314,70 @@ class TileWithFusion final : public SketchRule {
                                  const SketchOptions& options) const override {
     const int n_s =
         static_cast<int>(std::count(options.structure.begin(), options.structure.end(), 'S'));
+    // The tile may also be vectorized over an axis other than the last, its
+    // constant inputs then packed (after the others, so that the default
+    // schedule's first choice stays).
+    std::vector<int> vector_axes = {-1};
+    if (int other = vector_axis_instead_of_last(s.loops, s.stage, options); other >= 0) {
+      vector_axes.push_back(other);
+    }
     std::vector<SketchState> out;
-    for (int level : options.fusion_levels) {
-      if (level < 1 || level >= n_s) continue;
-      SketchState next = s;
-      std::vector<int> split_step = tile(next, options.structure);
-      int c = elementwise_consumer(next.loops, s.stage);
-      TT_ICHECK(c >= 0, "tiling lost the elementwise consumer");
-      const Stage& consumer = next.loops.stage(c);
-      const int n = static_cast<int>(consumer.leaves.size());
-      // The consumer's axis k is the stage's spatial axis k.
-      for (int k = n - 1; k >= 0; --k) {
-        if (split_step[k] < 0) continue;
-        search::apply(next, schedule::follow_split(c, k, split_step[k], level));
+    for (int vector_axis : vector_axes) {
+      for (int level : options.fusion_levels) {
+        if (level >= 1 && level < n_s) out.push_back(tile_and_fuse(s, options, level, vector_axis));
       }
-      // Each consumer axis now has level + 1 parts (or 1 when not split).
-      std::vector<int> first(n);
-      std::vector<int> count(n);
-      for (int k = 0, at = 0; k < n; ++k) {
-        count[k] = split_step[k] < 0 ? 1 : level + 1;
-        first[k] = at;
-        at += count[k];
-      }
-      std::vector<int> order;
-      for (int l = 0; l <= level; ++l) {
-        for (int k = 0; k < n; ++k) {
-          if (count[k] == 1) {
-            if (l == level) order.push_back(first[k]);
-          } else {
-            order.push_back(first[k] + l);
-          }
-        }
-      }
-      search::apply(next, schedule::reorder(c, order));
-      int attach = 0;
-      for (int k = 0; k < n; ++k) attach += count[k] == 1 ? 0 : level;
-      search::apply(next, schedule::compute_at(s.stage, c, attach - 1));
-      next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ", level " +
-                             std::to_string(level) + ")");
-      --next.stage;
-      out.push_back(std::move(next));
     }
     return out;
+  }
+
+ private:
+  SketchState tile_and_fuse(const SketchState& s, const SketchOptions& options, int level,
+                            int vector_axis) const {
+    SketchState next = s;
+    std::vector<int> split_step = tile(next, options.structure, vector_axis);
+    int c = elementwise_consumer(next.loops, s.stage);
+    TT_ICHECK(c >= 0, "tiling lost the elementwise consumer");
+    const Stage& consumer = next.loops.stage(c);
+    const int n = static_cast<int>(consumer.leaves.size());
+    // The consumer's axis k is the stage's spatial axis k.
+    for (int k = n - 1; k >= 0; --k) {
+      if (split_step[k] < 0) continue;
+      search::apply(next, schedule::follow_split(c, k, split_step[k], level));
+    }
+    // Each consumer axis now has level + 1 parts (or 1 when not split).
+    std::vector<int> first(n);
+    std::vector<int> count(n);
+    for (int k = 0, at = 0; k < n; ++k) {
+      count[k] = split_step[k] < 0 ? 1 : level + 1;
+      first[k] = at;
+      at += count[k];
+    }
+    std::vector<int> order;
+    for (int l = 0; l <= level; ++l) {
+      for (int k = 0; k < n; ++k) {
+        if (count[k] == 1) {
+          if (l == level) order.push_back(first[k]);
+        } else {
+          order.push_back(first[k] + l);
+        }
+      }
+    }
+    search::apply(next, schedule::reorder(c, order));
+    int attach = 0;
+    for (int k = 0; k < n; ++k) attach += count[k] == 1 ? 0 : level;
+    search::apply(next, schedule::compute_at(s.stage, c, attach - 1));
+    std::string vectorized;
+    if (vector_axis >= 0) {
+      vectorized = ", vectorized over " +
+                   s.loops.stage(s.stage).tensor.compute_op()->axis[vector_axis]->var->name;
+      for (int input : inputs_indexed_by(next.loops, s.stage, vector_axis)) {
+        next.packed_inputs.insert(next.loops.stage(input).name());
+      }
+    }
+    next.applied.push_back(name() + "(" + s.loops.stage(s.stage).name() + ", level " +
+                           std::to_string(level) + vectorized + ")");
+    --next.stage;
+    return next;
   }
 };
 
@@ -377,6 +448,7 @@ class SkipStage final : public SketchRule {
 SketchOptions sketch_options(const te::Task& task) {
   SketchOptions options;
   options.num_cores = std::max<int64_t>(task->hardware_params->num_cores, 1);
+  options.vector_bytes = task->hardware_params->vector_bytes;
   return options;
 }
 
@@ -436,7 +508,7 @@ std::vector<int> rewritable_inputs(const LoopState& loops, bool constants_only) 
 
 std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
                                       const SketchOptions& options) {
-  std::vector<SketchState> now = {SketchState{LoopState(dag), dag.num_stages() - 1, {}}};
+  std::vector<SketchState> now = {SketchState{LoopState(dag), dag.num_stages() - 1, {}, {}}};
   std::vector<Sketch> out;
   std::unordered_set<uint64_t> seen;
   while (!now.empty()) {
@@ -445,7 +517,9 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
       if (s.stage < 0) {
         schedule::State state = schedule::State::make(s.loops.history());
         std::string description = s.applied.empty() ? "naive" : join(s.applied, " ");
-        if (seen.insert(structural_hash(state)).second) out.push_back({state, description});
+        if (s.packed_inputs.empty() && seen.insert(structural_hash(state)).second) {
+          out.push_back({state, description});
+        }
         // The same sketch with the weights its tiles read pre-packed in
         // their order, and with every input they read packed (the other
         // inputs by the kernel itself, as a GEMM library packs its
@@ -454,7 +528,12 @@ std::vector<Sketch> generate_sketches(const schedule::ComputeDAG& dag,
         for (bool constants_only : {true, false}) {
           if (!constants_only && !options.pack_non_constant_inputs) continue;
           std::vector<int> packed = rewritable_inputs(s.loops, constants_only);
-          if (packed.empty()) continue;
+          std::set<std::string> names;
+          for (int w : packed) names.insert(s.loops.stage(w).name());
+          if (packed.empty() || !std::includes(names.begin(), names.end(), s.packed_inputs.begin(),
+                                               s.packed_inputs.end())) {
+            continue;
+          }
           std::vector<schedule::Step> steps = s.loops.history();
           std::string text = description;
           for (int w : packed) {

@@ -32,7 +32,7 @@ ComputeDAG named_dag(const std::string& name, const std::string& args) {
 
 SketchState at_stage(const ComputeDAG& dag, const std::string& name) {
   LoopState loops(dag);
-  return SketchState{loops, loops.stage_named(name), {}};
+  return SketchState{loops, loops.stage_named(name), {}, {}};
 }
 
 std::vector<std::string> loop_names(const LoopState& state, int stage) {
@@ -77,7 +77,7 @@ TEST(SketchRules, AlwaysInlineTakesCheapElementwiseStagesOnly) {
   // exp is no longer cheap to recompute.
   ComputeDAG softmax = named_dag("softmax", "4,8");
   for (int s = 0; s < softmax.num_stages(); ++s) {
-    SketchState st{LoopState(softmax), s, {}};
+    SketchState st{LoopState(softmax), s, {}, {}};
     if (softmax.stages()[s].name().find("exp") != std::string::npos) {
       EXPECT_EQ(rule.condition(st, {}), SketchRule::Condition::kPass);
     }
@@ -121,7 +121,7 @@ TEST(SketchRules, CacheWriteOnlyWithoutAnElementwiseConsumer) {
   int conv = loops.stage_named("conv2d_nchw");
   ASSERT_GE(conv, 0) << fused.str();
   EXPECT_EQ(elementwise_consumer(loops, conv), loops.stage_named("relu"));
-  EXPECT_EQ(rule.condition(SketchState{loops, conv, {}}, {}), SketchRule::Condition::kPass);
+  EXPECT_EQ(rule.condition(SketchState{loops, conv, {}, {}}, {}), SketchRule::Condition::kPass);
 }
 
 // A model's residual add broadcasts: it reads a batch of one at index 0, not
@@ -180,7 +180,7 @@ TEST(SketchRules, AGeluEpilogueInlinesItsErfAndFusesIntoTheProduct) {
   LoopState squared_inlined = sketch_rule("always_inline").apply(square, {})[0].loops;
   EXPECT_EQ(
       sketch_rule("always_inline")
-          .condition(SketchState{squared_inlined, squared_inlined.stage_named("erf"), {}}, {}),
+          .condition(SketchState{squared_inlined, squared_inlined.stage_named("erf"), {}, {}}, {}),
       SketchRule::Condition::kPass);
   // Nor where its one reader broadcasts it (each row's sqrt read by the
   // whole row), or where it has no vector form (pow would make the output
@@ -338,6 +338,90 @@ TEST(Sketches, FusedConvolutionInlinesTheBiasAndFusesIntoTheRelu) {
   plain.layout_rewrite = false;
   EXPECT_EQ(
       generate_sketches(named_dag("conv2d_bias_relu_nchw", "1,3,6,6,4,3,3,1,1"), plain).size(), 3u);
+}
+
+TEST(Sketches, AnNchwConvolutionsAccumulatorsAreAlsoVectorizedOverItsOutputChannels) {
+  // 14 columns are no whole number of 16- or 8-lane vectors; 32 output
+  // channels are, and only the kernel (a constant, packed) is indexed by them.
+  const std::string args = "1,8,14,14,32,3,3,1,1";
+  ComputeDAG dag = named_dag("conv2d_nchw", args);
+  SketchOptions options;
+  options.vector_bytes = 64;
+  std::vector<Sketch> sketches = generate_sketches(dag, options);
+  std::vector<const Sketch*> over_channels;
+  for (const auto& s : sketches) {
+    if (s.description.find("vectorized over") == std::string::npos) continue;
+    over_channels.push_back(&s);
+    // Only with the kernel packed: unpacked, the tile would read it across rows.
+    EXPECT_NE(s.description.find("layout_rewrite(kernel)"), std::string::npos) << s.description;
+  }
+  ASSERT_EQ(over_channels.size(), 2u) << ::testing::PrintToString(descriptions(sketches));
+  EXPECT_EQ(over_channels[0]->description,
+            "add_cache_write(conv2d_nchw) tile_with_fusion(conv2d_nchw.local, level 1, "
+            "vectorized over j) layout_rewrite(kernel)");
+  // The default options (no vector width), a width that divides the
+  // columns, and a convolution in NHWC have no such sketch.
+  auto count = [](const std::vector<Sketch>& all) {
+    return std::count_if(all.begin(), all.end(), [](const Sketch& s) {
+      return s.description.find("vectorized over") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(count(generate_sketches(dag)), 0);
+  options.vector_bytes = 64;
+  EXPECT_EQ(count(generate_sketches(named_dag("conv2d_nchw", "1,8,16,16,32,3,3,1,1"), options)), 0);
+  EXPECT_EQ(count(generate_sketches(named_dag("conv2d_nhwc", args), options)), 0);
+
+  // Samples: the channels' inner tile is innermost and a whole number of
+  // vectors, the accumulators are stored channels-innermost, and the answer
+  // is the reference's.
+  ir::HardwareParamsNode machine;
+  machine.num_cores = 2;
+  machine.vector_bytes = 64;
+  std::mt19937_64 rng(5);
+  for (const Sketch* sketch : over_channels) {
+    for (int i = 0; i < 2; ++i) {
+      schedule::State state = sample_state(*sketch, dag, machine, {}, rng);
+      LoopState loops = schedule::replay(dag, state);
+      const auto& local = loops.stage(loops.stage_named("conv2d_nchw.local"));
+      EXPECT_EQ(vector_axis_iter(local), local.root[1]);
+      EXPECT_EQ(local.iters[local.leaves.back()].extent % 16, 0) << sketch->description;
+      ir::Buffer local_buffer;
+      lower::visit_stmts(lower::lower_schedule(loops, "conv")->body, [&](const lower::Stmt& s) {
+        if (s->kind() != lower::StmtKind::kAllocate) return;
+        const auto& buffer = static_cast<const lower::AllocateNode&>(*s).buffer;
+        if (buffer->name.find("local") != std::string::npos) local_buffer = buffer;
+      });
+      ASSERT_TRUE(local_buffer);
+      ASSERT_EQ(local_buffer->strides.size(), 4u);
+      EXPECT_EQ(local_buffer->strides[1], 1);
+      EXPECT_EQ(local_buffer->strides[3], local_buffer->shape[1]);
+      EXPECT_TRUE(testing::schedule_matches_reference(
+          te::workload_tensors(te::make_named_workload_from_text("conv2d_nchw", args)), state, i));
+    }
+  }
+
+  // Mutated tile sizes keep the channels' tile a power of two (of vectors,
+  // or lanes where it shrinks below one): of 96 channels never 48, three
+  // vectors, which the vectorize pass would leave a scalar loop.
+  ComputeDAG wide = named_dag("conv2d_nchw", "1,8,14,14,96,3,3,1,1");
+  int mutated = 0;
+  for (const Sketch& sketch : generate_sketches(wide, options)) {
+    if (sketch.description.find("vectorized over") == std::string::npos) continue;
+    for (int i = 0; i < 10; ++i) {
+      schedule::State state = sample_state(sketch, wide, machine, {}, rng);
+      for (int generation = 0; generation < 30; ++generation) {
+        std::optional<schedule::State> m = mutate_tile_size(wide, state, {}, rng);
+        if (!m) continue;
+        ++mutated;
+        state = *m;
+        LoopState loops = schedule::replay(wide, state);
+        const auto& local = loops.stage(loops.stage_named("conv2d_nchw.local"));
+        int64_t lanes = local.iters[local.leaves.back()].extent;
+        ASSERT_EQ(lanes & (lanes - 1), 0) << lanes << "\n" << loops.str();
+      }
+    }
+  }
+  EXPECT_GT(mutated, 200);
 }
 
 /// Two cores with vectors of `bytes`.
@@ -599,6 +683,7 @@ std::vector<std::pair<std::string, std::string>> sampled_workloads() {
   }
   out.emplace_back("matmul", "64,48,32");
   out.emplace_back("conv2d_nchw", "1,8,14,14,16,3,3,1,1");
+  out.emplace_back("conv2d_bias_relu_nchw", "1,8,14,14,16,3,3,1,1");  // its tile fused
   out.emplace_back("dense", "1,64,128");
   return out;
 }
@@ -614,7 +699,8 @@ TEST(Annotate, ThousandsOfSamplesOfEveryWorkloadReplayAndLower) {
     te::WorkloadTensors tensors =
         te::workload_tensors(te::make_named_workload_from_text(name, args));
     ComputeDAG dag(tensors);
-    std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1, 2}, 2});
+    // 64-byte vectors: NCHW convolutions' tiles come vectorized over channels too.
+    std::vector<Sketch> sketches = generate_sketches(dag, SketchOptions{"SSRSRS", {1, 2}, 2, 64});
     ASSERT_FALSE(sketches.empty());
     std::mt19937_64 rng(std::hash<std::string>{}(name + args));
     for (int i = 0; i < kPerWorkload; ++i) {

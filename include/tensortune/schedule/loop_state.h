@@ -80,6 +80,9 @@ struct Stage {
   const std::string& name() const { return tensor.name(); }
   /// Position of iterator `id` in the loop order, or -1 when it is not a loop.
   int leaf_position(int id) const;
+  /// The root iterator (id) of the innermost spatial loop, of fused loops the
+  /// inner one's; -1 if the stage has no spatial loop.
+  int innermost_spatial_root() const;
   /// True if any relation was applied (the loops are no longer the op's axes).
   bool is_transformed() const { return !relations.empty(); }
 };

@@ -46,9 +46,10 @@ struct AnnotateOptions : Object {
 /// The largest innermost tile length `options` allow on an axis of `kind`.
 int64_t innermost_bound(ir::IterKind kind, const AnnotateOptions& options);
 
-/// True if root iterator `id` of `stage` is where its register tile is
-/// vectorized: the last spatial axis of a reduction.
-bool is_vector_axis(const schedule::Stage& stage, int id);
+/// The root iterator a reduction's register tile is vectorized over: the
+/// axis of its innermost spatial loop (the last axis, unless a sketch put
+/// another innermost); -1 for other stages.
+int vector_axis_iter(const schedule::Stage& stage);
 
 /// Draws a random factorisation of `extent` into `parts` inner lengths
 /// (outer to inner; the outermost part is implied), each dividing what is

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct SketchOptions {
   /// Cores of the target: AddRfactor factors reductions whose spatial
   /// parallelism cannot keep them busy.
   int64_t num_cores = 1;
+  /// Bytes of the target's vectors (0: unknown). TileWithFusion also offers
+  /// a register tile vectorized over another axis where the last one is no
+  /// whole number of vectors (its constant inputs packed).
+  int64_t vector_bytes = 0;
   /// Also each sketch whose tiled stages read inputs with those packed in
   /// the tiles' order (schedule::layout_rewrite): the constant ones
   /// (weights), and, with pack_non_constant_inputs, all of them (the kernel
@@ -52,6 +57,9 @@ struct SketchState {
   int stage = 0;
   /// The names of the rules applied, with the stage each was applied to.
   std::vector<std::string> applied;
+  /// The inputs (stage names) the sketch is only made with packed
+  /// (SketchOptions::layout_rewrite): its tiles read them across their rows.
+  std::set<std::string> packed_inputs;
 };
 
 /// One rule of sketch generation: a named unit with a condition and an effect.
