@@ -130,9 +130,14 @@ TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
     }
   }
   EXPECT_GT(conv_flops, 0) << report.dump(1);
-  RunResult profile = cli({"run", dir_ + "/cnn.tt", "--repeat", "2", "--profile"});
+  RunResult profile =
+      cli({"run", dir_ + "/cnn.tt", "--repeat", "2", "--threads", "1", "--profile"});
   ASSERT_EQ(profile.status.code, 0) << profile.err;
   EXPECT_NE(profile.err.find("GFLOP/s  alone ms  operators"), std::string::npos) << profile.err;
+  // Which threads "alone" was timed on, beside this run's.
+  EXPECT_NE(profile.err.find("on the 2 threads of the target it was compiled for; this run used 1"),
+            std::string::npos)
+      << profile.err;
   int rows_with_both = 0;
   std::istringstream lines(profile.err);
   for (std::string line; std::getline(lines, line);) {

@@ -13,6 +13,7 @@
 #include "tensortune/frontend/onnx.h"
 #include "tensortune/graph/compile.h"
 #include "tensortune/graph/partition.h"
+#include "tensortune/ir/target.h"
 #include "tensortune/object/serialize.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/shape.h"
@@ -379,6 +380,16 @@ int run_run(const RunArgs& args) {
                    all > 0 ? 100 * total_step_seconds[i] / all : 0.0, gflops, alone,
                    names[i].c_str());
     }
+    // The log times a kernel on the threads of the target it was tuned for,
+    // which may not be this run's: on 1 thread "alone" reads about twice
+    // the call's time in the model.
+    const int64_t tuned_threads =
+        ir::hardware_params(ir::Target::parse(m.plan()->target))->num_cores;
+    std::fprintf(stderr,
+                 "alone ms: the time the log recorded for the kernel by itself, on the %lld "
+                 "threads of the target it was compiled for; this run used %d\n",
+                 static_cast<long long>(tuned_threads),
+                 args.threads > 0 ? args.threads : static_cast<int>(tuned_threads));
   }
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
