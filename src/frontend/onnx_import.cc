@@ -16,6 +16,7 @@
 
 #include "tensortune/frontend/onnx.h"
 #include "tensortune/graph/passes.h"
+#include "tensortune/support/checked.h"
 #include "tensortune/support/files.h"
 #include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
@@ -1233,8 +1234,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // the outer graph's values by name.
   h["If"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& cond = need(in, 0, "cond");
-    int64_t count = 1;
-    for (int64_t d : cond->shape) count *= d;
+    const int64_t count = checked_elements(cond->shape, "its condition");
     TT_CHECK(count == 1, kInvalidArgument, "its condition ", shape_text(cond->shape), " has ",
              count, " elements, not 1");
     auto branch = [&](const char* name) {
@@ -1536,8 +1536,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       if (taken->shape != loss->shape) taken = op("expand", {taken}, reshape_attrs(loss->shape));
       return op("divide", {total, whole(taken)});
     }
-    int64_t count = 1;
-    for (int64_t d : loss->shape) count *= d;
+    const int64_t count = checked_elements(loss->shape, "the loss");
     return op("divide", {total, scalar_constant(input->dtype, static_cast<double>(count),
                                                 n.name() + ".count")});
   };
@@ -1771,9 +1770,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // it is; per axis ([C]) reshaped to C along `axis` and 1 elsewhere.
   auto along = [this](const Value& v, const Value& x, int64_t axis, const char* what,
                       const onnx::NodeProto& n) {
-    int64_t count = 1;
-    for (int64_t d : v->shape) count *= d;
-    if (count == 1) return make("reshape", {v}, reshape_attrs({}), n);
+    if (checked_elements(v->shape, what) == 1) return make("reshape", {v}, reshape_attrs({}), n);
     size_t a = static_cast<size_t>(normalise(axis, x->shape.size()));
     TT_CHECK(v->shape.size() == 1 && v->shape[0] == x->shape[a], kInvalidArgument, "its ", what,
              " ", shape_text(v->shape), " is neither one value nor one per element of axis ", a,
@@ -1932,10 +1929,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     integer_type(b, "b");
     auto per_tensor = [&](size_t k, const char* what) {
       Value v = need(in, k, what);
-      int64_t count = 1;
-      for (int64_t d : v->shape) count *= d;
-      TT_CHECK(count == 1, kInvalidArgument, "its ", what, " ", shape_text(v->shape),
-               " is not one value; per-axis QLinearMatMul is not supported");
+      TT_CHECK(checked_elements(v->shape, what) == 1, kInvalidArgument, "its ", what, " ",
+               shape_text(v->shape), " is not one value; per-axis QLinearMatMul is not supported");
       return make("reshape", {v}, reshape_attrs({}), n);
     };
     Value acc = make("nn.matmul",
@@ -4265,11 +4260,7 @@ Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Val
   if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
   if (x == dequantized_.end() || w == dequantized_.end()) return Value();
-  auto elements = [](const Value& v) {
-    int64_t count = 1;
-    for (int64_t d : v->shape) count *= d;
-    return count;
-  };
+  auto elements = [](const Value& v) { return checked_elements(v->shape, "a scale"); };
   const int64_t k = in[1]->shape[0];
   const Value &xs = x->second.scale, &ws = w->second.scale;
   if (!xs || !ws || elements(xs) != 1 || (elements(ws) != 1 && elements(ws) != k) ||

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "tensortune/ir/pass_context.h"
+#include "tensortune/support/checked.h"
 #include "tensortune/te/evaluator.h"
 #include "tensortune/te/ops.h"
 
@@ -547,11 +548,11 @@ Graph scale_conv_weights(const Graph& graph) {
       // threads each reads the weight from the core that scaled it: only
       // where the weight is much the smaller (a squeeze-excitation's layers
       // of 28x28 pixels and more).
-      int64_t weight_size = 1, data_size = 1;
-      for (int64_t d : weight->shape) weight_size *= d;
-      for (int64_t d : data->shape) data_size *= d;
       const bool folds = constant_scale && as_constant(weight);
-      if (!folds && kScaledWeightShare * weight_size > data_size) continue;
+      if (!folds && kScaledWeightShare * checked_elements(weight->shape, "the weight") >
+                        checked_elements(data->shape, "the data")) {
+        continue;
+      }
       Value column = constant_scale
                          ? constant(reshape_array(constant_scale->data.array(), {channels, 1}),
                                     constant_scale->name)
