@@ -4260,7 +4260,9 @@ Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Val
   if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
   if (x == dequantized_.end() || w == dequantized_.end()) return Value();
-  auto elements = [](const Value& v) { return checked_elements(v->shape, "a scale"); };
+  auto elements = [](const Value& v) {
+    return checked_elements(v->shape, "a scale or zero point");
+  };
   const int64_t k = in[1]->shape[0];
   const Value &xs = x->second.scale, &ws = w->second.scale;
   if (!xs || !ws || elements(xs) != 1 || (elements(ws) != 1 && elements(ws) != k) ||

@@ -383,13 +383,26 @@ int run_run(const RunArgs& args) {
     // The log times a kernel on the threads of the target it was tuned for,
     // which may not be this run's: on 1 thread "alone" reads about twice
     // the call's time in the model.
-    const int64_t tuned_threads =
-        ir::hardware_params(ir::Target::parse(m.plan()->target))->num_cores;
-    std::fprintf(stderr,
-                 "alone ms: the time the log recorded for the kernel by itself, on the %lld "
-                 "threads of the target it was compiled for; this run used %d\n",
-                 static_cast<long long>(tuned_threads),
-                 args.threads > 0 ? args.threads : static_cast<int>(tuned_threads));
+    // A plan whose target this build cannot read (another build's) only
+    // loses the counts, never the run's results.
+    int64_t tuned_threads = 0;
+    try {
+      tuned_threads = ir::hardware_params(ir::Target::parse(m.plan()->target))->num_cores;
+    } catch (const UserError&) {
+    }
+    if (tuned_threads > 0) {
+      // A target of one core is compiled without parallel loops.
+      const int64_t used = tuned_threads > 1 && args.threads > 0 ? args.threads : tuned_threads;
+      std::fprintf(stderr,
+                   "alone ms: the time the log recorded for the kernel by itself, on the %lld "
+                   "threads of the target it was compiled for; this run used %lld\n",
+                   static_cast<long long>(tuned_threads), static_cast<long long>(used));
+    } else {
+      std::fprintf(stderr,
+                   "alone ms: the time the log recorded for the kernel by itself, on the threads "
+                   "of the target it was compiled for ('%s')\n",
+                   m.plan()->target.c_str());
+    }
   }
   std::vector<double> sorted = latencies;
   std::sort(sorted.begin(), sorted.end());
