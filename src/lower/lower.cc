@@ -329,16 +329,28 @@ class Lowerer {
     return name;
   }
 
-  Buffer make_buffer(int s, const std::vector<int64_t>& shape, const std::string& scope) {
+  // Dense strides, dimension `innermost` (when not -1) stored innermost and
+  // the others in order.
+  Buffer make_buffer(int s, const std::vector<int64_t>& shape, const std::string& scope,
+                     int innermost = -1) {
     const Stage& st = state_.stage(s);
+    std::vector<int> order;  // outer to inner
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+      if (d != innermost) order.push_back(d);
+    }
+    if (innermost >= 0) order.push_back(innermost);
     std::vector<int64_t> strides(shape.size(), 1);
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (d + 1 < static_cast<int>(shape.size())) strides[d] = strides[d + 1] * shape[d + 1];
-      if (scope == "global") continue;  // argument layouts are the caller's: dense
-      for (const auto& align : st.storage_align) {
-        if (align.dim != d) continue;
-        while (strides[d] % align.factor != align.offset) ++strides[d];
+    int64_t stride = 1;
+    for (auto d = order.rbegin(); d != order.rend(); ++d) {
+      int64_t& mine = strides[static_cast<size_t>(*d)];
+      mine = stride;
+      if (scope != "global") {  // argument layouts are the caller's: dense
+        for (const auto& align : st.storage_align) {
+          if (align.dim != *d) continue;
+          while (mine % align.factor != align.offset) ++mine;
+        }
       }
+      stride = mine * shape[static_cast<size_t>(*d)];
     }
     return Buffer::make(unique_buffer_name(c_identifier(st.name())), st.tensor.dtype(), shape,
                         strides, scope);
@@ -346,25 +358,17 @@ class Lowerer {
 
   // The buffer of a region computed inside another stage's loop (a register
   // tile's accumulators). Its innermost spatial loop's axis is stored
-  // innermost: an NCHW convolution's tile vectorized over output channels
-  // keeps each vector of accumulators contiguous.
+  // innermost (unless the schedule aligns its storage): an NCHW
+  // convolution's tile vectorized over output channels keeps each vector of
+  // accumulators contiguous.
   Buffer make_region_buffer(int s, const std::vector<int64_t>& shape) {
     const Stage& st = state_.stage(s);
     const auto root = std::find(st.root.begin(), st.root.end(), st.innermost_spatial_root());
-    const int inner = root == st.root.end() ? -1 : static_cast<int>(root - st.root.begin());
-    const int rank = static_cast<int>(shape.size());
-    if (!st.storage_align.empty() || inner < 0 || inner >= rank - 1) {
-      return make_buffer(s, shape, "local");
-    }
-    std::vector<int64_t> strides(shape.size(), 1);
-    int64_t stride = shape[static_cast<size_t>(inner)];
-    for (int d = rank - 1; d >= 0; --d) {
-      if (d == inner) continue;
-      strides[static_cast<size_t>(d)] = stride;
-      stride *= shape[static_cast<size_t>(d)];
-    }
-    return Buffer::make(unique_buffer_name(c_identifier(st.name())), st.tensor.dtype(), shape,
-                        strides, "local");
+    const int inner = root == st.root.end() || !st.storage_align.empty() ||
+                              root - st.root.begin() >= static_cast<int64_t>(shape.size())
+                          ? -1
+                          : static_cast<int>(root - st.root.begin());
+    return make_buffer(s, shape, "local", inner);
   }
 
   std::string unique_buffer_name(std::string name) {
