@@ -27,6 +27,7 @@ namespace tensortune::codegen {
 extern const char* const c_helper_exp_f32;
 extern const char* const c_helper_tanh_f32;
 extern const char* const c_helper_erf_f32;
+extern const char* const c_helper_thread_pool;
 namespace {
 
 using ir::BinaryOp;
@@ -673,16 +674,16 @@ class FunctionEmitter {
     auto min_const = ir::as_const_int(n.min);
     std::string end = strip_parens(
         expr(min_const && *min_const == 0 ? n.extent : ir::simplify(n.min + n.extent)));
-    // OpenMP admits no OpenMP construct inside a simd loop, and a parallel
-    // loop inside a parallel region would only oversubscribe the cores.
-    bool parallel_region = false, simd_region = false;
+    // A parallel loop inside a parallel one would only oversubscribe the
+    // cores, and inside a simd loop it cannot be split.
+    bool simd_region = false;
     switch (n.for_kind) {
       case ForKind::kParallel:
         if (in_parallel_ || in_simd_) {
           line(indent, "/* parallel loop inside a parallel or simd loop: runs serially */");
         } else if (num_cores_ > 1) {
-          line(indent, "#pragma omp parallel for num_threads(tt_num_threads)");
-          parallel_region = true;
+          emit_parallel_loop(n, indent, type, name, min);
+          return;
         } else {
           line(indent, "/* parallel loop: the target has one core */");
         }
@@ -702,26 +703,21 @@ class FunctionEmitter {
     line(indent, "for (" + type + " " + name + " = " + min + "; " + name + " < " + end + "; ++" +
                      name + ") {");
     vars_[n.loop_var.get()] = name;
-    if (parallel_region) {
-      emit_outlined_body(n, indent + 1);
-      vars_.erase(n.loop_var.get());
-      line(indent, "}");
-      return;
-    }
-    if (parallel_region) in_parallel_ = true;
     if (simd_region) in_simd_ = true;
     emit_stmt(n.body, indent + 1, true);
-    if (parallel_region) in_parallel_ = false;
     if (simd_region) in_simd_ = false;
     vars_.erase(n.loop_var.get());
     line(indent, "}");
   }
 
-  // The body of a parallel loop becomes a function of its own: GCC outlines
-  // an omp region into a function that sees the buffers through a struct of
-  // plain pointers, losing restrict, and then cannot keep accumulators in
-  // registers. As parameters of our function the buffers keep restrict.
-  void emit_outlined_body(const lower::ForNode& n, int indent) {
+  // A parallel loop runs on the library's threads (c_helpers/thread_pool.c):
+  // its body becomes a function of the iteration and of what the body uses,
+  // called over a range of iterations by tt_parallel_for. As parameters of
+  // that function the buffers keep restrict, which GCC's own outlining of an
+  // OpenMP region (a struct of plain pointers) loses, and with it the
+  // accumulators kept in registers.
+  void emit_parallel_loop(const lower::ForNode& n, int indent, const std::string& type,
+                          const std::string& var, const std::string& min) {
     std::vector<std::string> params, args;
     std::set<const Object*> seen;
     auto use_var = [&](const ir::VarNode& v) {
@@ -741,7 +737,8 @@ class FunctionEmitter {
         return;
       }
     };
-    use_var(*n.loop_var);
+    vars_[n.loop_var.get()] = var;
+    seen.insert(n.loop_var.get());
     lower::visit_stmts(n.body, [&](const Stmt& st) {
       if (st->kind() == lower::StmtKind::kBufferStore) {
         use_buffer(static_cast<const lower::BufferStoreNode&>(*st).buffer);
@@ -755,7 +752,10 @@ class FunctionEmitter {
         }
       });
     });
-    std::string fn = fresh_name("tt_parallel_" + symbol_);
+    const std::string fn = fresh_name("tt_parallel_" + symbol_);
+    const std::string fn_args = fresh_name(fn + "_args"), fn_range = fresh_name(fn + "_range"),
+                      fn_a = fresh_name(fn + "_a");
+    const std::string count = strip_parens(expr(n.extent));
     std::ostringstream saved;
     saved << body_.str();
     body_.str("");
@@ -765,11 +765,33 @@ class FunctionEmitter {
     emit_stmt(n.body, 1, true);
     in_parallel_ = false;
     stack_bytes_ = saved_stack;
-    outlined_ << "static void " << fn << "(" << join(params, ", ") << ") {\n"
+    vars_.erase(n.loop_var.get());
+    // noinline: the body stays a function of restrict parameters.
+    std::vector<std::string> body_params = {type + " " + var};
+    body_params.insert(body_params.end(), params.begin(), params.end());
+    outlined_ << "static __attribute__((noinline)) void " << fn << "(" << join(body_params, ", ")
+              << ") {\n"
               << body_.str() << "}\n\n";
+    // What the body uses, and where the loop starts, as one struct the
+    // threads read; each thread calls the body over its ranges.
+    std::string fields, unpack;
+    for (size_t i = 0; i < params.size(); ++i) {
+      fields += "  " + params[i] + ";\n";
+      unpack += ", a->" + args[i];
+    }
+    outlined_ << "struct " << fn_args << " {\n"
+              << fields << "  int64_t tt_first;\n};\n\n"
+              << "static void " << fn_range << "(void* p, int64_t begin, int64_t end) {\n"
+              << "  const struct " << fn_args << "* a = (const struct " << fn_args << "*)p;\n"
+              << "  for (int64_t i = begin; i < end; ++i) " << fn << "((" << type
+              << ")(a->tt_first + i)" << unpack << ");\n}\n\n";
     body_.str("");
     body_ << saved.str();
-    line(indent, fn + "(" + join(args, ", ") + ");");
+    args.push_back(min);
+    line(indent, "{");
+    line(indent + 1, "struct " + fn_args + " " + fn_a + " = {" + join(args, ", ") + "};");
+    line(indent + 1, "tt_parallel_for(" + count + ", " + fn_range + ", &" + fn_a + ");");
+    line(indent, "}");
   }
 
   void emit_allocate(const lower::AllocateNode& n, int indent, bool tail) {
@@ -1311,7 +1333,7 @@ class FunctionEmitter {
   std::vector<std::pair<Buffer, std::string>> buffers_;  ///< in scope, innermost last
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const ir::VarNode*> wide_loop_vars_;  ///< int32 loop variables declared int64_t
-  bool in_parallel_ = false;                     ///< inside the loop of an omp parallel for
+  bool in_parallel_ = false;                     ///< inside the body of a parallel loop
   bool in_simd_ = false;                         ///< inside the loop of an omp simd
   int64_t stack_bytes_ = 0;
 };
@@ -1472,6 +1494,9 @@ class CKernelSources final : public KernelSources {
     return "// Generated by tensortune for target: " + target_.str() +
            "\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
            "#include <stdlib.h>\n#include <string.h>\n\n" +
+           (num_cores_ > 1 ? "void tt_parallel_for(int64_t n, void (*body)(void*, int64_t, "
+                             "int64_t), void* ctx) __attribute__((visibility(\"hidden\")));\n\n"
+                           : "") +
            prelude_.text();
   }
 
@@ -1482,7 +1507,9 @@ class CKernelSources final : public KernelSources {
   /// What a library defines once, after tt_num_threads: its setter and tt_write_shares.
   std::string shared_definitions() const {
     return "int32_t tt_set_num_threads(int32_t n) {\n  tt_num_threads = n > 0 ? n : " +
-           default_threads() + ";\n  return 0;\n}\n" + write_shares_source();
+           default_threads() + ";\n  return 0;\n}\n" +
+           (num_cores_ > 1 ? std::string(c_helper_thread_pool) + "\n" : std::string()) +
+           write_shares_source();
   }
 
   const std::string& kernel(size_t i) const {
@@ -1495,26 +1522,27 @@ class CKernelSources final : public KernelSources {
   /// lines, leaving `dst` as a parallel kernel leaves its output. The run
   /// worker calls it to write a kernel's activations before a timed call
   /// (RunnerOptions::fresh_activations); being in the module, it runs on the
-  /// OpenMP runtime and thread count the kernels run on.
+  /// threads and thread count the kernels run on.
   std::string write_shares_source() const {
-    std::string body;
-    if (num_cores_ > 1) {
-      body =
-          "#pragma omp parallel num_threads(tt_num_threads)\n"
-          "  {\n"
-          "    int64_t t = omp_get_thread_num(), n = omp_get_num_threads();\n"
-          "    int64_t lines = (bytes + 63) / 64;\n"
-          "    int64_t begin = lines * t / n * 64, end = lines * (t + 1) / n * 64;\n"
-          "    if (end > bytes) end = bytes;\n"
-          "    if (begin < end) memcpy(dst + begin, src + begin, (size_t)(end - begin));\n"
-          "  }\n";
-    } else {
-      body = "  memcpy(dst, src, (size_t)bytes);\n";
+    if (num_cores_ <= 1) {
+      return "void tt_write_shares(char* dst, const char* src, int64_t bytes) {\n"
+             "  memcpy(dst, src, (size_t)bytes);\n}\n";
     }
-    return std::string(num_cores_ > 1 ? "int omp_get_thread_num(void);\n"
-                                        "int omp_get_num_threads(void);\n"
-                                      : "") +
-           "void tt_write_shares(char* dst, const char* src, int64_t bytes) {\n" + body + "}\n";
+    // Share t of n is iteration t: tt_parallel_for gives it to thread t.
+    return "struct tt_write_shares_args {\n"
+           "  char* dst;\n  const char* src;\n  int64_t bytes, shares;\n};\n\n"
+           "static void tt_write_share(void* p, int64_t begin, int64_t end) {\n"
+           "  const struct tt_write_shares_args* a = (const struct tt_write_shares_args*)p;\n"
+           "  int64_t lines = (a->bytes + 63) / 64;\n"
+           "  for (int64_t t = begin; t < end; ++t) {\n"
+           "    int64_t first = lines * t / a->shares * 64, last = lines * (t + 1) / a->shares * "
+           "64;\n"
+           "    if (last > a->bytes) last = a->bytes;\n"
+           "    if (first < last) memcpy(a->dst + first, a->src + first, (size_t)(last - first));\n"
+           "  }\n}\n\n"
+           "void tt_write_shares(char* dst, const char* src, int64_t bytes) {\n"
+           "  struct tt_write_shares_args a = {dst, src, bytes, tt_num_threads};\n"
+           "  tt_parallel_for(tt_num_threads, tt_write_share, &a);\n}\n";
   }
 
   Module compile(const std::string& source, const ModuleOptions& options) const override {

@@ -38,7 +38,7 @@ void LocalRunnerOptions::declare(FieldList<LocalRunnerOptions>& f) {
       .def("prepare_timeout", &LocalRunnerOptions::prepare_timeout)
       .range(0.001, 86400 * 7)
       .def("pin_threads", &LocalRunnerOptions::pin_threads)
-      .option("pin-threads", "bind the kernel's threads to cores (OMP_PROC_BIND)")
+      .option("pin-threads", "bind the kernel's threads to CPUs (TT_PIN_THREADS=1)")
       .def("pool", &LocalRunnerOptions::pool)
       .validate([](const LocalRunnerOptions& o) {
         validate(o.timing);
@@ -74,10 +74,8 @@ WorkerPoolOptions runner_pool(const LocalRunnerOptions& options) {
   WorkerPoolOptions pool = options.pool;
   pool.num_workers = 1;
   if (pool.name == "worker") pool.name = "run worker";
-  if (options.pin_threads) {
-    pool.env.emplace_back("OMP_PROC_BIND", "close");
-    pool.env.emplace_back("OMP_PLACES", "cores");
-  }
+  // Read by the kernels' thread pool (codegen/c_helpers/thread_pool.c).
+  if (options.pin_threads) pool.env.emplace_back("TT_PIN_THREADS", "1");
   return pool;
 }
 

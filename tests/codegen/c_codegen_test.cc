@@ -201,16 +201,21 @@ TEST(CCodegen, OutermostParallelLoopOnly) {
            loop(j, 16, lower::buffer_store(C, i * 16 + j, load(A, i * 16 + j)), ForKind::kParallel),
            ForKind::kParallel));
   std::string c = c_of(f, ir::Target::parse("c -num-cores=4"));
-  EXPECT_EQ(
-      occurrences(c, "#pragma omp parallel for num_threads(tt_num_threads)\n  for (int64_t i = 0;"),
-      1)
+  // One loop on the library's threads: the outer one, its body a function
+  // of restrict parameters called over ranges of i.
+  EXPECT_EQ(occurrences(c, "tt_parallel_for(16, "), 1) << c;
+  EXPECT_TRUE(contains(c,
+                       "void vtt_parallel_par(int64_t i, float* restrict C, "
+                       "const float* restrict A) {"))
       << c;
-  // The loop's region and tt_write_shares's (the run worker's), no other.
-  EXPECT_EQ(occurrences(c, "#pragma omp"), 2) << c;
-  EXPECT_EQ(occurrences(c, "#pragma omp parallel num_threads(tt_num_threads)\n"), 1) << c;
+  EXPECT_TRUE(contains(c, "/* parallel loop inside a parallel or simd loop: runs serially */"))
+      << c;
+  EXPECT_EQ(occurrences(c, "#pragma omp"), 0) << c;
   EXPECT_NE(c.find("static int32_t tt_num_threads = 4;"), std::string::npos) << c;
   // One core: no threads at all.
-  EXPECT_EQ(occurrences(c_of(f, ir::Target::parse("c")), "#pragma omp"), 0);
+  std::string one = c_of(f, ir::Target::parse("c"));
+  EXPECT_FALSE(contains(one, "tt_parallel_for")) << one;
+  EXPECT_FALSE(contains(one, "pthread")) << one;
 }
 
 TEST(CCodegen, NoOpenMPConstructInsideASimdLoop) {
@@ -223,13 +228,8 @@ TEST(CCodegen, NoOpenMPConstructInsideASimdLoop) {
                                ForKind::kVectorized),
                           ForKind::kVectorized));
   std::string c = c_of(f, ir::Target::parse("c -num-cores=2"));
-  // The kernel's own constructs: tt_write_shares (the run worker's) has a region.
-  std::string kernel = c;
-  size_t helper = kernel.find("void tt_write_shares(");
-  ASSERT_NE(helper, std::string::npos) << c;
-  kernel.erase(helper, kernel.find("\n}\n", helper) + 3 - helper);
-  EXPECT_EQ(occurrences(kernel, "#pragma omp"), 1) << c;
-  EXPECT_TRUE(contains(kernel, "#pragma omp simd\n  for (int64_t i = 0;")) << c;
+  EXPECT_EQ(occurrences(c, "#pragma omp"), 1) << c;
+  EXPECT_TRUE(contains(c, "#pragma omp simd\n  for (int64_t i = 0;")) << c;
 }
 
 TEST(CCodegen, SmallAllocationsOnTheStackLargeOnTheHeap) {

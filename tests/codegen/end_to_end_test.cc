@@ -109,6 +109,17 @@ PrimFunc parallel_scale() {
            ForKind::kParallel));
 }
 
+// C[i - 5] += 1 for i in [5, 1005): a parallel loop that does not start at
+// 0, each iteration a read and a write, so an iteration run twice or never
+// shows in C.
+PrimFunc parallel_count() {
+  Buffer c = f32("C", 1000);
+  Var i = Var::make("i");
+  return PrimFunc::make("parallel_count", {c}, 0,
+                        lower::for_loop(i, 5, ir::int_imm(1000, i->dtype), ForKind::kParallel,
+                                        store(c, i - 5, load(c, i - 5) + 1.0f)));
+}
+
 // Per row: T = A * 2 in a local buffer, then C = T + 1 (the allocation is
 // hoisted by storage_rewrite; with `big` it is too large for the stack).
 PrimFunc staged(const std::string& name, int64_t local_size) {
@@ -259,6 +270,7 @@ class EndToEnd : public ::testing::Test {
                                  row_sum(),
                                  row_stats(),
                                  parallel_scale(),
+                                 parallel_count(),
                                  staged("staged", 16),
                                  staged("staged_heap", 32768),
                                  guarded_relu(),
@@ -445,13 +457,29 @@ TEST_F(EndToEnd, RowReductionsFoldVectors) {
 }
 
 TEST_F(EndToEnd, ParallelLoop) {
-  EXPECT_NE(source_->find("#pragma omp parallel for num_threads(tt_num_threads)"),
-            std::string::npos);
+  EXPECT_NE(source_->find("tt_parallel_for(64, "), std::string::npos);
   NDArray a = random_f32(1024, 6), c(DataType::float32(), {1024});
   call("parallel_scale", {&a, &c});
   NDArray expected(DataType::float32(), {1024});
   for (int64_t i = 0; i < 1024; ++i) expected.set(i, a.get(i) * 3 + 1);
   expect_close(c, expected, "parallel_scale");
+}
+
+TEST_F(EndToEnd, EveryIterationOfAParallelLoopRunsOnceOnAnyNumberOfThreads) {
+  // More threads than cores too: workers then often start late, after the
+  // caller has taken their share.
+  using SetThreads = int32_t (*)(int32_t);
+  auto set_threads =
+      reinterpret_cast<SetThreads>(reinterpret_cast<void*>(module_->get("tt_set_num_threads")));
+  NDArray c(DataType::float32(), {1000});
+  for (int64_t i = 0; i < 1000; ++i) c.set(i, 0.0);
+  int calls = 0;
+  for (int threads : {1, 2, 3, 8, 2}) {
+    set_threads(threads);
+    for (int r = 0; r < 200; ++r, ++calls) call("parallel_count", {&c});
+  }
+  set_threads(0);  // back to the target's cores
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(c.get(i), calls) << "iteration " << i + 5;
 }
 
 TEST_F(EndToEnd, LocalBuffersOnStackAndHeap) {
