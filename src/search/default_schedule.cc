@@ -104,6 +104,11 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
   std::pair<int64_t, int64_t> best{1, 1};
   // Whole powers of two of vectors: the vectorize pass makes vector code of
   // power-of-two lane counts only, and a 3-vector loop stays scalar.
+  // A row axis of few divisors (an audio net's 61 frames) may instead take
+  // up to 8 rows that do not divide it, the last tile guarded, where that
+  // keeps half as many accumulators again busy on average.
+  std::pair<int64_t, int64_t> ragged{1, 1};
+  double ragged_busy = 0;
   for (int64_t v = 1; v <= 4; v *= 2) {
     if (cols % (v * lanes) != 0) continue;
     int64_t r = divisor_at_most(rows_extent, budget / v);
@@ -111,8 +116,15 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
         (r * v == best.first * best.second && v > best.second)) {
       best = {r, v};
     }
+    const int64_t rows = std::min<int64_t>({rows_extent, budget / v, 8});
+    const double busy =
+        static_cast<double>(v * rows_extent) / static_cast<double>((rows_extent + rows - 1) / rows);
+    if (rows > r && busy > ragged_busy) {
+      ragged = {rows, v};
+      ragged_busy = busy;
+    }
   }
-  return best;
+  return ragged_busy > 1.5 * static_cast<double>(best.first * best.second) ? ragged : best;
 }
 
 schedule::State default_schedule(const te::Task& task) {
