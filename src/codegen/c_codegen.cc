@@ -61,7 +61,10 @@ const std::set<std::string>& reserved_names() {
       "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "nearbyint", "nearbyintf", "trunc",
       "truncf", "sin", "sinf", "cos", "cosf", "exp2", "exp2f", "log2", "log2f", "fmin", "fminf",
       "fmax", "fmaxf", "fmod", "fmodf", "atan", "atanf", "args", "int8_t", "int16_t", "int32_t",
-      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t"};
+      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
+      // and from those of the thread pool (c_helpers/thread_pool.c)
+      "time", "clock", "sleep", "pause", "read", "write", "close", "sync", "link", "unlink",
+      "syscall", "getenv", "strcmp", "memset", "select", "fork", "pipe", "dup", "alarm", "nice"};
   return names;
 }
 

@@ -199,9 +199,10 @@ struct Activation {
 };
 
 /// The module's tt_write_shares, which codegen's C back end emits beside the
-/// kernels: a copy on the kernels' own OpenMP threads, each a contiguous
-/// share of whole cache lines, as a parallel producer kernel leaves its
-/// output: modified, split across the cores that run the consumer.
+/// kernels: a copy on the kernels' own threads, each a contiguous
+/// share of whole cache lines (the caller takes the share of a worker that
+/// has not started), as a parallel producer kernel leaves its output:
+/// modified, split across the cores that run the consumer.
 using WriteShares = void (*)(char* dst, const char* src, int64_t bytes);
 WriteShares write_shares_of(const codegen::Module& module) {
   return reinterpret_cast<WriteShares>(reinterpret_cast<void*>(module.get("tt_write_shares")));
@@ -501,7 +502,7 @@ RunOutcome serve_run(const RunRequest& request) {
     return seconds;
   };
   try {
-    // Warm-up (page faults, OpenMP thread start, lazy binding), unless the
+    // Warm-up (page faults, thread start, lazy binding), unless the
     // check's call did it already. Its time says how many calls a
     // measurement needs to last min_repeat_ms. A candidate whose warm-up
     // took twice the time to abandon at, and long enough that starting

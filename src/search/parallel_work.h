@@ -10,11 +10,9 @@
 namespace tensortune::search {
 
 /// Loop iterations (state_iterations) below which a task runs on one
-/// thread: forking and
-/// joining OpenMP's threads costs about a microsecond, what a few thousand
-/// vector multiply-adds take. A recurrent cell's per-step gates (a few
-/// hundred elements) and its hidden-state matmul ran slower on two threads
-/// than on one.
+/// thread: handing a loop to other threads and waiting for them costs about
+/// a microsecond, what a few thousand vector multiply-adds take. A recurrent cell's per-step gates
+/// (a few hundred elements) and its hidden-state matmul ran slower on two threads than on one.
 inline constexpr int64_t kMinParallelIterations = int64_t{1} << 16;
 
 /// The loop iterations of all of `state`'s computed stages: the product of

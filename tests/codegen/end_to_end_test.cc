@@ -471,6 +471,8 @@ TEST_F(EndToEnd, EveryIterationOfAParallelLoopRunsOnceOnAnyNumberOfThreads) {
   using SetThreads = int32_t (*)(int32_t);
   auto set_threads =
       reinterpret_cast<SetThreads>(reinterpret_cast<void*>(module_->get("tt_set_num_threads")));
+  ASSERT_NE(source_->find("tt_parallel_for(1000, "), std::string::npos) << *source_;
+  ASSERT_NE(source_->find("_a = {C, 5};"), std::string::npos) << *source_;
   NDArray c(DataType::float32(), {1000});
   for (int64_t i = 0; i < 1000; ++i) c.set(i, 0.0);
   int calls = 0;

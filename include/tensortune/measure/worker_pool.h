@@ -42,7 +42,7 @@ struct WorkerPoolOptions : Object {
   int64_t memory_limit_mb = 8192;
   /// Requests a worker serves before it is replaced; 0 never replaces it.
   int64_t max_requests_per_worker = 200;
-  /// Extra environment of the workers (e.g. OMP_PROC_BIND for pinned runs).
+  /// Extra environment of the workers (e.g. TT_PIN_THREADS for pinned runs).
   std::vector<std::pair<std::string, std::string>> env;
   /// A short name for messages ("builder", "runner").
   std::string name = "worker";

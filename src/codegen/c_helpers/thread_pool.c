@@ -16,7 +16,13 @@
  * loop, even once it is published. A part's counter holds the loop's number
  * beside the next iteration, so a worker that read an older loop claims
  * nothing of a newer one. Only the thread holding `caller` writes; a second
- * thread calling in meanwhile runs its loop alone. */
+ * thread calling in meanwhile runs its loop alone. The caller still waits
+ * for chunks a worker has claimed.
+ *
+ * Workers spin about a millisecond after a loop, then sleep, and end after
+ * a second without one (the next loop starts them again): a process that
+ * keeps many libraries loaded, as the run worker does, keeps threads only
+ * for those in use. */
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,7 +47,9 @@ static struct {
   int32_t parts;
   struct tt_pool_part part[TT_POOL_MAX_THREADS];
   int64_t done __attribute__((aligned(64)));
-  int32_t sleepers, stop, workers;
+  int32_t sleepers, stop, wanted;
+  int32_t failed;                      /* a thread could not be started: no more tries */
+  int32_t state[TT_POOL_MAX_THREADS]; /* per worker: 0 none, 1 running, 2 ended (to join) */
   pthread_t thread[TT_POOL_MAX_THREADS];
 } tt_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
@@ -77,13 +85,16 @@ static void tt_pool_work(int32_t self, uint32_t loop, tt_loop_body body, void* c
   }
 }
 
+#define TT_POOL_END UINT64_MAX
+
 /* The next published loop after `seen`, spinning about a millisecond before
- * sleeping; UINT64_MAX when the library is being unloaded. */
+ * sleeping; TT_POOL_END when the library is being unloaded or no loop came
+ * for a second. */
 static uint64_t tt_pool_wait(uint64_t seen) {
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (uint32_t spins = 1;; ++spins) {
-    if (__atomic_load_n(&tt_pool.stop, __ATOMIC_ACQUIRE)) return UINT64_MAX;
+    if (__atomic_load_n(&tt_pool.stop, __ATOMIC_ACQUIRE)) return TT_POOL_END;
     const uint64_t s = __atomic_load_n(&tt_pool.seq, __ATOMIC_ACQUIRE);
     if (s != seen && !(s & 1)) return s;
     tt_pool_relax();
@@ -91,29 +102,34 @@ static uint64_t tt_pool_wait(uint64_t seen) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     if ((now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec) > 1000000) break;
   }
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline); /* the condition variable's clock */
+  deadline.tv_sec += 1;
   pthread_mutex_lock(&tt_pool.sleep_lock);
   __atomic_add_fetch(&tt_pool.sleepers, 1, __ATOMIC_SEQ_CST);
   uint64_t s = seen;
-  while (!__atomic_load_n(&tt_pool.stop, __ATOMIC_SEQ_CST) &&
+  int idle = 0;
+  while (!idle && !__atomic_load_n(&tt_pool.stop, __ATOMIC_SEQ_CST) &&
          ((s = __atomic_load_n(&tt_pool.seq, __ATOMIC_SEQ_CST)) == seen || (s & 1))) {
-    pthread_cond_wait(&tt_pool.wake, &tt_pool.sleep_lock);
+    idle = pthread_cond_timedwait(&tt_pool.wake, &tt_pool.sleep_lock, &deadline) != 0;
   }
   __atomic_sub_fetch(&tt_pool.sleepers, 1, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&tt_pool.sleep_lock);
-  return __atomic_load_n(&tt_pool.stop, __ATOMIC_ACQUIRE) ? UINT64_MAX : s;
+  return idle || __atomic_load_n(&tt_pool.stop, __ATOMIC_ACQUIRE) ? TT_POOL_END : s;
 }
 
-/* With TT_PIN_THREADS=1 in the environment, thread t of a loop (the caller
- * is 0) is bound to the t-th CPU the process may run on, counted from the
- * caller's, as OMP_PROC_BIND=close would: timings then do not move with the
- * scheduler's placement. The raw system calls need no _GNU_SOURCE. */
+/* With TT_PIN_THREADS=1 in the environment, worker w is bound to the w-th
+ * CPU after the caller's among those the caller may run on, so that
+ * timings do not move with the scheduler's placement. The caller itself is
+ * left free (another library's workers are planned from its CPUs too); it
+ * runs where no worker is. The raw system calls need no _GNU_SOURCE. */
 static int32_t tt_pool_cpu[TT_POOL_MAX_THREADS];
-static int32_t tt_pool_cpus; /* 0: threads are not bound */
+static int32_t tt_pool_cpus; /* 0: workers are not bound */
 
 static void tt_pool_bind(int32_t self) {
   if (!tt_pool_cpus) return;
   uint64_t mask[16] = {0};
-  const int32_t cpu = tt_pool_cpu[self % tt_pool_cpus];
+  const int32_t cpu = tt_pool_cpu[(self - 1) % tt_pool_cpus];
   mask[cpu / 64] |= (uint64_t)1 << (cpu % 64);
   syscall(SYS_sched_setaffinity, 0, sizeof mask, mask);
 }
@@ -127,7 +143,7 @@ static void tt_pool_plan_binding(void) {
       syscall(SYS_getcpu, &here, NULL, NULL) != 0) {
     return;
   }
-  for (int32_t k = 0; k < 1024 && tt_pool_cpus < TT_POOL_MAX_THREADS; ++k) {
+  for (int32_t k = 1; k < 1024 && tt_pool_cpus < TT_POOL_MAX_THREADS; ++k) {
     const int32_t cpu = (int32_t)((here + (unsigned)k) % 1024);
     if ((allowed[cpu / 64] >> (cpu % 64)) & 1) tt_pool_cpu[tt_pool_cpus++] = cpu;
   }
@@ -139,7 +155,11 @@ static void* tt_pool_worker(void* arg) {
   uint64_t seen = 0;
   for (;;) {
     const uint64_t s = tt_pool_wait(seen);
-    if (s == UINT64_MAX) return NULL;
+    /* Ended: idle, unloading, or no longer among the threads wanted. */
+    if (s == TT_POOL_END || self > __atomic_load_n(&tt_pool.wanted, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&tt_pool.state[self - 1], 2, __ATOMIC_RELEASE);
+      return NULL;
+    }
     const tt_loop_body body = __atomic_load_n(&tt_pool.body, __ATOMIC_RELAXED);
     void* const ctx = __atomic_load_n(&tt_pool.ctx, __ATOMIC_RELAXED);
     const int64_t n = __atomic_load_n(&tt_pool.n, __ATOMIC_RELAXED);
@@ -153,29 +173,61 @@ static void* tt_pool_worker(void* arg) {
   }
 }
 
-/* Starts workers until there are `want` (or as many as could be started). */
-static void tt_pool_start(int32_t want) {
+/* A child of fork has none of the parent's workers. */
+static void tt_pool_forget(void) {
+  pthread_mutex_init(&tt_pool.caller, NULL);
+  pthread_mutex_init(&tt_pool.sleep_lock, NULL);
+  pthread_cond_init(&tt_pool.wake, NULL);
+  tt_pool.sleepers = 0;
+  tt_pool.failed = 0;
+  memset(tt_pool.state, 0, sizeof tt_pool.state);
+}
+
+/* Workers 1 to `want` running, those that ended joined and started again;
+ * returns how many run. */
+static int32_t tt_pool_start(int32_t want) {
   static int32_t planned;
   if (!planned) {
     planned = 1;
     tt_pool_plan_binding();
-    tt_pool_bind(0);
+    pthread_atfork(NULL, NULL, tt_pool_forget);
   }
-  while (tt_pool.workers < want &&
-         pthread_create(&tt_pool.thread[tt_pool.workers], NULL, tt_pool_worker,
-                        (void*)(intptr_t)(tt_pool.workers + 1)) == 0) {
-    ++tt_pool.workers;
+  __atomic_store_n(&tt_pool.wanted, want, __ATOMIC_RELAXED);
+  /* 2 MiB of stack, not the usual 8: a kernel keeps at most 256 KiB of
+   * arrays on it, and an ended worker's stack stays mapped until it is
+   * joined, so libraries kept loaded but idle hold 2 MiB a worker. */
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 2 << 20);
+  int32_t running = 0;
+  for (int32_t w = 0; w < want; ++w) {
+    int32_t state = __atomic_load_n(&tt_pool.state[w], __ATOMIC_ACQUIRE);
+    if (state == 2) {
+      pthread_join(tt_pool.thread[w], NULL);
+      tt_pool.state[w] = state = 0;
+    }
+    if (state == 0 && !tt_pool.failed) {
+      __atomic_store_n(&tt_pool.state[w], 1, __ATOMIC_RELAXED);
+      if (pthread_create(&tt_pool.thread[w], &attr, tt_pool_worker, (void*)(intptr_t)(w + 1))) {
+        tt_pool.state[w] = 0;
+        tt_pool.failed = 1;
+      }
+    }
+    if (tt_pool.state[w]) ++running;
   }
+  pthread_attr_destroy(&attr);
+  return running;
 }
 
 __attribute__((destructor)) static void tt_pool_join(void) {
-  if (!tt_pool.workers) return;
   __atomic_store_n(&tt_pool.stop, 1, __ATOMIC_SEQ_CST);
   pthread_mutex_lock(&tt_pool.sleep_lock);
   pthread_cond_broadcast(&tt_pool.wake);
   pthread_mutex_unlock(&tt_pool.sleep_lock);
-  for (int32_t w = 0; w < tt_pool.workers; ++w) pthread_join(tt_pool.thread[w], NULL);
-  tt_pool.workers = 0;
+  for (int32_t w = 0; w < TT_POOL_MAX_THREADS; ++w) {
+    if (tt_pool.state[w]) pthread_join(tt_pool.thread[w], NULL);
+    tt_pool.state[w] = 0;
+  }
 }
 
 __attribute__((visibility("hidden"))) void tt_parallel_for(int64_t n, tt_loop_body body,
@@ -186,8 +238,7 @@ __attribute__((visibility("hidden"))) void tt_parallel_for(int64_t n, tt_loop_bo
     body(ctx, 0, n);
     return;
   }
-  tt_pool_start(threads - 1);
-  int32_t parts = tt_pool.workers + 1 < threads ? tt_pool.workers + 1 : threads;
+  int32_t parts = tt_pool_start(threads - 1) + 1;
   if (parts > n) parts = (int32_t)n;
   /* Eight chunks a part: late workers still find some, and claims stay rare. */
   int64_t chunk = n / ((int64_t)parts * 8);
