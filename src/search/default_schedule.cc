@@ -116,7 +116,7 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
         (r * v == best.first * best.second && v > best.second)) {
       best = {r, v};
     }
-    const int64_t rows = std::min<int64_t>({rows_extent, budget / v, 8});
+    const int64_t rows = std::max<int64_t>(std::min<int64_t>({rows_extent, budget / v, 8}), 1);
     const double busy =
         static_cast<double>(v * rows_extent) / static_cast<double>((rows_extent + rows - 1) / rows);
     if (rows > r && busy > ragged_busy) {
@@ -197,7 +197,8 @@ schedule::State default_schedule(const te::Task& task) {
     if (ops.weight_bytes == 0) return t;
     double weight_blocks = 1, row_tiles = 1;
     for (size_t a = 0; a < spatial; ++a) {
-      double tiles = static_cast<double>(root_extent(a) / t.inner[a]);
+      // A ragged register tile (register_tile) counts its last, part-empty tile.
+      double tiles = static_cast<double>((root_extent(a) + t.inner[a] - 1) / t.inner[a]);
       (ops.indexes_weights[a] ? weight_blocks : row_tiles) *= tiles;
     }
     auto traffic = [&](double bytes, double times) {
@@ -227,7 +228,7 @@ schedule::State default_schedule(const te::Task& task) {
           const Tiling& t = it->second;
           lengths.back() = t.inner[root];
           if (lengths.size() >= 2 && t.weights_outer && !t.indexes_weights[root]) {
-            lengths.front() = extent / lengths.back();
+            lengths.front() = (extent + lengths.back() - 1) / lengths.back();
           }
         } else if (root + 1 == st.root.size() && st.iters[id].kind == ir::IterKind::kReduce) {
           lengths.back() = divisor_at_most(extent, 16);

@@ -164,7 +164,7 @@ void confirm_best(const std::vector<te::Task>& tasks, const TuneOptions& options
   int64_t left = reserve;
   for (size_t t : order) {
     if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) break;
-    // The distinct schedules by pooled mean cost, best first.
+    // The distinct schedules by pooled median cost, best first.
     std::vector<measure::Record> accepted;
     for (const measure::Record& r : measured[t]) {
       if (match.accepts(r.result)) accepted.push_back(r);

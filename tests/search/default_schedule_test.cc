@@ -148,7 +148,9 @@ TEST(DefaultSchedule, RowsOfAPrimeCountStillMakeATileOfSeveralRows) {
   Tensor a = placeholder({61, 32}, DataType::float32(), "a");
   Tensor w = placeholder({272, 32}, DataType::float32(), "w");
   Workload wl = make_dag_workload({a, w}, {dense(a, w)}, {1});
-  for (const char* target : {"c -mattr=avx512f -num-cores=2", "c -mattr=avx2,fma -num-cores=2"}) {
+  // The last: weights larger than L2, whose blocks go outside the rows.
+  for (const char* target : {"c -mattr=avx512f -num-cores=2", "c -mattr=avx2,fma -num-cores=2",
+                             "c -mattr=avx512f -num-cores=1 -l2-cache=4096"}) {
     schedule::State state = default_schedule(task_of(wl, target));
     ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state)) << target;
     schedule::LoopState loops =
@@ -162,6 +164,13 @@ TEST(DefaultSchedule, RowsOfAPrimeCountStillMakeATileOfSeveralRows) {
         }
         ++tiles;
         EXPECT_GE(loops.stage(s).iters[leaves[k - 1]].extent, 6) << target << "\n" << loops.str();
+        // The tiles cover the 61 rows once: 8 of 8 or 11 of 6, no more.
+        int64_t points = 1;
+        for (int id : leaves) {
+          const auto& it = loops.stage(s).iters[id];
+          if (it.kind == ir::IterKind::kSpatial) points *= it.extent;
+        }
+        EXPECT_LE(points, 66 * 272) << target << "\n" << loops.str();
       }
     }
     EXPECT_GE(tiles, 1) << target << "\n" << loops.str();

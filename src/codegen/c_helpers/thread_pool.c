@@ -1,7 +1,7 @@
 /* The parallel loops of a library: tt_parallel_for(n, body, ctx) runs
  * body(ctx, begin, end) over [0, n) on tt_num_threads threads, the caller
- * and a pool of workers the library starts on first use and joins when it
- * is unloaded.
+ * and a pool of workers the library starts on first use (and again after
+ * they end, idle) and joins when it is unloaded.
  *
  * Why not OpenMP's parallel for: its loop ends at a barrier that waits for
  * every thread of the team, started or not. Where a worker's core is busy,
@@ -48,7 +48,7 @@ static struct {
   struct tt_pool_part part[TT_POOL_MAX_THREADS];
   int64_t done __attribute__((aligned(64)));
   int32_t sleepers, stop, wanted;
-  int32_t failed;                      /* a thread could not be started: no more tries */
+  int64_t failed_at;                   /* when a thread could not be started (ns); 0: never */
   int32_t state[TT_POOL_MAX_THREADS]; /* per worker: 0 none, 1 running, 2 ended (to join) */
   pthread_t thread[TT_POOL_MAX_THREADS];
 } tt_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
@@ -119,10 +119,12 @@ static uint64_t tt_pool_wait(uint64_t seen) {
 }
 
 /* With TT_PIN_THREADS=1 in the environment, worker w is bound to the w-th
- * CPU after the caller's among those the caller may run on, so that
- * timings do not move with the scheduler's placement. The caller itself is
- * left free (another library's workers are planned from its CPUs too); it
- * runs where no worker is. The raw system calls need no _GNU_SOURCE. */
+ * CPU after the caller's among those the caller may run on (in turn, where
+ * there are more workers than such CPUs; none, where there is no other), so
+ * that timings do not move with the scheduler's placement. The caller is
+ * left free, so that another library's workers are planned from the same
+ * CPUs; the scheduler moves it off a busy worker's. The plan is made once.
+ * The raw system calls need no _GNU_SOURCE. */
 static int32_t tt_pool_cpu[TT_POOL_MAX_THREADS];
 static int32_t tt_pool_cpus; /* 0: workers are not bound */
 
@@ -179,7 +181,8 @@ static void tt_pool_forget(void) {
   pthread_mutex_init(&tt_pool.sleep_lock, NULL);
   pthread_cond_init(&tt_pool.wake, NULL);
   tt_pool.sleepers = 0;
-  tt_pool.failed = 0;
+  tt_pool.failed_at = 0;
+  tt_pool.seq = (tt_pool.seq + 1) & ~(uint64_t)1; /* a loop being written at the fork */
   memset(tt_pool.state, 0, sizeof tt_pool.state);
 }
 
@@ -199,21 +202,28 @@ static int32_t tt_pool_start(int32_t want) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 2 << 20);
+  /* After a failed start (too many threads in the process), none is tried
+   * for a second. */
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  int failed = tt_pool.failed_at && now_ns - tt_pool.failed_at < 1000000000;
   int32_t running = 0;
   for (int32_t w = 0; w < want; ++w) {
     int32_t state = __atomic_load_n(&tt_pool.state[w], __ATOMIC_ACQUIRE);
     if (state == 2) {
       pthread_join(tt_pool.thread[w], NULL);
-      tt_pool.state[w] = state = 0;
+      __atomic_store_n(&tt_pool.state[w], state = 0, __ATOMIC_RELAXED);
     }
-    if (state == 0 && !tt_pool.failed) {
-      __atomic_store_n(&tt_pool.state[w], 1, __ATOMIC_RELAXED);
+    if (state == 0 && !failed) {
+      __atomic_store_n(&tt_pool.state[w], state = 1, __ATOMIC_RELAXED);
       if (pthread_create(&tt_pool.thread[w], &attr, tt_pool_worker, (void*)(intptr_t)(w + 1))) {
-        tt_pool.state[w] = 0;
-        tt_pool.failed = 1;
+        __atomic_store_n(&tt_pool.state[w], state = 0, __ATOMIC_RELAXED);
+        tt_pool.failed_at = now_ns;
+        failed = 1;
       }
     }
-    if (tt_pool.state[w]) ++running;
+    running += state != 0;
   }
   pthread_attr_destroy(&attr);
   return running;
