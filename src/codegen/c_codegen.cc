@@ -674,9 +674,6 @@ class FunctionEmitter {
     if (wide) wide_loop_vars_.insert(n.loop_var.get());
     std::string name = fresh_name(n.loop_var->name);
     std::string min = strip_parens(expr(n.min));
-    auto min_const = ir::as_const_int(n.min);
-    std::string end = strip_parens(
-        expr(min_const && *min_const == 0 ? n.extent : ir::simplify(n.min + n.extent)));
     // A parallel loop inside a parallel one would only oversubscribe the
     // cores, and inside a simd loop it cannot be split.
     bool simd_region = false;
@@ -703,6 +700,9 @@ class FunctionEmitter {
       }
       case ForKind::kSerial: break;
     }
+    auto min_const = ir::as_const_int(n.min);
+    std::string end = strip_parens(
+        expr(min_const && *min_const == 0 ? n.extent : ir::simplify(n.min + n.extent)));
     line(indent, "for (" + type + " " + name + " = " + min + "; " + name + " < " + end + "; ++" +
                      name + ") {");
     vars_[n.loop_var.get()] = name;

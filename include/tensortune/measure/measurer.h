@@ -130,7 +130,7 @@ struct LocalRunnerOptions : Object {
   /// For drawing inputs and evaluating the reference of a task (with
   /// timing.check), once per task before its first candidate.
   std::chrono::milliseconds prepare_timeout{std::chrono::minutes(30)};
-  /// Bind the kernels' worker threads to CPUs, one each (TT_PIN_THREADS=1).
+  /// Bind the kernels' worker threads to CPUs (TT_PIN_THREADS=1).
   bool pin_threads = false;
   /// num_workers is 1: candidates are timed one at a time. The worker's
   /// memory limit is an upper bound: during each run its address space is

@@ -196,6 +196,12 @@ static int32_t tt_pool_start(int32_t want) {
     pthread_atfork(NULL, NULL, tt_pool_forget);
   }
   __atomic_store_n(&tt_pool.wanted, want, __ATOMIC_RELAXED);
+  /* The usual case, on every loop: all are running, nothing to start. */
+  int32_t running = 0;
+  for (int32_t w = 0; w < want; ++w) {
+    running += __atomic_load_n(&tt_pool.state[w], __ATOMIC_ACQUIRE) == 1;
+  }
+  if (running == want) return want;
   /* 2 MiB of stack, not the usual 8: a kernel keeps at most 256 KiB of
    * arrays on it, and an ended worker's stack stays mapped until it is
    * joined, so libraries kept loaded but idle hold 2 MiB a worker. */
@@ -208,7 +214,7 @@ static int32_t tt_pool_start(int32_t want) {
   clock_gettime(CLOCK_MONOTONIC, &now);
   const int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
   int failed = tt_pool.failed_at && now_ns - tt_pool.failed_at < 1000000000;
-  int32_t running = 0;
+  running = 0;
   for (int32_t w = 0; w < want; ++w) {
     int32_t state = __atomic_load_n(&tt_pool.state[w], __ATOMIC_ACQUIRE);
     if (state == 2) {
