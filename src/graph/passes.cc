@@ -230,6 +230,50 @@ Graph simplify_inference(const Graph& graph) {
   });
 }
 
+namespace {
+
+/// Whether conv2d_transpose `c` has a constant kernel whose windows tile
+/// the output exactly: kernel = stride, no padding.
+bool tiles_output_exactly(const CallNode& c) {
+  const auto& attrs = dynamic_cast<const te::Conv2dTransposeAttrsNode&>(*c.attrs);
+  const ConstantNode* kernel = as_constant(c.args[1]);
+  auto zeros = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t p) { return p == 0; });
+  };
+  return kernel && attrs.strides == std::vector<int64_t>{kernel->shape[2], kernel->shape[3]} &&
+         zeros(attrs.padding) && zeros(attrs.output_padding);
+}
+
+/// conv2d_transpose `c` (tiles_output_exactly) of NHWC data `x` as
+/// convert_layout_nhwc moves it. Output channel (i, j, k) of the 1x1
+/// convolution is kernel position (i, j) of channel k, so that the shuffle
+/// moves whole rows of K channels.
+Value conv2d_transpose_as_tiles(const CallNode& c, const Value& x) {
+  const ConstantNode& kernel = *as_constant(c.args[1]);
+  const std::vector<int64_t>& w = kernel.shape;  // C, K, R, S
+  const int64_t channels = w[0], filters = w[1], r = w[2], s = w[3];
+  const te::NDArray& g = kernel.data.array();
+  te::NDArray hwio(g.dtype(), {1, 1, channels, r * s * filters});
+  for (int64_t ci = 0; ci < channels; ++ci) {
+    for (int64_t k = 0; k < filters; ++k) {
+      for (int64_t ij = 0; ij < r * s; ++ij) {
+        hwio.set((ci * r * s + ij) * filters + k, g.get((ci * filters + k) * r * s + ij));
+      }
+    }
+  }
+  auto conv = make_node<te::Conv2dAttrsNode>();
+  conv->data_layout = "NHWC";
+  Value y = call("nn.conv2d", {x, constant(std::move(hwio), kernel.name + ".tiles")},
+                 te::Attrs(attrs_node(std::move(conv))), c.name + ".tiles");
+  const std::vector<int64_t>& in = x->shape;  // N, H, W, C
+  Value split = reshape_call(y, {in[0], in[1], in[2], r, s, filters}, c.name + ".positions");
+  Value moved =
+      call("transpose", {split}, transpose_attrs({0, 1, 3, 2, 4, 5}), c.name + ".shuffle");
+  return reshape_call(moved, {in[0], in[1] * r, in[2] * s, filters}, c.name);
+}
+
+}  // namespace
+
 Graph convert_layout_nhwc(const Graph& graph) {
   static const std::vector<int64_t> kToNhwc = {0, 2, 3, 1}, kToNchw = {0, 3, 1, 2};
   // Each value in the forms made so far: as it is (NCHW for 4-D values)
@@ -281,6 +325,8 @@ Graph convert_layout_nhwc(const Graph& graph) {
       }
       done = remember_nhwc(call(op, {nhwc_of(c->args[0]), kernel},
                                 te::Attrs(attrs_node(std::move(attrs))), c->name));
+    } else if (op == "nn.conv2d_transpose" && tiles_output_exactly(*c)) {
+      done = remember_nhwc(conv2d_transpose_as_tiles(*c, nhwc_of(c->args[0])));
     } else if ((op == "nn.max_pool2d" || op == "nn.avg_pool2d") && has_nhwc(c->args[0])) {
       auto attrs =
           make_node<te::Pool2dAttrsNode>(dynamic_cast<const te::Pool2dAttrsNode&>(*c->attrs));
@@ -882,10 +928,12 @@ Graph sink_reshapes(const Graph& graph) {
       return reshape_call(call(c.op, {r->args[0]}, c.attrs, c.name), c.shape, r->name);
     }
     if (pattern != te::OpPattern::kBroadcast || args.size() != 2) return Value();
+    // bias_add's bias is one axis of its data: only the constant case below.
+    const bool bias = c.op == "nn.bias_add";
     // Both operands reshaped from the same shape to the result's.
     const CallNode* ra = reshape_of(args[0]);
     const CallNode* rb = reshape_of(args[1]);
-    if (ra && rb && ra->shape == c.shape && rb->shape == c.shape &&
+    if (!bias && ra && rb && ra->shape == c.shape && rb->shape == c.shape &&
         ra->args[0]->shape == rb->args[0]->shape) {
       return reshape_call(call(c.op, {ra->args[0], rb->args[0]}, c.attrs, c.name), c.shape,
                           ra->name);
@@ -895,7 +943,7 @@ Graph sink_reshapes(const Graph& graph) {
       const Value& other = args[static_cast<size_t>(1 - side)];
       // An operand of the result's shape, not broadcast: seen in the
       // reshape's source shape (a view too).
-      if (r && !as_constant(other) && other->shape == c.shape && r->shape == c.shape) {
+      if (!bias && r && !as_constant(other) && other->shape == c.shape && r->shape == c.shape) {
         Value seen = reshape_call(other, r->args[0]->shape, r->name);
         std::vector<Value> moved =
             side == 0 ? std::vector<Value>{r->args[0], seen} : std::vector<Value>{seen, r->args[0]};
@@ -918,7 +966,16 @@ Graph sink_reshapes(const Graph& graph) {
           k->name);
       std::vector<Value> moved =
           side == 0 ? std::vector<Value>{r->args[0], kc} : std::vector<Value>{kc, r->args[0]};
-      return reshape_call(call(c.op, moved, c.attrs, c.name), c.shape, r->name);
+      te::Attrs attrs = c.attrs;
+      if (bias) {
+        // Its axis counts from the front: moved only along the last one,
+        // which is the last of the reshape's source too.
+        const int64_t axis = dynamic_cast<const te::AxisAttrsNode&>(*c.attrs).axis;
+        const auto rank = static_cast<int64_t>(c.shape.size());
+        if (side != 0 || (axis != -1 && axis != rank - 1)) continue;
+        attrs = axis_attrs(static_cast<int64_t>(x.size()) - 1);
+      }
+      return reshape_call(call(c.op, moved, attrs, c.name), c.shape, r->name);
     }
     return Value();
   });

@@ -25,6 +25,7 @@
 #include "tensortune/schedule/steps.h"
 #include "tensortune/search/default_schedule.h"
 #include "tensortune/support/files.h"
+#include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/evaluator.h"
 
@@ -624,6 +625,65 @@ TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {
   c->tile = 3;
   EXPECT_TT_ERROR(load_string(save_string(ObjectPtr(c))), kInvalidArgument,
                   "Winograd output tiles of 3 are not supported (2 or 4)");
+}
+
+// A transposed convolution whose windows tile its output (kernel = stride,
+// no padding) becomes a pointwise NHWC convolution and a shuffle; one whose
+// windows overlap stays as it was. Both compute what they did.
+TEST(GraphPasses, TransposedConvolutionsThatTileTheirOutputBecomePointwise) {
+  auto transposed = [](std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                       std::vector<int64_t> padding) {
+    auto x = input("x", {1, 6, 5, 4}, kF32);
+    auto a = make_node<te::Conv2dTransposeAttrsNode>();
+    a->strides = std::move(strides);
+    a->padding = std::move(padding);
+    Value y = call("nn.conv2d_transpose", {x, weight({6, 3, kernel[0], kernel[1]}, 1)},
+                   te::Attrs(a), "up");
+    auto axis = make_node<te::AxisAttrsNode>();
+    axis->axis = 1;
+    y = call("nn.bias_add", {y, weight({3}, 2)}, te::Attrs(axis), "up_bias");
+    return Graph::make({x}, {call("relu", {y})}, {"out"});
+  };
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 6, 5, 4}, 3)};
+  const ir::Target target = ir::Target::parse("c -num-cores=2 -l2-cache=1048576");
+  struct Case {
+    std::vector<int64_t> kernel, strides, padding;
+    bool pointwise;
+  };
+  for (const Case& c :
+       {Case{{2, 2}, {2, 2}, {0, 0, 0, 0}, true}, Case{{3, 2}, {3, 2}, {0, 0, 0, 0}, true},
+        Case{{1, 1}, {1, 1}, {0, 0, 0, 0}, true}, Case{{3, 3}, {2, 2}, {1, 1, 1, 1}, false},
+        Case{{2, 2}, {2, 2}, {1, 0, 0, 1}, false}}) {
+    SCOPED_TRACE(shape_text(c.kernel) + " stride " + shape_text(c.strides));
+    Graph g = transposed(c.kernel, c.strides, c.padding);
+    const te::NDArray expected = evaluate_graph(g, in)[0];
+    for (const Graph& out : {convert_layout_nhwc(g), optimize(g, target)}) {
+      EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], expected, te::Tolerance{1e-5, 1e-4}));
+      bool transposed_left = false;
+      for (const auto& call : calls_in_order(out)) {
+        transposed_left |= call->op == "nn.conv2d_transpose";
+      }
+      EXPECT_EQ(transposed_left, !c.pointwise);
+    }
+  }
+}
+
+// bias_add's axis counts from the front: it moves before a reshape only
+// along the last axis, and then along the source's last.
+TEST(GraphPasses, BiasesMoveBeforeReshapesOnlyAlongTheLastAxis) {
+  for (int64_t axis : {1, 0}) {
+    SCOPED_TRACE(axis);
+    auto x = input("x", {2, 2, 4}, kF32);
+    Value flat = call("reshape", {x}, reshape_attrs({4, 4}));
+    auto a = make_node<te::AxisAttrsNode>();
+    a->axis = axis;
+    Value out = call("nn.bias_add", {flat, weight({4}, 1)}, te::Attrs(a));
+    Graph g = Graph::make({x}, {out}, {"out"});
+    Graph sunk = sink_reshapes(g);
+    std::vector<te::NDArray> in = {te::NDArray::random(kF32, {2, 2, 4}, 4)};
+    EXPECT_TRUE(te::allclose(evaluate_graph(sunk, in)[0], evaluate_graph(g, in)[0]));
+    EXPECT_EQ(calls_in_order(sunk).back()->op, axis == 1 ? "reshape" : "nn.bias_add");
+  }
 }
 
 TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {

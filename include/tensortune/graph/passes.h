@@ -43,6 +43,10 @@ Graph simplify_inference(const Graph& graph);
 /// the layout the search finds fast CPU kernels for. Kernels, and the
 /// constants of elementwise operations (of any rank up to 4, broadcast as
 /// ONNX does: [C, 1, 1] is per channel), are transposed at compile time.
+/// A transposed convolution with a constant kernel whose windows tile the
+/// output exactly (kernel = stride, no padding: a U-Net's 2x2, stride-2
+/// upsampling) becomes a 1x1 NHWC convolution to R * S * K channels and a
+/// depth-to-space shuffle, not a convolution of the stride-spread input.
 Graph convert_layout_nhwc(const Graph& graph);
 
 /// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
