@@ -283,6 +283,11 @@ class Simplifier final : public ExprMutator {
   Expr rewrite(const SelectNode& n, const Expr& self) override {
     Expr c = mutate(n.condition), t = mutate(n.true_value), f = mutate(n.false_value);
     if (auto k = as_const_int(c)) return *k ? t : f;
+    // A condition that does not vary across the lanes (an unrolled loop's
+    // row of a Winograd transform).
+    if (c->kind() == ExprKind::kBroadcast) {
+      if (auto k = as_const_int(static_cast<const BroadcastNode&>(*c).value)) return *k ? t : f;
+    }
     if (same(t, f)) return t;
     if (c.same_as(n.condition) && t.same_as(n.true_value) && f.same_as(n.false_value)) return self;
     return select(c, t, f);

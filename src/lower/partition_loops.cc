@@ -154,8 +154,9 @@ class LoopPartitioner final : public StmtMutator {
 
   Stmt rewrite(const ForNode& n, const Stmt& self) override {
     auto min = ir::as_const_int(n.min), extent = ir::as_const_int(n.extent);
-    bool splittable = (n.for_kind == ForKind::kSerial || n.for_kind == ForKind::kUnrolled) && min &&
-                      extent && *extent > 1;
+    bool splittable = (n.for_kind == ForKind::kSerial || n.for_kind == ForKind::kUnrolled ||
+                       n.for_kind == ForKind::kVectorized) &&
+                      min && extent && *extent > 1;
     if (!splittable) return StmtMutator::rewrite(n, self);
     const Interval range{*min, *min + *extent - 1};
     GuardFinder finder(n.loop_var.get(), range);
@@ -168,6 +169,17 @@ class LoopPartitioner final : public StmtMutator {
       if (!next.empty()) middle = next;
     }
     if (!middle) return StmtMutator::rewrite(n, self);
+    // A vectorized loop is split only into loops the vectorize pass takes
+    // (a power-of-two extent): a concat's select of its operands along the
+    // channels, each part a whole number of vectors, becomes two plain
+    // vector copies instead of a per-lane select of two gathers.
+    if (n.for_kind == ForKind::kVectorized) {
+      auto whole_vector = [](int64_t e) { return e == 0 || (e >= 2 && (e & (e - 1)) == 0); };
+      if (!whole_vector(middle->lo - range.lo) || !whole_vector(middle->hi - middle->lo + 1) ||
+          !whole_vector(range.hi - middle->hi)) {
+        return StmtMutator::rewrite(n, self);
+      }
+    }
     // The middle part is searched again for guards of its inner loops; the
     // head and tail keep theirs (remove_redundant_conditions and unrolling
     // settle them), so the body is copied at most three times per level.

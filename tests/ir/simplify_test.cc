@@ -59,6 +59,10 @@ TEST(Simplify, Identities) {
   expect_simplifies(floormod(floormod(x, 4), 4), floormod(x, 4));
   expect_simplifies(select(Expr(1) < 2, x, y), x);
   expect_simplifies(select(x < y, x + 0, x), x);
+  // A condition the same in every lane.
+  Expr lanes_x = broadcast(x, 4), lanes_y = broadcast(y, 4);
+  expect_simplifies(select(broadcast(Expr(1) < 2, 4), lanes_x, lanes_y), lanes_x);
+  expect_simplifies(select(broadcast(Expr(3) < 2, 4), lanes_x, lanes_y), lanes_y);
   expect_simplifies(logical_and(Expr(1) < 2, x < y), x < y);
   expect_simplifies(logical_or(Expr(1) < 2, x < y), make_const(DataType::boolean(), 1));
   expect_simplifies(logical_not(logical_not(x < y)), x < y);

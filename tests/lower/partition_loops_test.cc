@@ -93,12 +93,30 @@ TEST(PartitionLoops, LeavesLoopsWhoseGuardsHoldThroughoutOrNowhereUniformly) {
   EXPECT_TRUE(partition_loops(square).same_as(square));
 }
 
-TEST(PartitionLoops, NeverSplitsParallelOrVectorizedLoops) {
+TEST(PartitionLoops, NeverSplitsParallelLoops) {
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * 16 + ii;
   Stmt guarded = if_then_else(idx < 100, buffer_store(B, idx, load(A, idx)));
   PrimFunc par = func(loop(io, 7, loop(ii, 16, guarded, ForKind::kVectorized), ForKind::kParallel));
   EXPECT_TRUE(partition_loops(par).same_as(par));
+}
+
+TEST(PartitionLoops, SplitsVectorizedLoopsIntoWholeVectorsOnly) {
+  // A concat along the vectorized axis: B[l] = l < cut ? A[l] : A[50 + l - cut].
+  auto concat = [](int64_t cut) {
+    Var l = Var::make("l");
+    Expr cut_at = ir::int_imm(cut, l->dtype);
+    Expr value = ir::select(l < cut_at, load(A, l), load(A, l - cut_at + 50));
+    return func(loop(l, 32, buffer_store(B, l, value), ForKind::kVectorized));
+  };
+  PrimFunc halves = concat(16);
+  PrimFunc out = remove_redundant_conditions(partition_loops(halves));
+  EXPECT_EQ(count_loops(out->body, ForKind::kVectorized), 2) << to_string(out->body);
+  EXPECT_EQ(to_string(out->body).find("select"), std::string::npos) << to_string(out->body);
+  expect_same_results(halves, out);
+  // 24 and 8 lanes: the vectorize pass takes no 24, so the loop stays whole.
+  PrimFunc ragged = concat(24);
+  EXPECT_TRUE(partition_loops(ragged).same_as(ragged));
 }
 
 TEST(PartitionLoops, PartitionsInnerLoopsOfTheMiddlePartOnly) {

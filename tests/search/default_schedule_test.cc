@@ -200,5 +200,40 @@ TEST(DefaultSchedule, AProductWithoutAConsumerAccumulatesInALocalStage) {
   }
 }
 
+// Winograd's input transform computes its rows per row of tiles, inside
+// the output's loop over them, and folds the transform's constants: the
+// operator's own order re-read the whole rows buffer for every coefficient.
+// Also behind a concat along the channels, as a U-Net's decoder has it.
+TEST(DefaultSchedule, WinogradInputRowsAreComputedPerRowOfTiles) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  using namespace te;  // NOLINT: tensor builders
+  Tensor a = placeholder({1, 10, 9, 16}, DataType::float32(), "a");
+  Tensor b = placeholder({1, 10, 9, 8}, DataType::float32(), "b");
+  for (int64_t tile : {2, 4}) {
+    SCOPED_TRACE(tile);
+    for (const Workload& wl :
+         {make_dag_workload({a}, {winograd_input_transform(a, tile, {1, 1, 1, 1})}, {}),
+          make_dag_workload(
+              {a, b}, {winograd_input_transform(concat({a, b}, 3), tile, {1, 1, 1, 1})}, {})}) {
+      for (const char* target :
+           {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=1"}) {
+        schedule::State state = default_schedule(task_of(wl, target));
+        ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state)) << target;
+        schedule::LoopState loops =
+            schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+        bool rows_attached = false;
+        for (int s = 0; s < loops.num_stages(); ++s) {
+          const schedule::Stage& st = loops.stage(s);
+          if (st.name().ends_with("_rows")) {
+            rows_attached = st.location == schedule::ComputeLocation::kAt;
+          }
+        }
+        EXPECT_TRUE(rows_attached) << loops.str();
+        EXPECT_GE(count_annotations(loops, schedule::IterAnnotation::kUnroll), 2) << loops.str();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensortune::search
