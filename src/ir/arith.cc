@@ -138,6 +138,21 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
             int64_t first = floor_div(*lo, c), last = floor_div(*lo + a->extent - 1, c);
             return IntBound{make_const(t, static_cast<double>(first)), last - first + 1};
           }
+          // A min of symbolic terms that c divides plus a constant k (a split
+          // loop's outer part times the split): the quotient's symbolic part
+          // is exact and only k + [0, extent) is divided.
+          Affine m = affine_of(a->min);
+          bool aligned = true;
+          for (const auto& [term, coeff] : m.terms) aligned &= coeff % c == 0;
+          if (aligned) {
+            int64_t first = floor_div(m.constant, c);
+            int64_t last = floor_div(m.constant + a->extent - 1, c);
+            Expr q = make_const(t, static_cast<double>(first));
+            for (const auto& [term, coeff] : m.terms) {
+              q = q + term * make_const(t, static_cast<double>(coeff / c));
+            }
+            return IntBound{simplify(q), last - first + 1};
+          }
           int64_t extent = a->extent == 1 ? 1 : (a->extent - 1) / c + 2;
           return IntBound{simplify(floordiv(a->min, b->min)), extent};
         }

@@ -170,6 +170,63 @@ void winograd_input_per_tile(LoopState& state) {
   }
 }
 
+/// Winograd's output transform likewise, by rows of tiles: the output (its
+/// epilogue, bias and relu, with the transform inlined into it) split into
+/// tiles, the rows (the transform along the height) of one row of tiles
+/// computed inside it nu by nu, which reads six planes of products at a
+/// time (not 36, which collide in one cache set), and the loops over a
+/// tile's rows and columns unrolled so that the transform's rows of
+/// constants fold. The operator's own order computed every stage over the
+/// whole image, a select over the transform's rows per vector.
+void winograd_output_per_tile(LoopState& state) {
+  for (int s = 0; s < state.num_stages(); ++s) {
+    auto op = state.stage(s).tensor.compute_op();
+    if (!op || op->tag != "winograd_output_transform" || !op->attrs.contains("tile") ||
+        state.stage(s).location != schedule::ComputeLocation::kRoot) {
+      continue;
+    }
+    const int64_t tile = op->attrs.at("tile").get<int64_t>();
+    int rows = -1;
+    for (int p = 0; p < state.num_stages(); ++p) {
+      auto pop = state.stage(p).tensor.compute_op();
+      if (p != s && pop && pop->tag == op->tag && state.consumers(p) == std::vector<int>{s} &&
+          state.stage(p).location == schedule::ComputeLocation::kRoot &&
+          state.stage(p).leaves.size() == 6) {
+        rows = p;
+      }
+    }
+    if (rows < 0) continue;
+    // The stage that writes [N, H, W, K]: the transform, or the one
+    // elementwise epilogue it is inlined into.
+    int out = s;
+    if (!state.stage(s).is_output) {
+      const std::vector<int> readers = state.effective_consumers(s);
+      if (readers.size() != 1 || !state.stage(readers[0]).is_output ||
+          op_has_reduction(state.stage(readers[0])) ||
+          !try_apply(state, schedule::compute_inline(s))) {
+        continue;
+      }
+      out = readers[0];
+    }
+    const Stage& o = state.stage(out);
+    if (o.location != schedule::ComputeLocation::kRoot || o.leaves.size() != 4 ||
+        o.iters[o.leaves[1]].extent < tile || o.iters[o.leaves[2]].extent < tile) {
+      continue;
+    }
+    // [n, h, w, k] -> [n, ho, hi, wo, wi, k], rows at ho.
+    if (!try_apply(state, schedule::split(out, 1, {tile})) ||
+        !try_apply(state, schedule::split(out, 3, {tile})) ||
+        !try_apply(state, schedule::compute_at(rows, out, 1))) {
+      continue;
+    }
+    try_apply(state, schedule::annotate(out, 4, schedule::IterAnnotation::kUnroll));
+    // The rows' [n, y, x, i, nu, k] -> [n, y, nu, x, i, k].
+    if (try_apply(state, schedule::reorder(rows, {0, 1, 4, 2, 3, 5}))) {
+      try_apply(state, schedule::annotate(rows, 4, schedule::IterAnnotation::kUnroll));
+    }
+  }
+}
+
 schedule::State default_schedule(const te::Task& task) {
   schedule::ComputeDAG dag(te::workload_tensors(task->workload));
   // Weights are packed once, outside the kernel; other inputs stay as they
@@ -279,6 +336,7 @@ schedule::State default_schedule(const te::Task& task) {
         return lengths;
       });
   winograd_input_per_tile(state);
+  winograd_output_per_tile(state);
   // Splits leave the stages' extents as they are: decided once.
   const bool worth_threads = state_iterations(state) >= kMinParallelIterations;
   for (int s = 0; s < state.num_stages(); ++s) {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/random_expr.h"
+#include "tensortune/ir/arith.h"
 #include "tensortune/ir/scalar_semantics.h"
 #include "tensortune/ir/simplify.h"
 #include "tensortune/object/structural.h"
@@ -71,6 +72,25 @@ TEST(Simplify, Identities) {
   Var f = Var::make("f", DataType::float32());
   Expr f0 = f * 0.0;
   EXPECT_TRUE(structural_equal(simplify(f0), f0));
+}
+
+// floordiv(4 * o + i, 4) over i in [0, 4) is o exactly: a consumer's tile
+// of a split loop reads one row of its producer, not two.
+TEST(Bounds, QuotientsOfASplitLoopAreExact) {
+  Var i = Var::make("i");
+  VarRanges inner{{i.get(), 4}};
+  auto expect_bound = [&](const Expr& e, const Expr& min, int64_t extent) {
+    auto b = bound_of(e, inner);
+    ASSERT_TRUE(b.has_value()) << to_string(e);
+    EXPECT_TRUE(structural_equal(simplify(b->min), simplify(min)))
+        << to_string(e) << ": min " << to_string(b->min);
+    EXPECT_EQ(b->extent, extent) << to_string(e);
+  };
+  expect_bound(floordiv(x * 4 + i, 4), x, 1);
+  expect_bound(floordiv(x * 8 + i + 2, 4), x * 2, 2);  // 2..5 over 4: 0 and 1
+  expect_bound(floordiv(x * 8 + i + 5, 4), x * 2 + 1, 2);
+  // x's coefficient not a multiple of 4: the alignment is unknown.
+  expect_bound(floordiv(x * 6 + i, 4), floordiv(x * 6, 4), 2);
 }
 
 TEST(Simplify, AffineSums) {

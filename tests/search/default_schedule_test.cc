@@ -235,5 +235,41 @@ TEST(DefaultSchedule, WinogradInputRowsAreComputedPerRowOfTiles) {
   }
 }
 
+// The output transform likewise, with and without a bias-and-relu epilogue,
+// for outputs the tile divides and ones it does not.
+TEST(DefaultSchedule, WinogradOutputRowsAreComputedPerRowOfTiles) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  using namespace te;  // NOLINT: tensor builders
+  Tensor bias = placeholder({16}, DataType::float32(), "bias");
+  for (int64_t tile : {2, 4}) {
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 8}, {10, 9}}) {
+      SCOPED_TRACE(std::to_string(tile) + ": " + std::to_string(h) + "x" + std::to_string(w));
+      const int64_t alpha = tile + 2, th = (h + tile - 1) / tile, tw = (w + tile - 1) / tile;
+      Tensor m = placeholder({alpha, alpha, 1, th, tw, 16}, DataType::float32(), "m");
+      Tensor out = winograd_output_transform(m, tile, h, w);
+      for (const Workload& wl :
+           {make_dag_workload({m}, {out}, {}),
+            make_dag_workload({m, bias}, {relu(bias_add(out, bias, 3))}, {})}) {
+        for (const char* target :
+             {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=1"}) {
+          schedule::State state = default_schedule(task_of(wl, target));
+          ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state))
+              << target;
+          schedule::LoopState loops =
+              schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+          bool rows_attached = false;
+          for (int s = 0; s < loops.num_stages(); ++s) {
+            const schedule::Stage& st = loops.stage(s);
+            if (st.name().ends_with("_rows")) {
+              rows_attached = st.location == schedule::ComputeLocation::kAt;
+            }
+          }
+          EXPECT_TRUE(rows_attached) << loops.str();
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensortune::search
