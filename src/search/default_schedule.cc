@@ -134,10 +134,9 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
 /// are loaded once. The operator's own order, [eps, nu, tiles, C] outermost
 /// first, read a sixth of the whole rows buffer again for every nu (36
 /// passes over 4.7 MB for a U-Net's 32-channel 128 x 128 input). Writing
-/// all alpha^2 outputs of one tile at once is worse: their planes lie a
-/// power of two apart, and 36 stores to one cache set per tile missed
-/// every time in huge pages (a model's arena), 4x slower than in 4 KiB
-/// pages; six at a time fit the set.
+/// all alpha^2 outputs of one tile at once ran 4x slower in a model than
+/// alone: their planes lie a power of two apart, so a tile's 36 stores
+/// fall in one cache set; six at a time fit it (docs/winograd.md).
 void winograd_input_per_tile(LoopState& state) {
   for (int s = 0; s < state.num_stages(); ++s) {
     const Stage& out = state.stage(s);
