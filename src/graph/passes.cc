@@ -972,7 +972,10 @@ Graph sink_reshapes(const Graph& graph) {
         // which is the last of the reshape's source too.
         const int64_t axis = dynamic_cast<const te::AxisAttrsNode&>(*c.attrs).axis;
         const auto rank = static_cast<int64_t>(c.shape.size());
-        if (side != 0 || (axis != -1 && axis != rank - 1)) continue;
+        if (side != 0 || (axis != -1 && axis != rank - 1) || k->shape.size() != 1 ||
+            k->shape[0] != x.back()) {
+          continue;
+        }
         attrs = axis_attrs(static_cast<int64_t>(x.size()) - 1);
       }
       return reshape_call(call(c.op, moved, attrs, c.name), c.shape, r->name);

@@ -170,9 +170,9 @@ class LoopPartitioner final : public StmtMutator {
     }
     if (!middle) return StmtMutator::rewrite(n, self);
     // A vectorized loop is split only into loops the vectorize pass takes
-    // (a power-of-two extent): a concat's select of its operands along the
-    // channels, each part a whole number of vectors, becomes two plain
-    // vector copies instead of a per-lane select of two gathers.
+    // (a power-of-two number of lanes): a concat's select of its operands
+    // along the channels becomes two plain vector copies instead of a
+    // per-lane select of two gathers.
     if (n.for_kind == ForKind::kVectorized) {
       auto whole_vector = [](int64_t e) { return e == 0 || (e >= 2 && (e & (e - 1)) == 0); };
       if (!whole_vector(middle->lo - range.lo) || !whole_vector(middle->hi - middle->lo + 1) ||

@@ -132,8 +132,8 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
 /// buffer, then each eps's outputs along the row, with the loop over nu
 /// unrolled so that its rows of constants fold and the six values it reads
 /// are loaded once. The operator's own order, [eps, nu, tiles, C] outermost
-/// first, read a sixth of the whole rows buffer again for every nu (36
-/// passes over 4.7 MB for a U-Net's 32-channel 128 x 128 input). Writing
+/// first, read a sixth of the whole rows buffer for every (eps, nu): 28 MB
+/// for a U-Net's 32-channel 128 x 128 input, whose rows are 4.7 MB. Writing
 /// all alpha^2 outputs of one tile at once ran 4x slower in a model than
 /// alone: their planes lie a power of two apart, so a tile's 36 stores
 /// fall in one cache set; six at a time fit it (docs/winograd.md).
@@ -166,6 +166,23 @@ void winograd_input_per_tile(LoopState& state) {
     if (try_apply(state, schedule::reorder(rows, {0, 1, 2, 4, 3, 5}))) {
       try_apply(state, schedule::annotate(rows, 4, schedule::IterAnnotation::kUnroll));
     }
+    // A concat (a U-Net's skip and upsampled maps) is read once, by the
+    // padding: inlined, the padding copies each operand's channels (whole
+    // vectors, after partition_loops) and the joined map is never written.
+    for (int pad = 0; pad < state.num_stages(); ++pad) {
+      auto pad_op = state.stage(pad).tensor.compute_op();
+      if (!pad_op || pad_op->tag != "pad" || state.consumers(pad) != std::vector<int>{rows}) {
+        continue;
+      }
+      for (int joined = 0; joined < state.num_stages(); ++joined) {
+        auto join_op = state.stage(joined).tensor.compute_op();
+        if (join_op && join_op->attrs.value("op", "") == "concat" &&
+            state.stage(joined).location == schedule::ComputeLocation::kRoot &&
+            state.consumers(joined) == std::vector<int>{pad}) {
+          try_apply(state, schedule::compute_inline(joined));
+        }
+      }
+    }
   }
 }
 
@@ -196,20 +213,22 @@ void winograd_output_per_tile(LoopState& state) {
     }
     if (rows < 0) continue;
     // The stage that writes [N, H, W, K]: the transform, or the one
-    // elementwise epilogue it is inlined into.
+    // elementwise epilogue of its shape it is inlined into. Everything is
+    // checked before the inlining, which is no use without the tiles.
     int out = s;
     if (!state.stage(s).is_output) {
       const std::vector<int> readers = state.effective_consumers(s);
       if (readers.size() != 1 || !state.stage(readers[0]).is_output ||
           op_has_reduction(state.stage(readers[0])) ||
-          !try_apply(state, schedule::compute_inline(s))) {
+          state.stage(readers[0]).tensor.shape() != state.stage(s).tensor.shape()) {
         continue;
       }
       out = readers[0];
     }
     const Stage& o = state.stage(out);
     if (o.location != schedule::ComputeLocation::kRoot || o.leaves.size() != 4 ||
-        o.iters[o.leaves[1]].extent < tile || o.iters[o.leaves[2]].extent < tile) {
+        o.iters[o.leaves[1]].extent < tile || o.iters[o.leaves[2]].extent < tile ||
+        (out != s && !try_apply(state, schedule::compute_inline(s)))) {
       continue;
     }
     // [n, h, w, k] -> [n, ho, hi, wo, wi, k], rows at ho.

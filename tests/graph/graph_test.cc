@@ -633,7 +633,7 @@ TEST(GraphPasses, WinogradTransformsNameWhatIsWrong) {
 TEST(GraphPasses, TransposedConvolutionsThatTileTheirOutputBecomePointwise) {
   auto transposed = [](std::vector<int64_t> kernel, std::vector<int64_t> strides,
                        std::vector<int64_t> padding) {
-    auto x = input("x", {1, 6, 5, 4}, kF32);
+    auto x = input("x", {2, 6, 5, 4}, kF32);
     auto a = make_node<te::Conv2dTransposeAttrsNode>();
     a->strides = std::move(strides);
     a->padding = std::move(padding);
@@ -644,7 +644,7 @@ TEST(GraphPasses, TransposedConvolutionsThatTileTheirOutputBecomePointwise) {
     y = call("nn.bias_add", {y, weight({3}, 2)}, te::Attrs(axis), "up_bias");
     return Graph::make({x}, {call("relu", {y})}, {"out"});
   };
-  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 6, 5, 4}, 3)};
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {2, 6, 5, 4}, 3)};
   const ir::Target target = ir::Target::parse("c -num-cores=2 -l2-cache=1048576");
   struct Case {
     std::vector<int64_t> kernel, strides, padding;
@@ -684,6 +684,15 @@ TEST(GraphPasses, BiasesMoveBeforeReshapesOnlyAlongTheLastAxis) {
     EXPECT_TRUE(te::allclose(evaluate_graph(sunk, in)[0], evaluate_graph(g, in)[0]));
     EXPECT_EQ(calls_in_order(sunk).back()->op, axis == 1 ? "reshape" : "nn.bias_add");
   }
+  // A bias of one element along a last axis of one: the source's last axis
+  // is not that one, so the bias stays after the reshape.
+  auto x = input("x", {1, 4}, kF32);
+  auto a = make_node<te::AxisAttrsNode>();
+  a->axis = 1;
+  Value out = call("nn.bias_add", {call("reshape", {x}, reshape_attrs({4, 1})), weight({1}, 1)},
+                   te::Attrs(a));
+  Graph g = Graph::make({x}, {out}, {"out"});
+  EXPECT_EQ(calls_in_order(sink_reshapes(g)).back()->op, "nn.bias_add");
 }
 
 TEST(GraphPasses, ElementwiseWorkMovesBeforeReshapes) {

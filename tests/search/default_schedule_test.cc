@@ -207,8 +207,8 @@ TEST(DefaultSchedule, AProductWithoutAConsumerAccumulatesInALocalStage) {
 TEST(DefaultSchedule, WinogradInputRowsAreComputedPerRowOfTiles) {
   ir::PassContextGuard guard(ir::PassContext::make());
   using namespace te;  // NOLINT: tensor builders
-  Tensor a = placeholder({1, 10, 9, 16}, DataType::float32(), "a");
-  Tensor b = placeholder({1, 10, 9, 8}, DataType::float32(), "b");
+  Tensor a = placeholder({2, 10, 9, 16}, DataType::float32(), "a");
+  Tensor b = placeholder({2, 10, 9, 8}, DataType::float32(), "b");
   for (int64_t tile : {2, 4}) {
     SCOPED_TRACE(tile);
     for (const Workload& wl :

@@ -44,7 +44,7 @@ Graph simplify_inference(const Graph& graph);
 /// constants of elementwise operations (of any rank up to 4, broadcast as
 /// ONNX does: [C, 1, 1] is per channel), are transposed at compile time.
 /// A transposed convolution with a constant kernel whose windows tile the
-/// output exactly (kernel = stride, no padding: a U-Net's 2x2, stride-2
+/// output exactly (kernel = stride, no padding or output padding: a U-Net's 2x2, stride-2
 /// upsampling) becomes a 1x1 NHWC convolution to R * S * K channels and a
 /// depth-to-space shuffle, not a convolution of the stride-spread input.
 Graph convert_layout_nhwc(const Graph& graph);
