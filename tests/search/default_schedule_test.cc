@@ -200,6 +200,24 @@ TEST(DefaultSchedule, AProductWithoutAConsumerAccumulatesInALocalStage) {
   }
 }
 
+/// The default schedule of `wl` on `target`, replayed, after checking that
+/// it computes the reference answer (a failure is reported, not fatal).
+schedule::LoopState checked_default_schedule(const te::Workload& wl, const char* target) {
+  schedule::State state = default_schedule(task_of(wl, target));
+  EXPECT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state)) << target;
+  return schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
+}
+
+/// Whether a Winograd transform's rows stage is computed inside a loop of
+/// its consumer.
+bool winograd_rows_attached(const schedule::LoopState& loops) {
+  for (int s = 0; s < loops.num_stages(); ++s) {
+    const schedule::Stage& st = loops.stage(s);
+    if (st.name().ends_with("_rows")) return st.location == schedule::ComputeLocation::kAt;
+  }
+  return false;
+}
+
 // Winograd's input transform computes its rows per row of tiles, inside
 // the output's loop over them, and folds the transform's constants: the
 // operator's own order re-read the whole rows buffer for every coefficient.
@@ -217,18 +235,8 @@ TEST(DefaultSchedule, WinogradInputRowsAreComputedPerRowOfTiles) {
               {a, b}, {winograd_input_transform(concat({a, b}, 3), tile, {1, 1, 1, 1})}, {})}) {
       for (const char* target :
            {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=1"}) {
-        schedule::State state = default_schedule(task_of(wl, target));
-        ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state)) << target;
-        schedule::LoopState loops =
-            schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
-        bool rows_attached = false;
-        for (int s = 0; s < loops.num_stages(); ++s) {
-          const schedule::Stage& st = loops.stage(s);
-          if (st.name().ends_with("_rows")) {
-            rows_attached = st.location == schedule::ComputeLocation::kAt;
-          }
-        }
-        EXPECT_TRUE(rows_attached) << loops.str();
+        schedule::LoopState loops = checked_default_schedule(wl, target);
+        EXPECT_TRUE(winograd_rows_attached(loops)) << loops.str();
         EXPECT_GE(count_annotations(loops, schedule::IterAnnotation::kUnroll), 2) << loops.str();
       }
     }
@@ -252,19 +260,8 @@ TEST(DefaultSchedule, WinogradOutputRowsAreComputedPerRowOfTiles) {
             make_dag_workload({m, bias}, {relu(bias_add(out, bias, 3))}, {})}) {
         for (const char* target :
              {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=1"}) {
-          schedule::State state = default_schedule(task_of(wl, target));
-          ASSERT_TRUE(testing::schedule_matches_reference(te::workload_tensors(wl), state))
-              << target;
-          schedule::LoopState loops =
-              schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
-          bool rows_attached = false;
-          for (int s = 0; s < loops.num_stages(); ++s) {
-            const schedule::Stage& st = loops.stage(s);
-            if (st.name().ends_with("_rows")) {
-              rows_attached = st.location == schedule::ComputeLocation::kAt;
-            }
-          }
-          EXPECT_TRUE(rows_attached) << loops.str();
+          schedule::LoopState loops = checked_default_schedule(wl, target);
+          EXPECT_TRUE(winograd_rows_attached(loops)) << loops.str();
         }
       }
     }
