@@ -750,6 +750,43 @@ Graph int_conv2d_as_float(const Graph& graph) {
   });
 }
 
+Graph float16_conv2d_in_float32(const Graph& graph) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    // A constant bias joins the float32 sum before its one rounding, as the
+    // float16 operator's fused epilogue adds it to the accumulator.
+    if (c.op == "nn.bias_add" && c.dtype == ir::DataType::float16() && as_constant(args[1])) {
+      const CallNode* rounded = as_call(args[0]);
+      const CallNode* conv = rounded && rounded->op == "cast" ? as_call(rounded->args[0]) : nullptr;
+      if (!conv || conv->op != "nn.conv2d" || conv->dtype != ir::DataType::float32() ||
+          rounded->dtype != ir::DataType::float16()) {
+        return Value();
+      }
+      const te::NDArray& b = as_constant(args[1])->data.array();
+      te::NDArray bf(ir::DataType::float32(), b.shape());
+      for (int64_t i = 0; i < b.size(); ++i) bf.set(i, b.get(i));
+      Value biased =
+          call("nn.bias_add",
+               {rounded->args[0], constant(std::move(bf), as_constant(args[1])->name + ".float")},
+               c.attrs, c.name + ".float");
+      return call("cast", {biased}, cast_attrs(ir::DataType::float16()), c.name);
+    }
+    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::float16()) return Value();
+    const ConstantNode* weight = as_constant(args[1]);
+    if (!weight) return Value();
+    // The float16 convolution already sums widened products in float32 and
+    // rounds once at the end: the same values, with the widening done once.
+    const te::NDArray& w = weight->data.array();
+    te::NDArray wf(ir::DataType::float32(), w.shape());
+    for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
+    Value product =
+        call("nn.conv2d",
+             {call("cast", {args[0]}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
+              constant(std::move(wf), weight->name + ".float")},
+             c.attrs, c.name + ".float");
+    return call("cast", {product}, cast_attrs(ir::DataType::float16()), c.name);
+  });
+}
+
 namespace {
 
 /// Bounds of a value known to hold only integers (whatever its type):
@@ -1006,6 +1043,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"int8_conv2d_words", any_target<int8_conv2d_words>},
       {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
       {"exact_integer_casts", any_target<exact_integer_casts>},
+      {"float16_conv2d_in_float32", any_target<float16_conv2d_in_float32>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
       {"scale_conv_weights", any_target<scale_conv_weights>},

@@ -156,6 +156,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"int8_conv2d_words", int8_conv2d_words},
            {"int_conv2d_as_float", int_conv2d_as_float},
            {"exact_integer_casts", exact_integer_casts},
+           {"float16_conv2d_in_float32", float16_conv2d_in_float32},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"scale_conv_weights", scale_conv_weights},
@@ -179,8 +180,8 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{
                 "simplify_inference", "fold_constants", "convert_layout_nhwc", "int8_conv2d_words",
-                "int_conv2d_as_float", "exact_integer_casts", "winograd_conv2d",
-                "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
+                "int_conv2d_as_float", "exact_integer_casts", "float16_conv2d_in_float32",
+                "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -666,6 +667,52 @@ TEST(GraphPasses, TransposedConvolutionsThatTileTheirOutputBecomePointwise) {
       EXPECT_EQ(transposed_left, !c.pointwise);
     }
   }
+}
+
+// A float16 convolution with a constant kernel computes in float32 between
+// two casts, with the same values: the operator sums widened products in
+// float32 and rounds once. Then Winograd's pass takes it.
+TEST(GraphPasses, Float16ConvolutionsComputeInFloat32WithTheSameValues) {
+  const DataType f16 = DataType::float16();
+  auto x = input("x", {1, 16, 12, 12}, f16);
+  Value w = constant(te::NDArray::random(f16, {16, 16, 3, 3}, 7, -0.5, 0.5), "w16");
+  Graph g =
+      Graph::make({x}, {call("nn.conv2d", {x, w}, conv_attrs({1, 1, 1, 1}), "conv")}, {"out"});
+  std::vector<te::NDArray> in = {te::NDArray::random(f16, {1, 16, 12, 12}, 3)};
+  Graph wide = float16_conv2d_in_float32(g);
+  EXPECT_TRUE(
+      te::allclose(evaluate_graph(wide, in)[0], evaluate_graph(g, in)[0], te::Tolerance{0.0, 0.0}));
+  std::string ops;
+  for (const auto& c : calls_in_order(wide)) {
+    ops += c->op + " ";
+    if (c->op == "nn.conv2d") {
+      EXPECT_EQ(c->dtype, DataType::float32());
+    }
+  }
+  EXPECT_EQ(ops, "cast nn.conv2d cast ") << ops;
+  // Through the whole pipeline: NHWC, Winograd, the same values to a few
+  // float16 ulps (Winograd sums in another order).
+  const ir::Target target = ir::Target::parse("c -num-cores=2 -l2-cache=1048576");
+  Graph optimized = optimize(g, target);
+  bool winograd = false;
+  for (const auto& c : calls_in_order(optimized))
+    winograd |= c->op == "nn.winograd_input_transform";
+  EXPECT_TRUE(winograd);
+  EXPECT_TRUE(te::allclose(evaluate_graph(optimized, in)[0], evaluate_graph(g, in)[0],
+                           te::Tolerance{2e-3, 2e-3}));
+  // A constant bias joins the float32 sum: one rounding, not one before it
+  // and one after (so within an ulp of the graph, which rounds twice).
+  auto axis = make_node<te::AxisAttrsNode>();
+  axis->axis = 1;
+  Value b = constant(te::NDArray::random(f16, {16}, 8, -0.5, 0.5), "b16");
+  Graph biased =
+      Graph::make({x}, {call("nn.bias_add", {g->outputs[0], b}, te::Attrs(axis), "bias")}, {"out"});
+  Graph wide_biased = float16_conv2d_in_float32(biased);
+  ops.clear();
+  for (const auto& c : calls_in_order(wide_biased)) ops += c->op + " ";
+  EXPECT_EQ(ops, "cast nn.conv2d nn.bias_add cast ") << ops;
+  EXPECT_TRUE(te::allclose(evaluate_graph(wide_biased, in)[0], evaluate_graph(biased, in)[0],
+                           te::Tolerance{1e-3, 1e-3}));
 }
 
 // bias_add's axis counts from the front: it moves before a reshape only

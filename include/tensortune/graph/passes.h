@@ -62,6 +62,14 @@ Graph int8_conv2d_words(const Graph& graph);
 /// float32 holds exactly: float vector kernels run faster than int32 ones.
 Graph int_conv2d_as_float(const Graph& graph);
 
+/// A float16 conv2d with a constant kernel computes in float32 on its data
+/// widened once and the kernel widened at compile time, and is rounded to
+/// float16 after: the values the float16 operator gives (it sums widened
+/// products in float32), without widening both operands of every product
+/// inside its loops, and open to the float32 passes after it (Winograd). A
+/// constant bias after it joins the float32 sum before the one rounding.
+Graph float16_conv2d_in_float32(const Graph& graph);
+
 /// Casts that provably change no value go: cast(cast(b)) where b holds
 /// integers both types hold (a quantized value through uint8 and back),
 /// and cast(cast(b) + k) back to b's type where the sum is exact in it (a
@@ -118,6 +126,7 @@ std::string failing_pass_for_testing();
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
 /// folding constants again), int8_conv2d_words, int_conv2d_as_float, exact_integer_casts,
+/// float16_conv2d_in_float32,
 /// winograd_conv2d and
 /// pad_output_channels (skipped without a target), scale_conv_weights, sink_reshapes. Runs under
 /// the current PassContext: a pass in its disabled list is skipped.
