@@ -752,24 +752,6 @@ Graph int_conv2d_as_float(const Graph& graph) {
 
 Graph float16_conv2d_in_float32(const Graph& graph) {
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
-    // A constant bias joins the float32 sum before its one rounding, as the
-    // float16 operator's fused epilogue adds it to the accumulator.
-    if (c.op == "nn.bias_add" && c.dtype == ir::DataType::float16() && as_constant(args[1])) {
-      const CallNode* rounded = as_call(args[0]);
-      const CallNode* conv = rounded && rounded->op == "cast" ? as_call(rounded->args[0]) : nullptr;
-      if (!conv || conv->op != "nn.conv2d" || conv->dtype != ir::DataType::float32() ||
-          rounded->dtype != ir::DataType::float16()) {
-        return Value();
-      }
-      const te::NDArray& b = as_constant(args[1])->data.array();
-      te::NDArray bf(ir::DataType::float32(), b.shape());
-      for (int64_t i = 0; i < b.size(); ++i) bf.set(i, b.get(i));
-      Value biased =
-          call("nn.bias_add",
-               {rounded->args[0], constant(std::move(bf), as_constant(args[1])->name + ".float")},
-               c.attrs, c.name + ".float");
-      return call("cast", {biased}, cast_attrs(ir::DataType::float16()), c.name);
-    }
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::float16()) return Value();
     const ConstantNode* weight = as_constant(args[1]);
     if (!weight) return Value();
@@ -783,7 +765,9 @@ Graph float16_conv2d_in_float32(const Graph& graph) {
              {call("cast", {args[0]}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
               constant(std::move(wf), weight->name + ".float")},
              c.attrs, c.name + ".float");
-    return call("cast", {product}, cast_attrs(ir::DataType::float16()), c.name);
+    // narrow, not cast: a bias or residual add fused after it reads the
+    // float32 sum and rounds once, as after the float16 operator.
+    return call("narrow", {product}, cast_attrs(ir::DataType::float16()), c.name);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "te/op_util.h"
 #include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/ops.h"
@@ -469,6 +470,16 @@ bool register_all() {
   register_op({"cast", "conversion to another element type", 1, 1, CastAttrsNode::kTypeKey,
                OpPattern::kElemwise, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
                  return te::cast(a[0], attrs_as<CastAttrsNode>(attrs).dtype);
+               }});
+  // What a float16 operator computed in float32 ends with (the graph pass
+  // float16_conv2d_in_float32 makes it): the elementwise operators fused
+  // after it read the float32 value and round once, at their end, as they
+  // do after the float16 operator itself. A Cast of the user's rounds.
+  register_op({"narrow",
+               "rounding to a narrower float type that fused operators after it read through", 1, 1,
+               CastAttrsNode::kTypeKey, OpPattern::kElemwise, nullptr,
+               [](const Tensors& a, const AttrsNode* attrs) {
+                 return detail::narrow(a[0], attrs_as<CastAttrsNode>(attrs).dtype, "narrow");
                }});
   register_op(
       {"nn.bias_add", "data + bias along `axis`", 2, 2, AxisAttrsNode::kTypeKey,

@@ -66,8 +66,10 @@ Graph int_conv2d_as_float(const Graph& graph);
 /// widened once and the kernel widened at compile time, and is rounded to
 /// float16 after: the values the float16 operator gives (it sums widened
 /// products in float32), without widening both operands of every product
-/// inside its loops, and open to the float32 passes after it (Winograd). A
-/// constant bias after it joins the float32 sum before the one rounding.
+/// inside its loops, and open to the float32 passes after it (Winograd). It
+/// rounds by `narrow`, which the elementwise operators fused after it (bias,
+/// residual add) read through, so they round once, as they do after the
+/// float16 operator.
 Graph float16_conv2d_in_float32(const Graph& graph);
 
 /// Casts that provably change no value go: cast(cast(b)) where b holds
