@@ -725,6 +725,22 @@ Graph int8_conv2d_words(const Graph& graph) {
   });
 }
 
+namespace {
+
+/// Convolution `c` of `data` cast to float32 by `weight` widened to float32
+/// at compile time, with c's attributes.
+Value conv2d_in_float32(const CallNode& c, const Value& data, const ConstantNode& weight) {
+  const te::NDArray& w = weight.data.array();
+  te::NDArray wf(ir::DataType::float32(), w.shape());
+  for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
+  return call("nn.conv2d",
+              {call("cast", {data}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
+               constant(std::move(wf), weight.name + ".float")},
+              c.attrs, c.name + ".float");
+}
+
+}  // namespace
+
 Graph int_conv2d_as_float(const Graph& graph) {
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
@@ -739,14 +755,8 @@ Graph int_conv2d_as_float(const Graph& graph) {
     for (int64_t i = 0; i < w.size(); ++i) largest = std::max(largest, std::abs(w.get(i)));
     const double terms = static_cast<double>(w.shape()[0] * w.shape()[1] * w.shape()[2]);
     if (terms * 255.0 * largest >= 16777216.0) return Value();
-    te::NDArray wf(ir::DataType::float32(), w.shape());
-    for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
-    Value product =
-        call("nn.conv2d",
-             {call("cast", {args[0]}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
-              constant(std::move(wf), weight->name + ".float")},
-             c.attrs, c.name + ".float");
-    return call("cast", {product}, cast_attrs(ir::DataType::int32()), c.name);
+    return call("cast", {conv2d_in_float32(c, args[0], *weight)}, cast_attrs(ir::DataType::int32()),
+                c.name);
   });
 }
 
@@ -757,17 +767,10 @@ Graph float16_conv2d_in_float32(const Graph& graph) {
     if (!weight) return Value();
     // The float16 convolution already sums widened products in float32 and
     // rounds once at the end: the same values, with the widening done once.
-    const te::NDArray& w = weight->data.array();
-    te::NDArray wf(ir::DataType::float32(), w.shape());
-    for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
-    Value product =
-        call("nn.conv2d",
-             {call("cast", {args[0]}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
-              constant(std::move(wf), weight->name + ".float")},
-             c.attrs, c.name + ".float");
     // narrow, not cast: a bias or residual add fused after it reads the
     // float32 sum and rounds once, as after the float16 operator.
-    return call("narrow", {product}, cast_attrs(ir::DataType::float16()), c.name);
+    return call("narrow", {conv2d_in_float32(c, args[0], *weight)},
+                cast_attrs(ir::DataType::float16()), c.name);
   });
 }
 
