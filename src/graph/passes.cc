@@ -252,15 +252,8 @@ Value conv2d_transpose_as_tiles(const CallNode& c, const Value& x) {
   const ConstantNode& kernel = *as_constant(c.args[1]);
   const std::vector<int64_t>& w = kernel.shape;  // C, K, R, S
   const int64_t channels = w[0], filters = w[1], r = w[2], s = w[3];
-  const te::NDArray& g = kernel.data.array();
-  te::NDArray hwio(g.dtype(), {1, 1, channels, r * s * filters});
-  for (int64_t ci = 0; ci < channels; ++ci) {
-    for (int64_t k = 0; k < filters; ++k) {
-      for (int64_t ij = 0; ij < r * s; ++ij) {
-        hwio.set((ci * r * s + ij) * filters + k, g.get((ci * filters + k) * r * s + ij));
-      }
-    }
-  }
+  te::NDArray hwio = reshape_array(transpose_array(kernel.data.array(), {0, 2, 3, 1}),
+                                   {1, 1, channels, r * s * filters});
   auto conv = make_node<te::Conv2dAttrsNode>();
   conv->data_layout = "NHWC";
   Value y = call("nn.conv2d", {x, constant(std::move(hwio), kernel.name + ".tiles")},

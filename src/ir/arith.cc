@@ -134,13 +134,10 @@ std::optional<IntBound> bound_of(const Expr& e, const VarRanges& ranges) {
           if (!b_const || *cb <= 0)
             return a->extent == 1 && b->extent == 1 ? std::optional(point(e)) : std::nullopt;
           int64_t c = *cb;
-          if (auto lo = as_const_int(a->min)) {
-            int64_t first = floor_div(*lo, c), last = floor_div(*lo + a->extent - 1, c);
-            return IntBound{make_const(t, static_cast<double>(first)), last - first + 1};
-          }
-          // A min of symbolic terms that c divides plus a constant k (a split
-          // loop's outer part times the split): the quotient's symbolic part
-          // is exact and only k + [0, extent) is divided.
+          // A min of symbolic terms that c divides (none: a constant) plus a
+          // constant k (a split loop's outer part times the split): the
+          // quotient's symbolic part is exact and only k + [0, extent) is
+          // divided.
           Affine m = affine_of(a->min);
           bool aligned = true;
           for (const auto& [term, coeff] : m.terms) aligned &= coeff % c == 0;

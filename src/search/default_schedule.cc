@@ -1,6 +1,7 @@
 #include "tensortune/search/default_schedule.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -127,6 +128,29 @@ static std::pair<int64_t, int64_t> register_tile(int64_t rows_extent, int64_t co
   return ragged_busy > 1.5 * static_cast<double>(best.first * best.second) ? ragged : best;
 }
 
+/// The stage at the root, read by `consumer` alone, that `is` accepts; -1
+/// when there is none.
+int root_producer(const LoopState& state, int consumer,
+                  const std::function<bool(const Stage&, const te::ComputeOpNode&)>& is) {
+  for (int p = 0; p < state.num_stages(); ++p) {
+    const Stage& st = state.stage(p);
+    auto op = st.tensor.compute_op();
+    if (p != consumer && op && st.location == schedule::ComputeLocation::kRoot && is(st, *op) &&
+        state.consumers(p) == std::vector<int>{consumer}) {
+      return p;
+    }
+  }
+  return -1;
+}
+
+/// The rows stage (the transform along the height) of Winograd transform
+/// stage `s`: its one producer of the same operator.
+int winograd_rows(const LoopState& state, int s, const std::string& tag) {
+  return root_producer(state, s, [&](const Stage& st, const te::ComputeOpNode& op) {
+    return op.tag == tag && st.leaves.size() == 6;
+  });
+}
+
 /// Winograd's input transform computes a row of tiles at a time: its rows
 /// (the transform along the height) for the row of tiles into a local
 /// buffer, then each eps's outputs along the row, with the loop over nu
@@ -147,16 +171,7 @@ void winograd_input_per_tile(LoopState& state) {
         out.location != schedule::ComputeLocation::kRoot || out.leaves.size() != 6) {
       continue;
     }
-    int rows = -1;
-    for (int p = 0; p < state.num_stages(); ++p) {
-      auto pop = state.stage(p).tensor.compute_op();
-      const std::vector<int> readers = state.consumers(p);
-      if (p != s && pop && pop->tag == op->tag && readers == std::vector<int>{s} &&
-          state.stage(p).location == schedule::ComputeLocation::kRoot &&
-          state.stage(p).leaves.size() == 6) {
-        rows = p;
-      }
-    }
+    const int rows = winograd_rows(state, s, op->tag);
     // [eps, nu, n, y, x, c] -> [n, y, eps, x, nu, c], rows at y.
     if (rows < 0 || !try_apply(state, schedule::reorder(s, {2, 3, 0, 4, 1, 5}))) continue;
     if (!try_apply(state, schedule::compute_at(rows, s, 1))) continue;
@@ -169,20 +184,13 @@ void winograd_input_per_tile(LoopState& state) {
     // A concat (a U-Net's skip and upsampled maps) is read once, by the
     // padding: inlined, the padding copies each operand's channels (whole
     // vectors, after partition_loops) and the joined map is never written.
-    for (int pad = 0; pad < state.num_stages(); ++pad) {
-      auto pad_op = state.stage(pad).tensor.compute_op();
-      if (!pad_op || pad_op->tag != "pad" || state.consumers(pad) != std::vector<int>{rows}) {
-        continue;
-      }
-      for (int joined = 0; joined < state.num_stages(); ++joined) {
-        auto join_op = state.stage(joined).tensor.compute_op();
-        if (join_op && join_op->attrs.value("op", "") == "concat" &&
-            state.stage(joined).location == schedule::ComputeLocation::kRoot &&
-            state.consumers(joined) == std::vector<int>{pad}) {
-          try_apply(state, schedule::compute_inline(joined));
-        }
-      }
-    }
+    const int pad = root_producer(
+        state, rows, [](const Stage&, const te::ComputeOpNode& o) { return o.tag == "pad"; });
+    const int joined =
+        pad < 0 ? -1 : root_producer(state, pad, [](const Stage&, const te::ComputeOpNode& o) {
+          return o.attrs.value("op", "") == "concat";
+        });
+    if (joined >= 0) try_apply(state, schedule::compute_inline(joined));
   }
 }
 
@@ -202,15 +210,7 @@ void winograd_output_per_tile(LoopState& state) {
       continue;
     }
     const int64_t tile = op->attrs.at("tile").get<int64_t>();
-    int rows = -1;
-    for (int p = 0; p < state.num_stages(); ++p) {
-      auto pop = state.stage(p).tensor.compute_op();
-      if (p != s && pop && pop->tag == op->tag && state.consumers(p) == std::vector<int>{s} &&
-          state.stage(p).location == schedule::ComputeLocation::kRoot &&
-          state.stage(p).leaves.size() == 6) {
-        rows = p;
-      }
-    }
+    const int rows = winograd_rows(state, s, op->tag);
     if (rows < 0) continue;
     // The stage that writes [N, H, W, K]: the transform, or the one
     // elementwise epilogue of its shape it is inlined into. Everything is
