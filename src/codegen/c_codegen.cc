@@ -481,6 +481,46 @@ class Prelude {
             "}");
     return name;
   }
+  /// Name of the conversion of `lanes` float32 lanes to float16 (`to_half`)
+  /// or back: one instruction where the target has it (F16C; AVX-512F for
+  /// 16 lanes). GCC 12 converts _Float16 vectors lane by lane in scalar
+  /// code, which made every float16 epilogue several times slower.
+  std::string half_conversion(int lanes, bool to_half) {
+    const std::string f32 = vector_type("f32", lanes), f16 = vector_type("f16", lanes);
+    const std::string name =
+        std::string(to_half ? "tt_f32_to_f16x" : "tt_f16_to_f32x") + std::to_string(lanes);
+    const std::string from = to_half ? f32 : f16, to = to_half ? f16 : f32;
+    const std::string generic = "  return __builtin_convertvector(v, " + to + ");\n";
+    std::string isa, body;
+    // Round to nearest even, as C's conversion does, and raise nothing.
+    const std::string nearest = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC";
+    if (lanes == 16) {
+      isa = "defined(__AVX512F__)";
+      body = to_half ? "  return (" + to + ")_mm512_cvtps_ph((__m512)v, " + nearest + ");\n"
+                     : "  return (" + to + ")_mm512_cvtph_ps((__m256i)v);\n";
+    } else if (lanes == 8) {
+      isa = "defined(__F16C__)";
+      body = to_half ? "  return (" + to + ")_mm256_cvtps_ph((__m256)v, " + nearest + ");\n"
+                     : "  return (" + to + ")_mm256_cvtph_ps((__m128i)v);\n";
+    } else if (lanes == 4) {
+      // Four halves are half a register: through memory, which the
+      // compiler keeps in registers.
+      isa = "defined(__F16C__)";
+      body = to_half ? "  __m128i h = _mm_cvtps_ph((__m128)v, " + nearest + ");\n  " + to +
+                           " r;\n  __builtin_memcpy(&r, &h, sizeof r);\n  return r;\n"
+                     : "  __m128i h = _mm_setzero_si128();\n  __builtin_memcpy(&h, &v, sizeof v);\n"
+                       "  return (" +
+                           to + ")_mm_cvtph_ps(h);\n";
+    }
+    add(helpers_, name,
+        "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"
+        "static inline " +
+            to + " " + name + "(" + from + " v) {\n" +
+            (isa.empty() ? generic
+                         : "#if " + isa + "\n" + body + "#else\n" + generic + "#endif\n") +
+            "}");
+    return name;
+  }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.
   void bfloat16() {
     add(helpers_, "tt_bf16",
@@ -879,8 +919,7 @@ class FunctionEmitter {
 
   std::string to_storage_vector(DataType t, int lanes, const std::string& v) {
     if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
-      return "__builtin_convertvector(" + strip_parens(v) + ", " +
-             prelude_.vector_type("f16", lanes) + ")";
+      return prelude_.half_conversion(lanes, true) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
       std::string u32 = prelude_.vector_type("u32", lanes),
@@ -901,7 +940,7 @@ class FunctionEmitter {
 
   std::string from_storage_vector(DataType t, int lanes, const std::string& v) {
     if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
-      return "__builtin_convertvector(" + v + ", " + prelude_.vector_type("f32", lanes) + ")";
+      return prelude_.half_conversion(lanes, false) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
       return "((" + prelude_.vector_type("f32", lanes) + ")(__builtin_convertvector(" + v + ", " +
@@ -1203,8 +1242,8 @@ class FunctionEmitter {
                                 ? v
                                 : "__builtin_convertvector(" + source + ", " + type + ")";
     if (to_half) {
-      return "__builtin_convertvector(__builtin_convertvector(" + strip_parens(converted) + ", " +
-             prelude_.vector_type("f16", lanes) + "), " + type + ")";
+      return prelude_.half_conversion(lanes, false) + "(" + prelude_.half_conversion(lanes, true) +
+             "(" + strip_parens(converted) + "))";
     }
     if (to_bf16) {
       prelude_.bfloat16();

@@ -160,6 +160,23 @@ PrimFunc half_fma(const std::string& name, DataType dtype) {
                 ForKind::kVectorized)));
 }
 
+// H = f16(A) and W = f32(G) over 48 elements, vectorized `lanes` wide:
+// the float16 conversions, one instruction each where the target has them.
+PrimFunc half_conversions(int lanes) {
+  const DataType f16 = DataType::float16();
+  Buffer a = f32("A", 48), w = f32("W", 48);
+  Buffer h = Buffer::make("H", f16, {48}), g = Buffer::make("G", f16, {48});
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * lanes + ii;
+  return PrimFunc::make(
+      "half_conversions_x" + std::to_string(lanes), {a, g, h, w}, 2,
+      loop(io, 48 / lanes,
+           loop(ii, lanes,
+                lower::seq({store(h, idx, ir::cast(f16, load(a, idx))),
+                            store(w, idx, ir::cast(DataType::float32(), load(g, idx)))}),
+                ForKind::kVectorized)));
+}
+
 // Vector conversions across more than one width step, which the C back end
 // makes one step at a time (u8 -> i16 -> i32 -> f32 and back), over 64
 // elements vectorized 16 wide: F = U - S + H / 4, and back to bytes and
@@ -275,6 +292,9 @@ class EndToEnd : public ::testing::Test {
                                  staged("staged_heap", 32768),
                                  guarded_relu(),
                                  half_fma("fma_f16", DataType::float16()),
+                                 half_conversions(4),
+                                 half_conversions(8),
+                                 half_conversions(16),
                                  byte_conversions(),
                                  half_fma("fma_bf16", DataType::bfloat16()),
                                  int_division("div_vector", ForKind::kVectorized),
@@ -515,6 +535,46 @@ TEST_F(EndToEnd, HalfPrecisionElementwise) {
     NDArray expected(dtype, {64});
     for (int64_t i = 0; i < 64; ++i) expected.set(i, a.get(i) * b.get(i) + 1);
     expect_close(c, expected, name);
+  }
+}
+
+// Rounding to nearest even at ties, subnormal halves, overflow to infinity
+// and NaN, as NDArray's conversion gives them, at every vector width.
+TEST_F(EndToEnd, HalfVectorsConvertAsScalarsDo) {
+  const std::vector<float> values = {1.0f,
+                                     -2.5f,
+                                     65504.0f,
+                                     65520.0f,
+                                     -1e6f,
+                                     1.0f + 1.0f / 2048,
+                                     1.0f + 3.0f / 2048,
+                                     5.96e-8f,
+                                     2.98e-8f,
+                                     3e-8f,
+                                     -6.1e-5f,
+                                     1e-40f,
+                                     0.1f,
+                                     -0.0f,
+                                     std::numeric_limits<float>::infinity(),
+                                     std::numeric_limits<float>::quiet_NaN()};
+  NDArray a(DataType::float32(), {48}), g(DataType::float16(), {48});
+  for (int64_t i = 0; i < 48; ++i) {
+    a.set(i, values[static_cast<size_t>(i) % values.size()] * (i < 16 ? 1.0f : 1.0f + i / 64.0f));
+    g.set(i, a.get(i));  // rounded to float16
+  }
+  for (int lanes : {4, 8, 16}) {
+    SCOPED_TRACE(lanes);
+    NDArray h(DataType::float16(), {48}), w(DataType::float32(), {48});
+    call("half_conversions_x" + std::to_string(lanes), {&a, &g, &h, &w});
+    for (int64_t i = 0; i < 48; ++i) {
+      if (std::isnan(a.get(i))) {
+        EXPECT_TRUE(std::isnan(h.get(i)) && std::isnan(w.get(i))) << i;
+        continue;
+      }
+      EXPECT_EQ(h.get(i), g.get(i)) << i << ": " << a.get(i);
+      EXPECT_EQ(w.get(i), g.get(i)) << i;
+      EXPECT_EQ(std::signbit(h.get(i)), std::signbit(a.get(i))) << i;
+    }
   }
 }
 
