@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include "tensortune/ir/pass_context.h"
@@ -720,16 +721,34 @@ Graph int8_conv2d_words(const Graph& graph) {
 
 namespace {
 
-/// Convolution `c` of `data` cast to float32 by `weight` widened to float32
-/// at compile time, with c's attributes.
-Value conv2d_in_float32(const CallNode& c, const Value& data, const ConstantNode& weight) {
-  const te::NDArray& w = weight.data.array();
-  te::NDArray wf(ir::DataType::float32(), w.shape());
-  for (int64_t i = 0; i < w.size(); ++i) wf.set(i, w.get(i));
-  return call("nn.conv2d",
-              {call("cast", {data}, cast_attrs(ir::DataType::float32()), c.name + ".float"),
-               constant(std::move(wf), weight.name + ".float")},
-              c.attrs, c.name + ".float");
+/// A float32 copy of `v`: a constant widened at compile time, anything else
+/// cast where it is computed.
+Value as_float32(const Value& v, const std::string& name) {
+  if (v->dtype == ir::DataType::float32()) return v;
+  if (const ConstantNode* k = as_constant(v)) {
+    const te::NDArray& a = k->data.array();
+    te::NDArray wide(ir::DataType::float32(), a.shape());
+    for (int64_t i = 0; i < a.size(); ++i) wide.set(i, a.get(i));
+    return constant(std::move(wide), k->name + ".float");
+  }
+  return call("cast", {v}, cast_attrs(ir::DataType::float32()), name);
+}
+
+/// `c` with every operand in float32, with c's attributes.
+Value in_float32(const CallNode& c, const std::vector<Value>& args) {
+  std::vector<Value> wide;
+  for (size_t i = 0; i < args.size(); ++i) {
+    wide.push_back(as_float32(args[i], c.name + ".float" + std::to_string(i)));
+  }
+  return call(c.op, wide, c.attrs, c.name + ".float");
+}
+
+/// `c`, a float16 operator that sums widened products in float32 and
+/// rounds once, computed on operands widened once: the same values.
+/// narrow, not cast: a bias or residual add fused after it reads the
+/// float32 sum and rounds once, as after the float16 operator.
+Value float16_in_float32(const CallNode& c, const std::vector<Value>& args) {
+  return call("narrow", {in_float32(c, args)}, cast_attrs(ir::DataType::float16()), c.name);
 }
 
 }  // namespace
@@ -748,22 +767,27 @@ Graph int_conv2d_as_float(const Graph& graph) {
     for (int64_t i = 0; i < w.size(); ++i) largest = std::max(largest, std::abs(w.get(i)));
     const double terms = static_cast<double>(w.shape()[0] * w.shape()[1] * w.shape()[2]);
     if (terms * 255.0 * largest >= 16777216.0) return Value();
-    return call("cast", {conv2d_in_float32(c, args[0], *weight)}, cast_attrs(ir::DataType::int32()),
-                c.name);
+    return call("cast", {in_float32(c, args)}, cast_attrs(ir::DataType::int32()), c.name);
   });
 }
 
 Graph float16_conv2d_in_float32(const Graph& graph) {
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
-    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::float16()) return Value();
-    const ConstantNode* weight = as_constant(args[1]);
-    if (!weight) return Value();
-    // The float16 convolution already sums widened products in float32 and
-    // rounds once at the end: the same values, with the widening done once.
-    // narrow, not cast: a bias or residual add fused after it reads the
-    // float32 sum and rounds once, as after the float16 operator.
-    return call("narrow", {conv2d_in_float32(c, args[0], *weight)},
-                cast_attrs(ir::DataType::float16()), c.name);
+    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::float16() || !as_constant(args[1])) {
+      return Value();
+    }
+    return float16_in_float32(c, args);
+  });
+}
+
+Graph float16_ops_in_float32(const Graph& graph) {
+  // Each of these, in float16, widens its operands, works in float32 and
+  // rounds once: log_softmax does not (it subtracts the maximum in float16).
+  static const std::set<std::string> widening = {"nn.dense", "nn.matmul", "nn.softmax",
+                                                 "nn.layer_norm"};
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (!widening.count(c.op) || c.dtype != ir::DataType::float16()) return Value();
+    return float16_in_float32(c, args);
   });
 }
 
@@ -1024,6 +1048,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
       {"exact_integer_casts", any_target<exact_integer_casts>},
       {"float16_conv2d_in_float32", any_target<float16_conv2d_in_float32>},
+      {"float16_ops_in_float32", any_target<float16_ops_in_float32>},
       {"winograd_conv2d", winograd_conv2d},
       {"pad_output_channels", pad_output_channels},
       {"scale_conv_weights", any_target<scale_conv_weights>},

@@ -157,6 +157,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"int_conv2d_as_float", int_conv2d_as_float},
            {"exact_integer_casts", exact_integer_casts},
            {"float16_conv2d_in_float32", float16_conv2d_in_float32},
+           {"float16_ops_in_float32", float16_ops_in_float32},
            {"winograd_conv2d", [&](const Graph& x) { return winograd_conv2d(x, target); }},
            {"pad_output_channels", [&](const Graph& x) { return pad_output_channels(x, target); }},
            {"scale_conv_weights", scale_conv_weights},
@@ -181,7 +182,8 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
             (std::vector<std::string>{
                 "simplify_inference", "fold_constants", "convert_layout_nhwc", "int8_conv2d_words",
                 "int_conv2d_as_float", "exact_integer_casts", "float16_conv2d_in_float32",
-                "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
+                "float16_ops_in_float32", "winograd_conv2d", "pad_output_channels",
+                "scale_conv_weights", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -719,6 +721,48 @@ TEST(GraphPasses, Float16ConvolutionsComputeInFloat32WithTheSameValues) {
       return false;
     };
     EXPECT_EQ(reads_rounded(biased), std::string(rounding) == "cast") << rounding;
+  }
+}
+
+// Float16 matrix products (a dense layer's constant weight, attention's two
+// activations, batched), softmax and layer normalisation compute in float32
+// on operands widened once, with the values of the float16 operators, which
+// work in float32 and round once.
+TEST(GraphPasses, Float16MatrixProductsAndNormsComputeInFloat32WithTheSameValues) {
+  const DataType f16 = DataType::float16();
+  auto rows = input("rows", {2, 4, 24}, f16);
+  auto keys = input("keys", {2, 24, 5}, f16);
+  Value w = constant(te::NDArray::random(f16, {7, 24}, 7, -0.5, 0.5), "w16");
+  Value fc = call("nn.dense", {call("reshape", {rows}, reshape_attrs({8, 24}), "flat"), w},
+                  te::Attrs(), "fc");
+  auto last_axis = make_node<te::AxisAttrsNode>();
+  last_axis->axis = -1;
+  Value scores = call("nn.softmax", {call("nn.matmul", {rows, keys}, te::Attrs(), "scores")},
+                      te::Attrs(last_axis), "weights");
+  Value gamma = constant(te::NDArray::random(f16, {7}, 8, 0.5, 1.5), "gamma");
+  Value beta = constant(te::NDArray::random(f16, {7}, 9), "beta");
+  Value normed = call("nn.layer_norm", {call("add", {fc, fc}, te::Attrs(), "twice"), gamma, beta},
+                      norm_attrs(-1), "normed");
+  Graph g = Graph::make({rows, keys}, {normed, scores}, {"normed", "weights"});
+  std::vector<te::NDArray> in = {te::NDArray::random(f16, {2, 4, 24}, 3),
+                                 te::NDArray::random(f16, {2, 24, 5}, 4)};
+  const std::vector<te::NDArray> expected = evaluate_graph(g, in);
+  for (const Graph& out : {float16_ops_in_float32(g),
+                           optimize(g, ir::Target::parse("c -num-cores=2 -l2-cache=1048576"))}) {
+    const std::vector<te::NDArray> got = evaluate_graph(out, in);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].dtype(), f16);
+      EXPECT_TRUE(te::allclose(got[i], expected[i], te::Tolerance{0.0, 0.0})) << i;
+    }
+    int widened = 0;
+    for (const auto& c : calls_in_order(out)) {
+      if (c->op == "nn.dense" || c->op == "nn.matmul" || c->op == "nn.softmax" ||
+          c->op == "nn.layer_norm") {
+        EXPECT_EQ(c->dtype, DataType::float32()) << c->op;
+        ++widened;
+      }
+    }
+    EXPECT_EQ(widened, 4);
   }
 }
 

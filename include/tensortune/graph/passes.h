@@ -72,6 +72,12 @@ Graph int_conv2d_as_float(const Graph& graph);
 /// float16 operator.
 Graph float16_conv2d_in_float32(const Graph& graph);
 
+/// Float16 dense layers, matmuls, softmax and layer normalisation, which
+/// work in float32 and round once, compute in float32 in the same way: a
+/// constant operand widened at compile time, any other cast once, the
+/// result rounded by `narrow`.
+Graph float16_ops_in_float32(const Graph& graph);
+
 /// Casts that provably change no value go: cast(cast(b)) where b holds
 /// integers both types hold (a quantized value through uint8 and back),
 /// and cast(cast(b) + k) back to b's type where the sum is exact in it (a
@@ -128,7 +134,7 @@ std::string failing_pass_for_testing();
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
 /// folding constants again), int8_conv2d_words, int_conv2d_as_float, exact_integer_casts,
-/// float16_conv2d_in_float32,
+/// float16_conv2d_in_float32, float16_ops_in_float32,
 /// winograd_conv2d and
 /// pad_output_channels (skipped without a target), scale_conv_weights, sink_reshapes. Runs under
 /// the current PassContext: a pass in its disabled list is skipped.
