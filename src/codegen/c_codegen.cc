@@ -315,6 +315,17 @@ class Prelude {
     return name;
   }
   /// Name of the scalar min or max helper for integer `tag`.
+  /// Name of fmax / fmin on scalars of float `tag`, inline: GCC calls the
+  /// library's (through the PLT) wherever a loop does not vectorize.
+  std::string float_min_max(const std::string& tag, bool max) {
+    std::string type = c_scalar_of_tag(tag);
+    std::string name = std::string(max ? "tt_fmax_" : "tt_fmin_") + tag;
+    // Where b is NaN, a is taken (NaN only if both are), as fmax does.
+    add(helpers_, name,
+        "static inline " + type + " " + name + "(" + type + " a, " + type + " b) { return a " +
+            (max ? ">" : "<") + " b || b != b ? a : b; }");
+    return name;
+  }
   std::string int_min_max(const std::string& tag, bool max) {
     std::string type = c_scalar_of_tag(tag);
     std::string name = std::string(max ? "tt_max_" : "tt_min_") + tag;
@@ -479,6 +490,25 @@ class Prelude {
         "static inline " +
             type + " " + name + "(" + type + " acc, " + type + " a, " + type + " b) {\n" + body +
             "}");
+    return name;
+  }
+  /// Name of the conversion of a float32 scalar to float16 (`to_half`) or
+  /// back, by F16C's vector instruction where the target has it: GCC's
+  /// scalar one (AVX512-FP16's vcvtsh2ss) keeps the rest of its register,
+  /// which chains each conversion to the last; 5x slower in a strided loop.
+  std::string half_scalar_conversion(bool to_half) {
+    const std::string name = to_half ? "tt_f32_to_f16" : "tt_f16_to_f32";
+    const std::string body =
+        to_half
+            ? "static inline _Float16 tt_f32_to_f16(float f) {\n#if defined(__F16C__)\n"
+              "  unsigned short u = _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);\n"
+              "  _Float16 h;\n  __builtin_memcpy(&h, &u, sizeof h);\n  return h;\n#else\n"
+              "  return (_Float16)f;\n#endif\n}"
+            : "static inline float tt_f16_to_f32(_Float16 h) {\n#if defined(__F16C__)\n"
+              "  unsigned short u;\n  __builtin_memcpy(&u, &h, sizeof u);\n"
+              "  return _cvtsh_ss(u);\n#else\n  return (float)h;\n#endif\n}";
+    add(helpers_, name,
+        "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n" + body);
     return name;
   }
   /// Name of the conversion of `lanes` float32 lanes to float16 (`to_half`)
@@ -871,7 +901,16 @@ class FunctionEmitter {
     DataType t = n.buffer->dtype;
     std::string buf = buffer_name(n.buffer);
     int lanes = n.value.dtype().lanes();
-    std::string value = expr(n.value);
+    // Storing in float16 rounds as a cast to it does: the cast's round trip
+    // through half (one conversion each way) is not emitted as well. Not
+    // from float64, which would round twice through float.
+    const auto rounding = n.value.as<ir::CastNode>();
+    const bool half = t.code() == DataType::Code::kFloat && t.bits() == 16;
+    const bool from_float = rounding &&
+                            (rounding->value.dtype().code() == DataType::Code::kFloat ||
+                             rounding->value.dtype().code() == DataType::Code::kBFloat) &&
+                            rounding->value.dtype().bits() <= 32;
+    std::string value = half && from_float ? expr(rounding->value) : expr(n.value);
     if (lanes == 1) {
       std::string index = strip_parens(expr(n.index));
       line(indent, buf + "[" + index + "] = " + to_storage_scalar(t, strip_parens(value)) + ";");
@@ -899,7 +938,9 @@ class FunctionEmitter {
   // ---- conversions between the computed and the stored form ----
 
   std::string to_storage_scalar(DataType t, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "(_Float16)(" + v + ")";
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+      return prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
+    }
     if (t.code() == DataType::Code::kBFloat) {
       prelude_.bfloat16();
       return "tt_f32_to_bf16(" + v + ")";
@@ -909,7 +950,9 @@ class FunctionEmitter {
   }
 
   std::string from_storage_scalar(DataType t, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "((float)" + v + ")";
+    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+      return prelude_.half_scalar_conversion(false) + "(" + strip_parens(v) + ")";
+    }
     if (t.code() == DataType::Code::kBFloat) {
       prelude_.bfloat16();
       return "tt_bf16_to_f32(" + v + ")";
@@ -1115,8 +1158,6 @@ class FunctionEmitter {
     };
     auto infix = [&](const char* op) { return wrap("(" + a + " " + op + " " + b + ")"); };
     std::string type = vector ? vector_type(t) : c_scalar_type(t);
-    // float32, float16 and bfloat16 compute in float: the math.h functions with suffix f.
-    std::string fn_suffix = compute_tag(t) == "f32" ? "f" : "";
     switch (n.op) {
       case BinaryOp::kAdd: return infix("+");
       case BinaryOp::kSub: return infix("-");
@@ -1144,7 +1185,8 @@ class FunctionEmitter {
         bool max = n.op == BinaryOp::kMax;
         if (!vector) {
           if (t.is_float()) {
-            return std::string(max ? "fmax" : "fmin") + fn_suffix + "(" + a + ", " + b + ")";
+            return prelude_.float_min_max(compute_tag(t), max) + "(" + strip_parens(a) + ", " +
+                   strip_parens(b) + ")";
           }
           return wrap(prelude_.int_min_max(compute_tag(t), max) + "(" + a + ", " + b + ")");
         }
@@ -1199,7 +1241,10 @@ class FunctionEmitter {
     bool to_bf16 = to.code() == DataType::Code::kBFloat;
     if (to.is_scalar()) {
       if (to.is_bool()) return "(" + v + " != 0)";
-      if (to_half) return "((float)(_Float16)" + v + ")";
+      if (to_half) {
+        return prelude_.half_scalar_conversion(false) + "(" +
+               prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + "))";
+      }
       if (to_bf16) {
         prelude_.bfloat16();
         return "tt_bf16_round((float)" + v + ")";

@@ -277,7 +277,7 @@ TEST(CCodegen, HalfPrecisionConvertsOnLoadAndStore) {
   std::string c = c_of(f);
   EXPECT_TRUE(contains(c, "(const _Float16* restrict H, uint16_t* restrict BF)")) << c;
   EXPECT_TRUE(contains(c, "BF[i] = tt_f32_to_bf16(")) << c;
-  EXPECT_TRUE(contains(c, "((float)H[i])")) << c;
+  EXPECT_TRUE(contains(c, "tt_f16_to_f32(H[i])")) << c;
 }
 
 TEST(CCodegen, Errors) {
