@@ -314,7 +314,6 @@ class Prelude {
             "\n}");
     return name;
   }
-  /// Name of the scalar min or max helper for integer `tag`.
   /// Name of fmax / fmin on scalars of float `tag`, inline: GCC calls the
   /// library's (through the PLT) wherever a loop does not vectorize.
   std::string float_min_max(const std::string& tag, bool max) {
@@ -326,6 +325,7 @@ class Prelude {
             (max ? ">" : "<") + " b || b != b ? a : b; }");
     return name;
   }
+  /// Name of the scalar min or max helper for integer `tag`.
   std::string int_min_max(const std::string& tag, bool max) {
     std::string type = c_scalar_of_tag(tag);
     std::string name = std::string(max ? "tt_max_" : "tt_min_") + tag;
@@ -1242,8 +1242,11 @@ class FunctionEmitter {
     if (to.is_scalar()) {
       if (to.is_bool()) return "(" + v + " != 0)";
       if (to_half) {
-        return prelude_.half_scalar_conversion(false) + "(" +
-               prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + "))";
+        // From double straight to half: through float would round twice.
+        const std::string half =
+            from.bits() == 64 ? "(_Float16)(" + strip_parens(v) + ")"
+                              : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
+        return prelude_.half_scalar_conversion(false) + "(" + half + ")";
       }
       if (to_bf16) {
         prelude_.bfloat16();

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <set>
+#include <map>
 #include <unordered_map>
 
 #include "tensortune/ir/pass_context.h"
@@ -721,39 +721,58 @@ Graph int8_conv2d_words(const Graph& graph) {
 
 namespace {
 
-/// A float32 copy of `v`: a constant widened at compile time, anything else
-/// cast where it is computed.
-Value as_float32(const Value& v, const std::string& name) {
-  if (v->dtype == ir::DataType::float32()) return v;
-  if (const ConstantNode* k = as_constant(v)) {
-    const te::NDArray& a = k->data.array();
-    te::NDArray wide(ir::DataType::float32(), a.shape());
-    for (int64_t i = 0; i < a.size(); ++i) wide.set(i, a.get(i));
-    return constant(std::move(wide), k->name + ".float");
+/// Float32 copies of values, each made once however many operators read
+/// it: a constant widened at compile time, anything else cast where it is
+/// computed (one cast, not one per reader: a layer norm's output read by
+/// the Q, K and V projections).
+class Float32Copies {
+ public:
+  /// `c` with every operand in float32, with c's attributes.
+  Value call_in_float32(const CallNode& c, const std::vector<Value>& args) {
+    std::vector<Value> wide;
+    for (size_t i = 0; i < args.size(); ++i) {
+      wide.push_back(of(args[i], c.name + ".float" + std::to_string(i)));
+    }
+    return call(c.op, wide, c.attrs, c.name + ".float");
   }
-  return call("cast", {v}, cast_attrs(ir::DataType::float32()), name);
-}
 
-/// `c` with every operand in float32, with c's attributes.
-Value in_float32(const CallNode& c, const std::vector<Value>& args) {
-  std::vector<Value> wide;
-  for (size_t i = 0; i < args.size(); ++i) {
-    wide.push_back(as_float32(args[i], c.name + ".float" + std::to_string(i)));
+ private:
+  Value of(const Value& v, const std::string& name) {
+    if (v->dtype == ir::DataType::float32()) return v;
+    auto it = copies_.find(v.get());
+    if (it != copies_.end()) return it->second.second;
+    Value wide;
+    if (const ConstantNode* k = as_constant(v)) {
+      const te::NDArray& a = k->data.array();
+      te::NDArray widened(ir::DataType::float32(), a.shape());
+      for (int64_t i = 0; i < a.size(); ++i) widened.set(i, a.get(i));
+      wide = constant(std::move(widened), k->name + ".float");
+    } else {
+      wide = call("cast", {v}, cast_attrs(ir::DataType::float32()), name);
+    }
+    copies_.emplace(v.get(), std::pair{v, wide});  // holds v: its address stays its own
+    return wide;
   }
-  return call(c.op, wide, c.attrs, c.name + ".float");
-}
+  std::unordered_map<const Object*, std::pair<Value, Value>> copies_;
+};
 
-/// `c`, a float16 operator that sums widened products in float32 and
-/// rounds once, computed on operands widened once: the same values.
-/// narrow, not cast: a bias or residual add fused after it reads the
-/// float32 sum and rounds once, as after the float16 operator.
-Value float16_in_float32(const CallNode& c, const std::vector<Value>& args) {
-  return call("narrow", {in_float32(c, args)}, cast_attrs(ir::DataType::float16()), c.name);
+/// `c`, a float16 operator that widens its operands, works in float32 and
+/// rounds once, computed on operands widened once: the same values. It
+/// rounds as the operator does: by `narrow` where the operator ends in
+/// detail::narrow (the products: a bias or residual add fused after it
+/// reads the float32 sum and rounds once), else by `cast` (softmax and
+/// layer norm round in their last stage, and what is fused after them
+/// reads the rounded value).
+Value float16_in_float32(Float32Copies& copies, const CallNode& c, const std::vector<Value>& args,
+                         const char* rounding) {
+  return call(rounding, {copies.call_in_float32(c, args)}, cast_attrs(ir::DataType::float16()),
+              c.name);
 }
 
 }  // namespace
 
 Graph int_conv2d_as_float(const Graph& graph) {
+  Float32Copies copies;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
     const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
@@ -767,27 +786,34 @@ Graph int_conv2d_as_float(const Graph& graph) {
     for (int64_t i = 0; i < w.size(); ++i) largest = std::max(largest, std::abs(w.get(i)));
     const double terms = static_cast<double>(w.shape()[0] * w.shape()[1] * w.shape()[2]);
     if (terms * 255.0 * largest >= 16777216.0) return Value();
-    return call("cast", {in_float32(c, args)}, cast_attrs(ir::DataType::int32()), c.name);
+    return call("cast", {copies.call_in_float32(c, args)}, cast_attrs(ir::DataType::int32()),
+                c.name);
   });
 }
 
 Graph float16_conv2d_in_float32(const Graph& graph) {
+  Float32Copies copies;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::float16() || !as_constant(args[1])) {
       return Value();
     }
-    return float16_in_float32(c, args);
+    return float16_in_float32(copies, c, args, "narrow");
   });
 }
 
 Graph float16_ops_in_float32(const Graph& graph) {
   // Each of these, in float16, widens its operands, works in float32 and
-  // rounds once: log_softmax does not (it subtracts the maximum in float16).
-  static const std::set<std::string> widening = {"nn.dense", "nn.matmul", "nn.softmax",
-                                                 "nn.layer_norm"};
+  // rounds once (log_softmax does not: it subtracts the maximum in
+  // float16), and the products end in detail::narrow.
+  static const std::map<std::string, const char*> rounding = {{"nn.dense", "narrow"},
+                                                              {"nn.matmul", "narrow"},
+                                                              {"nn.softmax", "cast"},
+                                                              {"nn.layer_norm", "cast"}};
+  Float32Copies copies;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
-    if (!widening.count(c.op) || c.dtype != ir::DataType::float16()) return Value();
-    return float16_in_float32(c, args);
+    auto it = rounding.find(c.op);
+    if (it == rounding.end() || c.dtype != ir::DataType::float16()) return Value();
+    return float16_in_float32(copies, c, args, it->second);
   });
 }
 

@@ -177,6 +177,15 @@ PrimFunc half_conversions(int lanes) {
                 ForKind::kVectorized)));
 }
 
+// H = f16(D) from float64, one element at a time.
+PrimFunc half_from_double() {
+  Buffer d = Buffer::make("D", DataType::float64(), {4});
+  Buffer h = Buffer::make("H", DataType::float16(), {4});
+  Var i = Var::make("i");
+  return PrimFunc::make("half_from_double", {d, h}, 1,
+                        loop(i, 4, store(h, i, ir::cast(DataType::float16(), load(d, i)))));
+}
+
 // Vector conversions across more than one width step, which the C back end
 // makes one step at a time (u8 -> i16 -> i32 -> f32 and back), over 64
 // elements vectorized 16 wide: F = U - S + H / 4, and back to bytes and
@@ -295,6 +304,7 @@ class EndToEnd : public ::testing::Test {
                                  half_conversions(4),
                                  half_conversions(8),
                                  half_conversions(16),
+                                 half_from_double(),
                                  byte_conversions(),
                                  half_fma("fma_bf16", DataType::bfloat16()),
                                  int_division("div_vector", ForKind::kVectorized),
@@ -575,6 +585,18 @@ TEST_F(EndToEnd, HalfVectorsConvertAsScalarsDo) {
       EXPECT_EQ(w.get(i), g.get(i)) << i;
       EXPECT_EQ(std::signbit(h.get(i)), std::signbit(a.get(i))) << i;
     }
+  }
+}
+
+// Float64 rounds to float16 once: 1 + 2^-11 + 2^-40 is above the tie, and
+// through float32 it would become the tie and round down to 1.
+TEST_F(EndToEnd, HalfFromDoubleRoundsOnce) {
+  NDArray d(DataType::float64(), {4}), h(DataType::float16(), {4});
+  const double above_tie = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  for (int64_t i = 0; i < 4; ++i) d.set(i, i % 2 ? -above_tie : above_tie);
+  call("half_from_double", {&d, &h});
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(h.get(i), (i % 2 ? -1.0 : 1.0) * (1.0 + std::ldexp(1.0, -10))) << i;
   }
 }
 

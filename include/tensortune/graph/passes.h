@@ -75,7 +75,7 @@ Graph float16_conv2d_in_float32(const Graph& graph);
 /// Float16 dense layers, matmuls, softmax and layer normalisation, which
 /// work in float32 and round once, compute in float32 in the same way: a
 /// constant operand widened at compile time, any other cast once, the
-/// result rounded by `narrow`.
+/// result rounded as the float16 operator rounds (`narrow` after a product).
 Graph float16_ops_in_float32(const Graph& graph);
 
 /// Casts that provably change no value go: cast(cast(b)) where b holds
