@@ -512,43 +512,58 @@ class Prelude {
     return name;
   }
   /// Name of the conversion of `lanes` float32 lanes to float16 (`to_half`)
-  /// or back: one instruction where the target has it (F16C; AVX-512F for
-  /// 16 lanes). GCC 12 converts _Float16 vectors lane by lane in scalar
-  /// code, which made every float16 epilogue several times slower.
+  /// or back: one instruction per register where the target has it
+  /// (AVX-512F: 16 lanes at a time; F16C: 8, or 4). GCC 12 converts
+  /// _Float16 vectors lane by lane in scalar code, which made every float16
+  /// epilogue several times slower.
   std::string half_conversion(int lanes, bool to_half) {
     const std::string f32 = vector_type("f32", lanes), f16 = vector_type("f16", lanes);
     const std::string name =
         std::string(to_half ? "tt_f32_to_f16x" : "tt_f16_to_f32x") + std::to_string(lanes);
     const std::string from = to_half ? f32 : f16, to = to_half ? f16 : f32;
-    const std::string generic = "  return __builtin_convertvector(v, " + to + ");\n";
-    std::string isa, body;
     // Round to nearest even, as C's conversion does, and raise nothing.
     const std::string nearest = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC";
-    if (lanes == 16) {
-      isa = "defined(__AVX512F__)";
-      body = to_half ? "  return (" + to + ")_mm512_cvtps_ph((__m512)v, " + nearest + ");\n"
-                     : "  return (" + to + ")_mm512_cvtph_ps((__m256i)v);\n";
-    } else if (lanes == 8) {
-      isa = "defined(__F16C__)";
-      body = to_half ? "  return (" + to + ")_mm256_cvtps_ph((__m256)v, " + nearest + ");\n"
-                     : "  return (" + to + ")_mm256_cvtph_ps((__m128i)v);\n";
-    } else if (lanes == 4) {
-      // Four halves are half a register: through memory, which the
-      // compiler keeps in registers.
-      isa = "defined(__F16C__)";
-      body = to_half ? "  __m128i h = _mm_cvtps_ph((__m128)v, " + nearest + ");\n  " + to +
-                           " r;\n  __builtin_memcpy(&r, &h, sizeof r);\n  return r;\n"
-                     : "  __m128i h = _mm_setzero_si128();\n  __builtin_memcpy(&h, &v, sizeof v);\n"
-                       "  return (" +
-                           to + ")_mm_cvtph_ps(h);\n";
+    // Register by register, through memory, which the compiler keeps in
+    // registers: `chunk` lanes of float32 in `wide`, of half in `narrow`.
+    auto by_registers = [&](int chunk, const std::string& wide, const std::string& narrow,
+                            const std::string& p) {
+      const std::string parts = std::to_string(lanes / chunk);
+      const std::string in = to_half ? wide : narrow, out = to_half ? narrow : wide;
+      const std::string convert =
+          to_half ? p + "_cvtps_ph(x, " + nearest + ")" : p + "_cvtph_ps(x)";
+      return "  " + to + " r;\n  for (int c = 0; c < " + parts + "; ++c) {\n    " + in +
+             " x;\n    __builtin_memcpy(&x, (const char*)&v + c * sizeof x, sizeof x);\n    " +
+             out + " y = " + convert +
+             ";\n    __builtin_memcpy((char*)&r + c * sizeof y, &y, sizeof y);\n" +
+             "  }\n  return r;\n";
+    };
+    // The forms this target may have, best first (the macros are x86's).
+    std::vector<std::pair<std::string, std::string>> forms;
+    if (lanes % 16 == 0) {
+      forms.emplace_back("__AVX512F__", by_registers(16, "__m512", "__m256i", "_mm512"));
     }
+    if (lanes % 8 == 0) {
+      forms.emplace_back("__F16C__", by_registers(8, "__m256", "__m128i", "_mm256"));
+    }
+    if (lanes == 4) {
+      // Four halves are half a register.
+      forms.emplace_back(
+          "__F16C__", to_half ? "  __m128i h = _mm_cvtps_ph((__m128)v, " + nearest + ");\n  " + to +
+                                    " r;\n  __builtin_memcpy(&r, &h, sizeof r);\n  return r;\n"
+                              : "  __m128i h = _mm_setzero_si128();\n"
+                                "  __builtin_memcpy(&h, &v, sizeof v);\n  return (" +
+                                    to + ")_mm_cvtph_ps(h);\n");
+    }
+    const std::string generic = "  return __builtin_convertvector(v, " + to + ");\n";
+    std::string body;
+    for (size_t i = 0; i < forms.size(); ++i) {
+      body += (i ? "#elif defined(" : "#if defined(") + forms[i].first + ")\n" + forms[i].second;
+    }
+    body += forms.empty() ? generic : "#else\n" + generic + "#endif\n";
     add(helpers_, name,
         "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"
         "static inline " +
-            to + " " + name + "(" + from + " v) {\n" +
-            (isa.empty() ? generic
-                         : "#if " + isa + "\n" + body + "#else\n" + generic + "#endif\n") +
-            "}");
+            to + " " + name + "(" + from + " v) {\n" + body + "}");
     return name;
   }
   /// Declares the bfloat16 conversions tt_bf16_to_f32, tt_f32_to_bf16 and tt_bf16_round.

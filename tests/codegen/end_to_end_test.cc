@@ -160,17 +160,17 @@ PrimFunc half_fma(const std::string& name, DataType dtype) {
                 ForKind::kVectorized)));
 }
 
-// H = f16(A) and W = f32(G) over 48 elements, vectorized `lanes` wide:
+// H = f16(A) and W = f32(G) over 96 elements, vectorized `lanes` wide:
 // the float16 conversions, one instruction each where the target has them.
 PrimFunc half_conversions(int lanes) {
   const DataType f16 = DataType::float16();
-  Buffer a = f32("A", 48), w = f32("W", 48);
-  Buffer h = Buffer::make("H", f16, {48}), g = Buffer::make("G", f16, {48});
+  Buffer a = f32("A", 96), w = f32("W", 96);
+  Buffer h = Buffer::make("H", f16, {96}), g = Buffer::make("G", f16, {96});
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * lanes + ii;
   return PrimFunc::make(
       "half_conversions_x" + std::to_string(lanes), {a, g, h, w}, 2,
-      loop(io, 48 / lanes,
+      loop(io, 96 / lanes,
            loop(ii, lanes,
                 lower::seq({store(h, idx, ir::cast(f16, load(a, idx))),
                             store(w, idx, ir::cast(DataType::float32(), load(g, idx)))}),
@@ -304,6 +304,7 @@ class EndToEnd : public ::testing::Test {
                                  half_conversions(4),
                                  half_conversions(8),
                                  half_conversions(16),
+                                 half_conversions(32),
                                  half_from_double(),
                                  byte_conversions(),
                                  half_fma("fma_bf16", DataType::bfloat16()),
@@ -567,16 +568,16 @@ TEST_F(EndToEnd, HalfVectorsConvertAsScalarsDo) {
                                      -0.0f,
                                      std::numeric_limits<float>::infinity(),
                                      std::numeric_limits<float>::quiet_NaN()};
-  NDArray a(DataType::float32(), {48}), g(DataType::float16(), {48});
-  for (int64_t i = 0; i < 48; ++i) {
+  NDArray a(DataType::float32(), {96}), g(DataType::float16(), {96});
+  for (int64_t i = 0; i < 96; ++i) {
     a.set(i, values[static_cast<size_t>(i) % values.size()] * (i < 16 ? 1.0f : 1.0f + i / 64.0f));
     g.set(i, a.get(i));  // rounded to float16
   }
-  for (int lanes : {4, 8, 16}) {
+  for (int lanes : {4, 8, 16, 32}) {
     SCOPED_TRACE(lanes);
-    NDArray h(DataType::float16(), {48}), w(DataType::float32(), {48});
+    NDArray h(DataType::float16(), {96}), w(DataType::float32(), {96});
     call("half_conversions_x" + std::to_string(lanes), {&a, &g, &h, &w});
-    for (int64_t i = 0; i < 48; ++i) {
+    for (int64_t i = 0; i < 96; ++i) {
       if (std::isnan(a.get(i))) {
         EXPECT_TRUE(std::isnan(h.get(i)) && std::isnan(w.get(i))) << i;
         continue;

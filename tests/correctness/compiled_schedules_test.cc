@@ -204,5 +204,41 @@ TEST(CompiledRandomSchedules, Int8DotProductsMatchInEveryInstructionSet) {
   }
 }
 
+// Float16 loads, stores and roundings, whole vectors at 4 to 32 lanes and
+// strided scalars, under random schedules: every branch of the generated
+// conversions compiles (AVX-512F's, F16C's, and the compiler's own where
+// neither is enabled: -mattr without f16c) and matches the reference to
+// float16's tolerance. EndToEnd.HalfVectorsConvertAsScalarsDo checks the
+// rounding bit for bit on this machine's branch.
+TEST(CompiledRandomSchedules, Float16ConversionsMatchInEveryInstructionSet) {
+  Tensor h = input({8, 64}, "h", DT::float16()), g = input({64}, "g", DT::float16());
+  const te::WorkloadTensors tensors = {
+      {h, g},
+      {te::transpose(te::relu(te::subtract(te::multiply(h, g), g)), {1, 0}),
+       te::cast(te::maximum(h, g), DT::float32())}};
+  ComputeDAG dag(tensors);
+  std::mt19937_64 rng(12);
+  std::vector<State> states = {State::make()};
+  for (int i = 0; i < 8; ++i) states.push_back(random_state(dag, rng));
+  const std::vector<std::string>& host = host_cpu().features;
+  auto has = [&](const std::string& f) {
+    return std::find(host.begin(), host.end(), f) != host.end();
+  };
+  for (std::string mattr : {"avx512f,avx512bw,f16c", "avx2,fma,f16c", "avx2,fma", "sse2"}) {
+    bool supported = true;
+    for (const std::string& f : tensortune::split(mattr, ',')) supported = supported && has(f);
+    if (!supported) continue;
+    SCOPED_TRACE(mattr);
+    ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=" + mattr);
+    std::vector<codegen::StateCheck> checks = codegen::verify_states(
+        tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      ASSERT_TRUE(checks[i].ok()) << "state " << i << ": "
+                                  << (checks[i].build.ok() ? checks[i].check->mismatch
+                                                           : checks[i].build.error);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensortune::schedule
