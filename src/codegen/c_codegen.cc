@@ -314,24 +314,17 @@ class Prelude {
             "\n}");
     return name;
   }
-  /// Name of fmax / fmin on scalars of float `tag`, inline: GCC calls the
-  /// library's (through the PLT) wherever a loop does not vectorize.
-  std::string float_min_max(const std::string& tag, bool max) {
-    std::string type = c_scalar_of_tag(tag);
-    std::string name = std::string(max ? "tt_fmax_" : "tt_fmin_") + tag;
-    // Where b is NaN, a is taken (NaN only if both are), as fmax does.
-    add(helpers_, name,
-        "static inline " + type + " " + name + "(" + type + " a, " + type + " b) { return a " +
-            (max ? ">" : "<") + " b || b != b ? a : b; }");
-    return name;
-  }
-  /// Name of the scalar min or max helper for integer `tag`.
-  std::string int_min_max(const std::string& tag, bool max) {
+  /// Name of the scalar min or max helper for `tag`. Floats take fmax's
+  /// rule (where b is NaN, a is taken: NaN only if both are), inline: GCC
+  /// calls fmaxf from the library, through the PLT, wherever a loop does
+  /// not vectorize.
+  std::string scalar_min_max(const std::string& tag, bool max) {
     std::string type = c_scalar_of_tag(tag);
     std::string name = std::string(max ? "tt_max_" : "tt_min_") + tag;
+    const std::string nan_b = tag[0] == 'f' ? " || b != b" : "";
     add(helpers_, name,
         "static inline " + type + " " + name + "(" + type + " a, " + type + " b) { return a " +
-            (max ? ">" : "<") + " b ? a : b; }");
+            (max ? ">" : "<") + " b" + nan_b + " ? a : b; }");
     return name;
   }
   /// Name of the lane-by-lane comparison `op` of two `lanes`-lane vectors of
@@ -1199,11 +1192,9 @@ class FunctionEmitter {
       case BinaryOp::kMax: {
         bool max = n.op == BinaryOp::kMax;
         if (!vector) {
-          if (t.is_float()) {
-            return prelude_.float_min_max(compute_tag(t), max) + "(" + strip_parens(a) + ", " +
-                   strip_parens(b) + ")";
-          }
-          return wrap(prelude_.int_min_max(compute_tag(t), max) + "(" + a + ", " + b + ")");
+          std::string picked = prelude_.scalar_min_max(compute_tag(t), max) + "(" +
+                               strip_parens(a) + ", " + strip_parens(b) + ")";
+          return t.is_float() ? picked : wrap(picked);
         }
         if (wider_than_registers(t)) {
           return prelude_.wide_min_max(compute_tag(t), t.lanes(), max) + "(" + strip_parens(a) +

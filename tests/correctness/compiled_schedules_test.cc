@@ -144,6 +144,30 @@ std::vector<OpCase> op_cases() {
   return cases;
 }
 
+/// Each of `states` of `tensors`, compiled for every -mattr of `mattrs`
+/// this machine has (the others are skipped), matches the reference.
+void expect_states_match_on(const te::WorkloadTensors& tensors, const std::vector<State>& states,
+                            std::initializer_list<const char*> mattrs) {
+  const std::vector<std::string>& host = host_cpu().features;
+  auto has = [&](const std::string& f) {
+    return std::find(host.begin(), host.end(), f) != host.end();
+  };
+  for (std::string mattr : mattrs) {
+    bool supported = true;
+    for (const std::string& f : tensortune::split(mattr, ',')) supported = supported && has(f);
+    if (!supported) continue;
+    SCOPED_TRACE(mattr);
+    ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=" + mattr);
+    std::vector<codegen::StateCheck> checks = codegen::verify_states(
+        tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
+    for (size_t i = 0; i < checks.size(); ++i) {
+      ASSERT_TRUE(checks[i].ok()) << "state " << i << ": "
+                                  << (checks[i].build.ok() ? checks[i].check->mismatch
+                                                           : checks[i].build.error);
+    }
+  }
+}
+
 TEST(CompiledRandomSchedules, EveryOperatorMatchesTheReference) {
   const int kStates = 6;
   ir::Target target = ir::Target::parse("c -num-cores=2");
@@ -183,25 +207,9 @@ TEST(CompiledRandomSchedules, Int8DotProductsMatchInEveryInstructionSet) {
   std::mt19937_64 rng(11);
   std::vector<State> states = {State::make()};
   for (int i = 0; i < 8; ++i) states.push_back(random_state(dag, rng));
-  const std::vector<std::string>& host = host_cpu().features;
-  auto has = [&](const std::string& f) {
-    return std::find(host.begin(), host.end(), f) != host.end();
-  };
-  for (std::string mattr : {"avx512f,avx512bw,avx512vl,avx512vnni", "avx2,avxvnni",
-                            "avx512f,avx512bw", "avx2", "sse2"}) {
-    bool supported = true;
-    for (const std::string& f : tensortune::split(mattr, ',')) supported = supported && has(f);
-    if (!supported) continue;
-    SCOPED_TRACE(mattr);
-    ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=" + mattr);
-    std::vector<codegen::StateCheck> checks = codegen::verify_states(
-        tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
-    for (size_t i = 0; i < checks.size(); ++i) {
-      ASSERT_TRUE(checks[i].ok()) << "state " << i << ": "
-                                  << (checks[i].build.ok() ? checks[i].check->mismatch
-                                                           : checks[i].build.error);
-    }
-  }
+  expect_states_match_on(
+      tensors, states,
+      {"avx512f,avx512bw,avx512vl,avx512vnni", "avx2,avxvnni", "avx512f,avx512bw", "avx2", "sse2"});
 }
 
 // Float16 loads, stores and roundings, whole vectors at 4 to 32 lanes and
@@ -220,24 +228,8 @@ TEST(CompiledRandomSchedules, Float16ConversionsMatchInEveryInstructionSet) {
   std::mt19937_64 rng(12);
   std::vector<State> states = {State::make()};
   for (int i = 0; i < 8; ++i) states.push_back(random_state(dag, rng));
-  const std::vector<std::string>& host = host_cpu().features;
-  auto has = [&](const std::string& f) {
-    return std::find(host.begin(), host.end(), f) != host.end();
-  };
-  for (std::string mattr : {"avx512f,avx512bw,f16c", "avx2,fma,f16c", "avx2,fma", "sse2"}) {
-    bool supported = true;
-    for (const std::string& f : tensortune::split(mattr, ',')) supported = supported && has(f);
-    if (!supported) continue;
-    SCOPED_TRACE(mattr);
-    ir::Target target = ir::Target::parse("c -num-cores=2 -mattr=" + mattr);
-    std::vector<codegen::StateCheck> checks = codegen::verify_states(
-        tensors, states, target, ir::PassContext::make(), 3, testing::shared_cache_options());
-    for (size_t i = 0; i < checks.size(); ++i) {
-      ASSERT_TRUE(checks[i].ok()) << "state " << i << ": "
-                                  << (checks[i].build.ok() ? checks[i].check->mismatch
-                                                           : checks[i].build.error);
-    }
-  }
+  expect_states_match_on(tensors, states,
+                         {"avx512f,avx512bw,f16c", "avx2,fma,f16c", "avx2,fma", "sse2"});
 }
 
 }  // namespace
