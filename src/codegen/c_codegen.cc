@@ -516,14 +516,15 @@ class Prelude {
     const std::string from = to_half ? f32 : f16, to = to_half ? f16 : f32;
     // Round to nearest even, as C's conversion does, and raise nothing.
     const std::string nearest = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC";
-    // Register by register, through memory, which the compiler keeps in
-    // registers: `chunk` lanes of float32 in `wide`, of half in `narrow`.
+    // Register by register, `chunk` lanes of float32 in `wide`, of half in
+    // `narrow`, by memcpy: one register's worth stays in registers; more
+    // go through the stack, still far faster than lane by lane.
     auto by_registers = [&](int chunk, const std::string& wide, const std::string& narrow,
-                            const std::string& p) {
+                            const std::string& intrinsic_prefix) {
       const std::string parts = std::to_string(lanes / chunk);
       const std::string in = to_half ? wide : narrow, out = to_half ? narrow : wide;
-      const std::string convert =
-          to_half ? p + "_cvtps_ph(x, " + nearest + ")" : p + "_cvtph_ps(x)";
+      const std::string convert = to_half ? intrinsic_prefix + "_cvtps_ph(x, " + nearest + ")"
+                                          : intrinsic_prefix + "_cvtph_ps(x)";
       return "  " + to + " r;\n  for (int c = 0; c < " + parts + "; ++c) {\n    " + in +
              " x;\n    __builtin_memcpy(&x, (const char*)&v + c * sizeof x, sizeof x);\n    " +
              out + " y = " + convert +
@@ -1250,8 +1251,9 @@ class FunctionEmitter {
       if (to_half) {
         // From double straight to half: through float would round twice.
         const std::string half =
-            from.bits() == 64 ? "(_Float16)(" + strip_parens(v) + ")"
-                              : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
+            from.is_float() && from.bits() == 64
+                ? "(_Float16)(" + strip_parens(v) + ")"
+                : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
         return prelude_.half_scalar_conversion(false) + "(" + half + ")";
       }
       if (to_bf16) {
@@ -1296,8 +1298,14 @@ class FunctionEmitter {
                                 ? v
                                 : "__builtin_convertvector(" + source + ", " + type + ")";
     if (to_half) {
-      return prelude_.half_conversion(lanes, false) + "(" + prelude_.half_conversion(lanes, true) +
-             "(" + strip_parens(converted) + "))";
+      // From double straight to half (lane by lane, and rare): through
+      // float would round twice.
+      const std::string half =
+          from.is_float() && from.bits() == 64
+              ? "__builtin_convertvector(" + strip_parens(v) + ", " +
+                    prelude_.vector_type("f16", lanes) + ")"
+              : prelude_.half_conversion(lanes, true) + "(" + strip_parens(converted) + ")";
+      return prelude_.half_conversion(lanes, false) + "(" + half + ")";
     }
     if (to_bf16) {
       prelude_.bfloat16();

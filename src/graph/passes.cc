@@ -730,14 +730,12 @@ class Float32Copies {
   /// `c` with every operand in float32, with c's attributes.
   Value call_in_float32(const CallNode& c, const std::vector<Value>& args) {
     std::vector<Value> wide;
-    for (size_t i = 0; i < args.size(); ++i) {
-      wide.push_back(of(args[i], c.name + ".float" + std::to_string(i)));
-    }
+    for (const Value& a : args) wide.push_back(of(a));
     return call(c.op, wide, c.attrs, c.name + ".float");
   }
 
  private:
-  Value of(const Value& v, const std::string& name) {
+  Value of(const Value& v) {
     if (v->dtype == ir::DataType::float32()) return v;
     auto it = copies_.find(v.get());
     if (it != copies_.end()) return it->second.second;
@@ -748,7 +746,13 @@ class Float32Copies {
       for (int64_t i = 0; i < a.size(); ++i) widened.set(i, a.get(i));
       wide = constant(std::move(widened), k->name + ".float");
     } else {
-      wide = call("cast", {v}, cast_attrs(ir::DataType::float32()), name);
+      const auto* input = dynamic_cast<const InputNode*>(v.get());
+      const auto* producer = dynamic_cast<const CallNode*>(v.get());
+      wide = call("cast", {v}, cast_attrs(ir::DataType::float32()),
+                  (input      ? input->name
+                   : producer ? producer->name
+                              : "value") +
+                      ".float");
     }
     copies_.emplace(v.get(), std::pair{v, wide});  // holds v: its address stays its own
     return wide;

@@ -471,10 +471,11 @@ bool register_all() {
                OpPattern::kElemwise, nullptr, [](const Tensors& a, const AttrsNode* attrs) {
                  return te::cast(a[0], attrs_as<CastAttrsNode>(attrs).dtype);
                }});
-  // What a float16 operator computed in float32 ends with (the graph passes
-  // float16_conv2d_in_float32 and float16_ops_in_float32 make it): the elementwise operators fused
-  // after it read the float32 value and round once, at their end, as they
-  // do after the float16 operator itself. A Cast of the user's rounds.
+  // What a float16 product computed in float32 ends with (the graph passes
+  // float16_conv2d_in_float32 and float16_ops_in_float32 make it): the
+  // elementwise operators fused after it read the float32 value and round
+  // once, at their end, as they do after the float16 operator itself. A
+  // Cast of the user's rounds.
   register_op({"narrow",
                "rounding to a narrower float type that fused operators after it read through", 1, 1,
                CastAttrsNode::kTypeKey, OpPattern::kElemwise, nullptr,

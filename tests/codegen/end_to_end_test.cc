@@ -177,13 +177,19 @@ PrimFunc half_conversions(int lanes) {
                 ForKind::kVectorized)));
 }
 
-// H = f16(D) from float64, one element at a time.
-PrimFunc half_from_double() {
+// H = f16(D) from float64, one element at a time or in vectors of 4; the
+// cast's value read back through float32, so that it is not the store that
+// rounds.
+PrimFunc half_from_double(const std::string& name, ForKind kind) {
   Buffer d = Buffer::make("D", DataType::float64(), {4});
   Buffer h = Buffer::make("H", DataType::float16(), {4});
   Var i = Var::make("i");
-  return PrimFunc::make("half_from_double", {d, h}, 1,
-                        loop(i, 4, store(h, i, ir::cast(DataType::float16(), load(d, i)))));
+  Expr half = ir::cast(DataType::float16(), load(d, i));
+  return PrimFunc::make(
+      name, {d, h}, 1,
+      loop(i, 4,
+           store(h, i, ir::cast(DataType::float16(), ir::cast(DataType::float32(), half) * 1.0f)),
+           kind));
 }
 
 // Vector conversions across more than one width step, which the C back end
@@ -305,7 +311,8 @@ class EndToEnd : public ::testing::Test {
                                  half_conversions(8),
                                  half_conversions(16),
                                  half_conversions(32),
-                                 half_from_double(),
+                                 half_from_double("half_from_double", ForKind::kSerial),
+                                 half_from_double("half_from_double_x4", ForKind::kVectorized),
                                  byte_conversions(),
                                  half_fma("fma_bf16", DataType::bfloat16()),
                                  int_division("div_vector", ForKind::kVectorized),
@@ -589,15 +596,20 @@ TEST_F(EndToEnd, HalfVectorsConvertAsScalarsDo) {
   }
 }
 
-// Float64 rounds to float16 once: 1 + 2^-11 + 2^-40 is above the tie, and
-// through float32 it would become the tie and round down to 1.
+// Float64 rounds to float16 once, in scalars and vectors: 1 + 2^-11 +
+// 2^-40 is above the tie, and through float32 it would become the tie and
+// round down to 1; 65519.999 is below the overflow threshold (65520), and
+// through float32 it would become 65520 and infinity.
 TEST_F(EndToEnd, HalfFromDoubleRoundsOnce) {
-  NDArray d(DataType::float64(), {4}), h(DataType::float16(), {4});
   const double above_tie = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
-  for (int64_t i = 0; i < 4; ++i) d.set(i, i % 2 ? -above_tie : above_tie);
-  call("half_from_double", {&d, &h});
-  for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(h.get(i), (i % 2 ? -1.0 : 1.0) * (1.0 + std::ldexp(1.0, -10))) << i;
+  const std::vector<double> from = {above_tie, -above_tie, 65519.999, -65519.999};
+  const std::vector<double> want = {1.0 + std::ldexp(1.0, -10), -1.0 - std::ldexp(1.0, -10),
+                                    65504.0, -65504.0};
+  for (const char* name : {"half_from_double", "half_from_double_x4"}) {
+    NDArray d(DataType::float64(), {4}), h(DataType::float16(), {4});
+    for (int64_t i = 0; i < 4; ++i) d.set(i, from[static_cast<size_t>(i)]);
+    call(name, {&d, &h});
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << name << i;
   }
 }
 

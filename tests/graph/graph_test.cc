@@ -788,8 +788,8 @@ TEST(GraphPasses, Float16MatrixProductsAndNormsComputeInFloat32WithTheSameValues
   for (const auto& c : calls_in_order(wide)) {
     if (c->op != "cast" || c->dtype != DataType::float32()) continue;
     const auto* source = c->args[0].get();
-    auto in = dynamic_cast<const InputNode*>(source);
-    casts += (in ? in->name : dynamic_cast<const CallNode&>(*source).name) + " ";
+    auto input_node = dynamic_cast<const InputNode*>(source);
+    casts += (input_node ? input_node->name : dynamic_cast<const CallNode&>(*source).name) + " ";
   }
   EXPECT_EQ(casts, "flat twice rows keys scores ") << casts;
   for (auto evaluate : {evaluate_graph, evaluate_composed}) {
