@@ -154,8 +154,13 @@ class LoopPartitioner final : public StmtMutator {
 
   Stmt rewrite(const ForNode& n, const Stmt& self) override {
     auto min = ir::as_const_int(n.min), extent = ir::as_const_int(n.extent);
+    // A parallel loop is split too: its full tiles then run unguarded (a
+    // guard in a register tile's multiply-add loop keeps the compiler from
+    // holding the accumulators in registers: a 7-row tile of 128 rows ran
+    // at 48 GFLOP/s, without the guard at 77), the ragged rest after them,
+    // in a second parallel loop.
     bool splittable = (n.for_kind == ForKind::kSerial || n.for_kind == ForKind::kUnrolled ||
-                       n.for_kind == ForKind::kVectorized) &&
+                       n.for_kind == ForKind::kVectorized || n.for_kind == ForKind::kParallel) &&
                       min && extent && *extent > 1;
     if (!splittable) return StmtMutator::rewrite(n, self);
     const Interval range{*min, *min + *extent - 1};

@@ -18,8 +18,8 @@ namespace tensortune::lower {
 /// tests/lower/simplify_pass_test.cc.
 PrimFunc simplify_pass(const PrimFunc& f);
 
-/// "partition_loops": splits a serial, unrolled or vectorized loop (into
-/// power-of-two extents only) with constant bounds
+/// "partition_loops": splits a serial, unrolled, parallel or vectorized loop
+/// (into power-of-two extents only) with constant bounds
 /// into up to three loops when guards below it (if and select conditions,
 /// comparisons affine in its variable) hold throughout the inner loops' ranges
 /// on a sub-range of it: the loop over that sub-range computes whole tiles,
