@@ -130,9 +130,12 @@ std::string compute_tag(DataType t) {
   return "?";
 }
 
+/// Whether `t` is float16, which is stored in half and computed in float.
+bool is_float16(DataType t) { return t.code() == DataType::Code::kFloat && t.bits() == 16; }
+
 /// Tag of the type a buffer element is stored as.
 std::string storage_tag(DataType t) {
-  if (t.code() == DataType::Code::kFloat && t.bits() == 16) return "f16";
+  if (is_float16(t)) return "f16";
   if (t.code() == DataType::Code::kBFloat) return "u16";
   if (t.is_bool()) return "u8";
   return compute_tag(t);
@@ -914,12 +917,9 @@ class FunctionEmitter {
     // through half (one conversion each way) is not emitted as well. Not
     // from float64, which would round twice through float.
     const auto rounding = n.value.as<ir::CastNode>();
-    const bool half = t.code() == DataType::Code::kFloat && t.bits() == 16;
-    const bool from_float = rounding &&
-                            (rounding->value.dtype().code() == DataType::Code::kFloat ||
-                             rounding->value.dtype().code() == DataType::Code::kBFloat) &&
-                            rounding->value.dtype().bits() <= 32;
-    std::string value = half && from_float ? expr(rounding->value) : expr(n.value);
+    const bool from_float = rounding && rounding->value.dtype().is_float() &&
+                            compute_tag(rounding->value.dtype()) == "f32";
+    std::string value = is_float16(t) && from_float ? expr(rounding->value) : expr(n.value);
     if (lanes == 1) {
       std::string index = strip_parens(expr(n.index));
       line(indent, buf + "[" + index + "] = " + to_storage_scalar(t, strip_parens(value)) + ";");
@@ -947,7 +947,7 @@ class FunctionEmitter {
   // ---- conversions between the computed and the stored form ----
 
   std::string to_storage_scalar(DataType t, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+    if (is_float16(t)) {
       return prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
@@ -959,7 +959,7 @@ class FunctionEmitter {
   }
 
   std::string from_storage_scalar(DataType t, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+    if (is_float16(t)) {
       return prelude_.half_scalar_conversion(false) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
@@ -970,7 +970,7 @@ class FunctionEmitter {
   }
 
   std::string to_storage_vector(DataType t, int lanes, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+    if (is_float16(t)) {
       return prelude_.half_conversion(lanes, true) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
@@ -991,7 +991,7 @@ class FunctionEmitter {
   }
 
   std::string from_storage_vector(DataType t, int lanes, const std::string& v) {
-    if (t.code() == DataType::Code::kFloat && t.bits() == 16) {
+    if (is_float16(t)) {
       return prelude_.half_conversion(lanes, false) + "(" + strip_parens(v) + ")";
     }
     if (t.code() == DataType::Code::kBFloat) {
@@ -1244,7 +1244,7 @@ class FunctionEmitter {
   std::string cast(const ir::CastNode& n) {
     DataType to = n.dtype, from = n.value.dtype();
     std::string v = expr(n.value);
-    bool to_half = to.code() == DataType::Code::kFloat && to.bits() == 16;
+    bool to_half = is_float16(to);
     bool to_bf16 = to.code() == DataType::Code::kBFloat;
     if (to.is_scalar()) {
       if (to.is_bool()) return "(" + v + " != 0)";
