@@ -106,13 +106,15 @@ std::string excerpt(const std::string& text) {
 }
 
 /// Runs the compiler; throws kRuntime with its diagnostics on any failure.
+/// Its temporary files go to `scratch_dir`, not to a shared /tmp.
 void run_compiler(const std::vector<std::string>& argv, const std::string& source_path,
                   const std::string& source, const ModuleOptions& options,
-                  const char* action = "compiling") {
+                  const std::string& scratch_dir, const char* action = "compiling") {
   RunResult result;
   try {
     SpawnOptions spawn;
     spawn.new_process_group = options.compiler_in_own_group;
+    spawn.env = {{"TMPDIR", scratch_dir}};
     result = run_captured(argv, spawn, options.compile_timeout);
   } catch (const UserError& e) {
     fail(ErrorKind::kRuntime, "cannot run the C compiler '", argv[0], "': ", e.what());
@@ -140,7 +142,10 @@ std::string build_cache_entry(const std::vector<std::string>& argv, const std::s
                               const char* action = "compiling") {
   std::optional<std::string> built;
   try {
-    run_compiler(argv, source_path, source, options, action);
+    // Next to the entry: the cache directory is private and swept of what
+    // killed compilers leave (open_cache_dir).
+    ScratchDir scratch(cache_path.substr(0, cache_path.rfind('/')), "cc");
+    run_compiler(argv, source_path, source, options, scratch.path(), action);
     built = read_file_if_exists(temp);
     TT_CHECK(built, kIO, "the compiler wrote no '", temp, "'");
     write_cache_entry(cache_path, *built);

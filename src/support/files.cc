@@ -85,6 +85,29 @@ void ensure_private_dir(const std::string& dir, std::string_view what) {
   }
 }
 
+namespace {
+
+/// Removes the directory `name` (relative to `parent_fd`) and the files in
+/// it; what tensortune's children write there has no subdirectories, and
+/// links are removed, never followed.
+void remove_flat_dir(int parent_fd, const char* name) {
+  int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (DIR* d = ::fdopendir(fd)) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+        ::unlinkat(fd, e->d_name, 0);
+      }
+    }
+    ::closedir(d);  // closes fd
+  } else {
+    ::close(fd);
+  }
+  ::unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
 void remove_stale_temp_files(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
@@ -104,10 +127,20 @@ void remove_stale_temp_files(const std::string& dir) {
     }
     if (!digits || pid <= 0) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
-    ::unlinkat(::dirfd(d), e->d_name, 0);
+    if (::unlinkat(::dirfd(d), e->d_name, 0) != 0 && errno == EISDIR) {
+      remove_flat_dir(::dirfd(d), e->d_name);
+    }
   }
   ::closedir(d);
 }
+
+ScratchDir::ScratchDir(const std::string& parent, std::string_view name)
+    : path_(parent + "/" + std::string(name) + unique_temp_suffix()) {
+  TT_CHECK(::mkdir(path_.c_str(), 0700) == 0, kIO, "cannot create the scratch directory '", path_,
+           "': ", std::strerror(errno));
+}
+
+ScratchDir::~ScratchDir() { remove_flat_dir(AT_FDCWD, path_.c_str()); }
 
 void write_cache_entry(const std::string& path, std::string_view bytes) {
   // The data first: a reader that finds the digest finds the data it names.

@@ -233,9 +233,42 @@ TEST(Module, TemporaryFilesOfAKilledBuildAreRemoved) {
       options.cache_dir + "/tt-0123.so.tmp." + std::to_string(::getpid()) + ".99";
   write_file_atomically(stale, "half a library");
   write_file_atomically(live, "being written");
+  // A killed compiler's scratch directory, with the temporary it left.
+  const std::string stale_scratch = options.cache_dir + "/cc.tmp.4194303.1";
+  std::filesystem::create_directory(stale_scratch);
+  write_file_atomically(stale_scratch + "/ccAbCdEf.s", "half an assembly");
   Module::compile(kAddOne, kCompiler, kFlags, options);
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_FALSE(std::filesystem::exists(stale_scratch));
+}
+
+TEST(Module, TheCompilersTemporaryFilesStayInThePrivateCache) {
+  ModuleOptions options = test_options("scratch");
+  // A "compiler" that reports its TMPDIR in the library it writes and
+  // leaves a temporary there, as a killed cc1 would.
+  const std::string tools = test_options("scratch-tools").cache_dir;
+  std::filesystem::create_directories(tools);
+  const std::string fake = tools + "/cc";
+  write_file_atomically(fake,
+                        "#!/bin/sh\n"
+                        "while [ \"$1\" != -o ]; do shift; done\n"
+                        "touch \"$TMPDIR/ccXXXXXX.s\" && printf %s \"$TMPDIR\" > \"$2\"\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  try {
+    Module::compile(kAddOne, {fake}, kFlags, options);
+    ADD_FAILURE() << "a text file loaded as a library";
+  } catch (const UserError&) {
+  }
+  std::filesystem::path library;
+  for (const auto& entry : std::filesystem::directory_iterator(options.cache_dir)) {
+    if (entry.path().extension() == ".so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty());
+  std::optional<std::string> tmpdir = read_file_if_exists(library.string());
+  ASSERT_TRUE(tmpdir);
+  EXPECT_EQ(tmpdir->rfind(options.cache_dir + "/cc.tmp.", 0), 0u) << *tmpdir;
+  EXPECT_FALSE(std::filesystem::exists(*tmpdir));
 }
 
 TEST(Module, TheDefaultCacheIsUnderTheUsersHomeNeverATemporaryDirectory) {

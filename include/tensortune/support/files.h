@@ -33,9 +33,26 @@ bool path_is_within(const std::string& inner, const std::string& outer);
 /// its mode, since another user could then plant what is read from it.
 void ensure_private_dir(const std::string& dir, std::string_view what);
 
-/// Removes the temporary files (NAME.tmp.PID.N, unique_temp_suffix) in
-/// `dir` whose writing process no longer runs: what a killed writer left.
+/// Removes the temporary files and scratch directories (NAME.tmp.PID.N,
+/// unique_temp_suffix) in `dir` whose process no longer runs: what a killed
+/// writer left.
 void remove_stale_temp_files(const std::string& dir);
+
+/// A directory `parent`/NAME.tmp.PID.N, mode 0700, for a child process's
+/// own temporary files (its TMPDIR), so none lands in a shared /tmp. It is
+/// removed with the files in it when this object is destroyed;
+/// remove_stale_temp_files removes one whose process was killed.
+class ScratchDir {
+ public:
+  ScratchDir(const std::string& parent, std::string_view name);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// Writes a cache entry: `bytes` at `path` and their SHA-256 at
 /// `path`.sha256, each through write_file_atomically.
