@@ -71,11 +71,15 @@ ForKind for_kind(IterAnnotation a) {
   return ForKind::kSerial;
 }
 
-/// The fewest statements a target can make of a vectorized loop of `lanes`
-/// over `body`: one vector statement per 64 bytes of its widest store (the
-/// widest vectors), at least one; but a loop with a guard inside stays a
-/// loop over lanes (`omp simd`, masked), whose lanes count one by one.
-int64_t vector_statements(const Stmt& body, int64_t lanes) {
+/// The fewest statements a target can make of a vectorized loop over `lane`
+/// of `lanes` iterations: one vector statement per 64 bytes of its widest
+/// store (the widest vectors), at least one; but a loop with a guard on its
+/// lanes inside stays a loop over lanes (`omp simd`, masked), whose lanes
+/// count one by one. A guard on an outer loop (the rows of a ragged register
+/// tile) guards whole vector statements: counting it by lanes kept a 7-row
+/// tile's row loop rolled and GCC, where it did not unroll the loop itself,
+/// kept the 28 accumulators in memory (a dense layer at half speed).
+int64_t vector_statements(const Stmt& body, const ir::VarNode* lane, int64_t lanes) {
   int64_t widest = 1;
   bool guarded = false;
   visit_stmts(body, [&](const Stmt& st) {
@@ -83,7 +87,9 @@ int64_t vector_statements(const Stmt& body, int64_t lanes) {
       const auto& store = static_cast<const BufferStoreNode&>(*st);
       widest = std::max<int64_t>(widest, store.buffer->dtype.bytes());
     }
-    guarded = guarded || st->kind() == StmtKind::kIfThenElse;
+    if (st->kind() == StmtKind::kIfThenElse) {
+      guarded = guarded || ir::uses_var(static_cast<const IfThenElseNode&>(*st).condition, lane);
+    }
   });
   if (guarded) return lanes;
   constexpr int64_t kWidestVectorBytes = 64;
@@ -106,7 +112,7 @@ int64_t mark_unroll(Stmt& s, int64_t max_step) {
       // Counted as one, a 3x3 depthwise kernel unrolled 63 guarded loops of
       // 64 lanes into a function that GCC took 16 s to compile.
       const int64_t copies = f.for_kind == ForKind::kVectorized
-                                 ? vector_statements(f.body, extent.value_or(0))
+                                 ? vector_statements(f.body, f.loop_var.get(), extent.value_or(0))
                                  : extent.value_or(0);
       int64_t trips = (inner >= 0 && extent && copies * inner <= max_step) ? copies * inner : -1;
       ForKind kind = f.for_kind;

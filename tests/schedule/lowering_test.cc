@@ -154,6 +154,27 @@ TEST(Lowering, PragmaUnrollCountsTheLanesOfAGuardedVectorizedLoop) {
   EXPECT_EQ(ir.find("unrolled for (k"), std::string::npos) << ir;
 }
 
+TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
+  // i split by 3 over 8 rows: the last row tile is ragged, and the guard
+  // (i.0 * 3 + i.1 < 8) inside the vectorized j guards whole vector
+  // statements, not lanes. So the 3-row tile counts 3 statements and
+  // unrolls, as a dense layer's ragged register tile must for its
+  // accumulators to stay in registers.
+  auto t = matmul_tensors(8, 16, 2);
+  auto lowered = [&](const char* unroll) {
+    State s =
+        State::make({split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
+                     annotate(kMatmul, 3, IterAnnotation::kVectorize), pragma(kMatmul, 0, unroll)});
+    EXPECT_TRUE(schedule_matches_reference(t, s));
+    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  };
+  std::string ir = lowered("auto_unroll_max_step=3");
+  EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
+  EXPECT_NE(ir.find("unrolled for (i"), std::string::npos) << ir;
+  ir = lowered("auto_unroll_max_step=2");
+  EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
+}
+
 TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
   // matmul.local tiled i -> i0 i1(4) i2(8) i3(2) and computed at the copy's
   // outer i loop, each iteration of which covers 16 rows: i3 keeps 2, i2 8,
