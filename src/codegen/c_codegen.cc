@@ -581,6 +581,24 @@ class Prelude {
         "}\n"
         "static inline float tt_bf16_round(float f) { return tt_bf16_to_f32(tt_f32_to_bf16(f)); }");
   }
+  /// Declares tt_f64_bf16_round: float64 to bfloat16 (as float) in one
+  /// rounding. Through float it would round twice; rounded to odd instead
+  /// (truncated, the last bit set when inexact), float keeps what deciding
+  /// bfloat16's nearest-even needs.
+  void bfloat16_from_double() {
+    bfloat16();
+    add(helpers_, "tt_f64_bf16",
+        "static inline float tt_f64_bf16_round(double d) {\n"
+        "  float f = (float)d;\n"
+        "  if (d != d || (double)f == d) return tt_bf16_round(f);\n"
+        "  uint32_t bits;\n"
+        "  __builtin_memcpy(&bits, &f, sizeof bits);\n"
+        "  if (__builtin_fabs((double)f) > __builtin_fabs(d)) bits -= 1; /* toward zero */\n"
+        "  bits |= 1u;\n"
+        "  __builtin_memcpy(&f, &bits, sizeof f);\n"
+        "  return tt_bf16_round(f);\n"
+        "}");
+  }
   /// Declares tt_alloc (aligned heap memory that aborts, saying how much it
   /// wanted, when memory runs out: a run worker caps its address space, and
   /// a schedule may ask for a scratch buffer far larger than its tensors).
@@ -1256,6 +1274,10 @@ class FunctionEmitter {
                 : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
         return prelude_.half_scalar_conversion(false) + "(" + half + ")";
       }
+      if (to_bf16 && from.is_float() && from.bits() == 64) {
+        prelude_.bfloat16_from_double();
+        return "tt_f64_bf16_round(" + strip_parens(v) + ")";
+      }
       if (to_bf16) {
         prelude_.bfloat16();
         return "tt_bf16_round((float)" + v + ")";
@@ -1306,6 +1328,13 @@ class FunctionEmitter {
                     prelude_.vector_type("f16", lanes) + ")"
               : prelude_.half_conversion(lanes, true) + "(" + strip_parens(converted) + ")";
       return prelude_.half_conversion(lanes, false) + "(" + half + ")";
+    }
+    if (to_bf16 && from.is_float() && from.bits() == 64) {
+      // Lane by lane from the doubles (rare): through float would round twice.
+      prelude_.bfloat16_from_double();
+      return "({ " + vector_type(from) + " tt_a = " + strip_parens(v) + "; " + type +
+             " tt_r; for (int tt_l = 0; tt_l < " + std::to_string(lanes) +
+             "; ++tt_l) tt_r[tt_l] = tt_f64_bf16_round(tt_a[tt_l]); tt_r; })";
     }
     if (to_bf16) {
       prelude_.bfloat16();

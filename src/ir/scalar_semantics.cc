@@ -9,11 +9,19 @@ namespace tensortune::ir {
 namespace {
 
 // bfloat16 is the top half of a float32: round the low half away, nearest-even.
+// One rounding from double: through float by nearest-even would round
+// twice (1 + 2^-8 + 2^-40 would become the tie 1 + 2^-8, then 1). Rounded
+// to odd instead (truncated, the last bit set when inexact), float keeps
+// what bfloat16's nearest-even needs, 16 bits further down.
 double round_bfloat16(double value) {
+  if (std::isnan(value)) return value;
   float f = static_cast<float>(value);
-  if (std::isnan(f)) return value;
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
+  if (static_cast<double>(f) != value) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(value)) bits -= 1;  // toward zero
+    bits |= 1;
+  }
   uint32_t lsb = (bits >> 16) & 1;
   bits += 0x7fff + lsb;
   bits &= 0xffff0000u;

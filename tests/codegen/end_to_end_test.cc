@@ -177,19 +177,18 @@ PrimFunc half_conversions(int lanes) {
                 ForKind::kVectorized)));
 }
 
-// H = f16(D) from float64, one element at a time or in vectors of 4; the
-// cast's value read back through float32, so that it is not the store that
-// rounds.
-PrimFunc half_from_double(const std::string& name, ForKind kind) {
+// H = half(D) from float64 (`half` float16 or bfloat16), one element at a
+// time or in vectors of 4; the cast's value read back through float32, so
+// that it is not the store that rounds.
+PrimFunc half_from_double(const std::string& name, ForKind kind,
+                          DataType half = DataType::float16()) {
   Buffer d = Buffer::make("D", DataType::float64(), {4});
-  Buffer h = Buffer::make("H", DataType::float16(), {4});
+  Buffer h = Buffer::make("H", half, {4});
   Var i = Var::make("i");
-  Expr half = ir::cast(DataType::float16(), load(d, i));
+  Expr rounded = ir::cast(half, load(d, i));
   return PrimFunc::make(
       name, {d, h}, 1,
-      loop(i, 4,
-           store(h, i, ir::cast(DataType::float16(), ir::cast(DataType::float32(), half) * 1.0f)),
-           kind));
+      loop(i, 4, store(h, i, ir::cast(half, ir::cast(DataType::float32(), rounded) * 1.0f)), kind));
 }
 
 // Vector conversions across more than one width step, which the C back end
@@ -297,37 +296,40 @@ PrimFunc row_transform() {
 class EndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::vector<PrimFunc> raw = {vadd("vadd"),
-                                 matmul(),
-                                 row_sum(),
-                                 row_stats(),
-                                 parallel_scale(),
-                                 parallel_count(),
-                                 staged("staged", 16),
-                                 staged("staged_heap", 32768),
-                                 guarded_relu(),
-                                 half_fma("fma_f16", DataType::float16()),
-                                 half_conversions(4),
-                                 half_conversions(8),
-                                 half_conversions(16),
-                                 half_conversions(32),
-                                 half_from_double("half_from_double", ForKind::kSerial),
-                                 half_from_double("half_from_double_x4", ForKind::kVectorized),
-                                 byte_conversions(),
-                                 half_fma("fma_bf16", DataType::bfloat16()),
-                                 int_division("div_vector", ForKind::kVectorized),
-                                 int_division("div_scalar", ForKind::kSerial),
-                                 math_mix("math_vector", true),
-                                 math_mix("math_mixed", false),
-                                 vector_math("exp_vector", ir::Intrinsic::kExp),
-                                 vector_math("erf_vector", ir::Intrinsic::kErf),
-                                 vector_math("tanh_vector", ir::Intrinsic::kTanh),
-                                 vector_math("exp_sweep", ir::Intrinsic::kExp, kSweepRows),
-                                 vector_math("erf_sweep", ir::Intrinsic::kErf, kSweepRows),
-                                 vector_math("tanh_sweep", ir::Intrinsic::kTanh, kSweepRows),
-                                 lane_values(),
-                                 shifted_add(),
-                                 row_transform()};
+    std::vector<PrimFunc> raw = {
+        vadd("vadd"),
+        matmul(),
+        row_sum(),
+        row_stats(),
+        parallel_scale(),
+        parallel_count(),
+        staged("staged", 16),
+        staged("staged_heap", 32768),
+        guarded_relu(),
+        half_fma("fma_f16", DataType::float16()),
+        half_conversions(4),
+        half_conversions(8),
+        half_conversions(16),
+        half_conversions(32),
+        half_from_double("half_from_double", ForKind::kSerial),
+        half_from_double("half_from_double_x4", ForKind::kVectorized),
+        half_from_double("bf16_from_double", ForKind::kSerial, DataType::bfloat16()),
+        half_from_double("bf16_from_double_x4", ForKind::kVectorized, DataType::bfloat16()),
+        byte_conversions(),
+        half_fma("fma_bf16", DataType::bfloat16()),
+        int_division("div_vector", ForKind::kVectorized),
+        int_division("div_scalar", ForKind::kSerial),
+        math_mix("math_vector", true),
+        math_mix("math_mixed", false),
+        vector_math("exp_vector", ir::Intrinsic::kExp),
+        vector_math("erf_vector", ir::Intrinsic::kErf),
+        vector_math("tanh_vector", ir::Intrinsic::kTanh),
+        vector_math("exp_sweep", ir::Intrinsic::kExp, kSweepRows),
+        vector_math("erf_sweep", ir::Intrinsic::kErf, kSweepRows),
+        vector_math("tanh_sweep", ir::Intrinsic::kTanh, kSweepRows),
+        lane_values(),
+        shifted_add(),
+        row_transform()};
     auto& lowered = *(lowered_ = new std::vector<PrimFunc>());
     for (const auto& f : raw) lowered.push_back(lower::run_pipeline(f));
     {
@@ -610,6 +612,34 @@ TEST_F(EndToEnd, HalfFromDoubleRoundsOnce) {
     for (int64_t i = 0; i < 4; ++i) d.set(i, from[static_cast<size_t>(i)]);
     call(name, {&d, &h});
     for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << name << i;
+  }
+}
+
+// Float64 rounds to bfloat16 once too: 1 + 2^-8 + 2^-40 is above the tie,
+// and through float32 it would become the tie and round down to 1; just
+// below the overflow threshold (2^128 - 2^119), through float32 it would
+// round up to it and become infinity; 2^-134 + 2^-160, above half the
+// least subnormal, through float32 would be the tie and round to 0. A NaN
+// stays a NaN.
+TEST_F(EndToEnd, BFloat16FromDoubleRoundsOnce) {
+  const double above_tie = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+  const double below_overflow = std::ldexp(1.0, 128) - std::ldexp(1.0, 119) - std::ldexp(1.0, 90);
+  const double largest = std::ldexp(1.0, 128) - std::ldexp(1.0, 120);
+  const std::vector<double> from = {above_tie, -below_overflow, std::nan(""),
+                                    std::ldexp(1.0, -134) + std::ldexp(1.0, -160)};
+  const std::vector<double> want = {1.0 + std::ldexp(1.0, -7), -largest, std::nan(""),
+                                    std::ldexp(1.0, -133)};
+  for (const char* name : {"bf16_from_double", "bf16_from_double_x4"}) {
+    NDArray d(DataType::float64(), {4}), h(DataType::bfloat16(), {4});
+    for (int64_t i = 0; i < 4; ++i) d.set(i, from[static_cast<size_t>(i)]);
+    call(name, {&d, &h});
+    for (int64_t i = 0; i < 4; ++i) {
+      if (std::isnan(want[static_cast<size_t>(i)])) {
+        EXPECT_TRUE(std::isnan(h.get(i))) << name << i;
+      } else {
+        EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << name << i;
+      }
+    }
   }
 }
 

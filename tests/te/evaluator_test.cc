@@ -100,6 +100,16 @@ TEST(NDArray, HalfConversions) {
     EXPECT_EQ(float_to_half_bits(half_bits_to_double(static_cast<uint16_t>(bits))), bits);
   }
   EXPECT_EQ(bfloat16_bits_to_double(float_to_bfloat16_bits(3.14159)), 3.140625);
+  // From double, one rounding: above the tie (through float, the tie: 1);
+  // the tie itself to even; below the overflow threshold (through float,
+  // the threshold: infinity); above half the least subnormal.
+  EXPECT_EQ(float_to_bfloat16_bits(1 + 0x1.0p-8 + 0x1.0p-40), 0x3f81);
+  EXPECT_EQ(float_to_bfloat16_bits(1 + 0x1.0p-8), 0x3f80);
+  EXPECT_EQ(float_to_bfloat16_bits(0x1.0p128 - 0x1.0p119 - 0x1.0p90), 0x7f7f);
+  EXPECT_EQ(float_to_bfloat16_bits(0x1.0p128 - 0x1.0p119), 0x7f80);
+  EXPECT_EQ(float_to_bfloat16_bits(-0x1.0p200), 0xff80);
+  EXPECT_EQ(float_to_bfloat16_bits(0x1.0p-134 + 0x1.0p-160), 0x0001);
+  EXPECT_EQ(float_to_bfloat16_bits(0x1.0p-134), 0x0000);
   EXPECT_EQ(cast_value(DataType::float16(), 3.14159), 3.140625);
   EXPECT_EQ(cast_value(DataType::uint(8), 257), 1);
   EXPECT_EQ(cast_value(DataType::int32(), -2.7), -2);
