@@ -22,33 +22,50 @@ using ir::ExprKind;
 /// wrap around and prove the wrong order.
 bool exact_bounds(DataType t) { return t.is_int() && t.bits() >= 32 && t.is_scalar(); }
 
-/// Proves conditions from the ranges of the enclosing loops. A loop over
-/// [min, min + extent) with constant bounds is described to ir::bound_of,
-/// which works with ranges [0, extent), as a fresh variable v' over
-/// [0, extent) with loop_var = v' + min.
+/// Proves conditions from the ranges of the enclosing loops, narrowed by the
+/// branches taken on the way. A loop over [min, min + extent) with constant
+/// bounds is described to ir::bound_of, which works with ranges
+/// [0, extent), as a fresh variable v' over [0, extent) with
+/// loop_var = v' + min.
 class ConditionProver {
  public:
   /// Enters a loop; returns false (and records nothing) when its bounds are not constant.
   bool enter_loop(const ForNode& loop) {
     auto min = ir::as_const_int(loop.min), extent = ir::as_const_int(loop.extent);
     if (!min || !extent || *extent <= 0) return false;
-    if (*min == 0) {
-      ranges_[loop.loop_var.get()] = *extent;
-    } else {
-      Var shifted = Var::make(loop.loop_var->name, loop.loop_var->dtype);
-      ranges_[shifted.get()] = *extent;
-      shift_[loop.loop_var.get()] = {shifted, shifted + ir::int_imm(*min, loop.loop_var->dtype)};
-    }
+    set_range(loop.loop_var.get(), *min, *extent);
     return true;
   }
-  void exit_loop(const ForNode& loop) {
-    auto it = shift_.find(loop.loop_var.get());
-    if (it == shift_.end()) {
-      ranges_.erase(loop.loop_var.get());
-      return;
+  void exit_loop(const ForNode& loop) { clear_range(loop.loop_var.get()); }
+
+  /// A loop variable's range narrowed for one branch, and what to restore.
+  struct Narrowing {
+    const ir::VarNode* var = nullptr;
+    int64_t old_min = 0, old_extent = 0;
+  };
+
+  /// Narrows the ranges of the loop variables that `cond`'s comparisons
+  /// with constants bound, for the branch where `cond` is `holds`: the
+  /// conjuncts of a true `&&`, a single comparison either way. A parallel
+  /// loop split into whole tiles and a ragged one by a branch
+  /// (partition_loops) gets its guards proven in each. Undo with restore(),
+  /// last first.
+  std::vector<Narrowing> narrow(const Expr& cond, bool holds) {
+    std::vector<Narrowing> done;
+    narrow_into(cond, holds, done);
+    return done;
+  }
+  void restore(const std::vector<Narrowing>& done) {
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      clear_range(it->var);
+      set_range(it->var, it->old_min, it->old_extent);
     }
-    ranges_.erase(it->second.first.get());
-    shift_.erase(it);
+  }
+  /// The value of a loop variable whose range is one value, else null.
+  Expr single_value(const ir::VarNode* var) const {
+    auto r = range_of(var);
+    if (!r || r->second != 1) return Expr();
+    return ir::int_imm(r->first, var->dtype);
   }
 
   /// True / false when the condition holds / fails for every value of the
@@ -219,18 +236,108 @@ class ConditionProver {
     terms.emplace_back(scale, e);
   }
 
+  /// [min, min + extent) of a tracked loop variable.
+  std::optional<std::pair<int64_t, int64_t>> range_of(const ir::VarNode* var) const {
+    if (auto it = shift_.find(var); it != shift_.end()) {
+      return std::pair{it->second.min, ranges_.at(it->second.stand_in.get())};
+    }
+    if (auto it = ranges_.find(var); it != ranges_.end()) return std::pair{int64_t{0}, it->second};
+    return std::nullopt;
+  }
+  void set_range(const ir::VarNode* var, int64_t min, int64_t extent) {
+    if (min == 0) {
+      ranges_[var] = extent;
+      return;
+    }
+    Var stand_in = Var::make(var->name, var->dtype);
+    ranges_[stand_in.get()] = extent;
+    shift_[var] = {stand_in, stand_in + ir::int_imm(min, var->dtype), min};
+  }
+  void clear_range(const ir::VarNode* var) {
+    auto it = shift_.find(var);
+    if (it == shift_.end()) {
+      ranges_.erase(var);
+      return;
+    }
+    ranges_.erase(it->second.stand_in.get());
+    shift_.erase(it);
+  }
+
+  void narrow_into(const Expr& cond, bool holds, std::vector<Narrowing>& done) {
+    if (cond->kind() == ExprKind::kLogical) {
+      const auto& n = static_cast<const ir::LogicalNode&>(*cond);
+      // a && b true: both hold. Otherwise neither side is known alone.
+      if (holds && n.op == ir::LogicalOp::kAnd) {
+        narrow_into(n.a, true, done);
+        narrow_into(n.b, true, done);
+      }
+      return;
+    }
+    if (cond->kind() != ExprKind::kCompare) return;
+    const auto& n = static_cast<const ir::CompareNode&>(*cond);
+    // v op c, or c op v read as v op' c.
+    const ir::VarNode* var = nullptr;
+    std::optional<int64_t> c;
+    CompareOp op = n.op;
+    if (n.a->kind() == ExprKind::kVar) {
+      var = static_cast<const ir::VarNode*>(n.a.get());
+      c = ir::as_const_int(n.b);
+    } else if (n.b->kind() == ExprKind::kVar) {
+      var = static_cast<const ir::VarNode*>(n.b.get());
+      c = ir::as_const_int(n.a);
+      switch (op) {
+        case CompareOp::kLT: op = CompareOp::kGT; break;
+        case CompareOp::kLE: op = CompareOp::kGE; break;
+        case CompareOp::kGT: op = CompareOp::kLT; break;
+        case CompareOp::kGE: op = CompareOp::kLE; break;
+        default: break;
+      }
+    }
+    if (!var || !c || !exact_bounds(var->dtype)) return;
+    auto range = range_of(var);
+    if (!range) return;
+    if (!holds) {
+      switch (op) {
+        case CompareOp::kLT: op = CompareOp::kGE; break;
+        case CompareOp::kLE: op = CompareOp::kGT; break;
+        case CompareOp::kGT: op = CompareOp::kLE; break;
+        case CompareOp::kGE: op = CompareOp::kLT; break;
+        default: return;  // v != c says nothing of its range
+      }
+    }
+    int64_t lo = range->first, hi = range->first + range->second - 1;
+    switch (op) {
+      case CompareOp::kLT: hi = std::min(hi, *c - 1); break;
+      case CompareOp::kLE: hi = std::min(hi, *c); break;
+      case CompareOp::kGT: lo = std::max(lo, *c + 1); break;
+      case CompareOp::kGE: lo = std::max(lo, *c); break;
+      case CompareOp::kEQ: lo = std::max(lo, *c), hi = std::min(hi, *c); break;
+      case CompareOp::kNE: return;
+    }
+    // An empty range: the branch is never taken, which prove() settles.
+    if (lo > hi || (lo == range->first && hi - lo + 1 == range->second)) return;
+    done.push_back({var, range->first, range->second});
+    clear_range(var);
+    set_range(var, lo, hi - lo + 1);
+  }
+
   Expr shifted(const Expr& e) const {
     if (shift_.empty()) return e;
     return ir::substitute(e, [&](const ir::VarNode& v) {
       auto it = shift_.find(&v);
-      return it == shift_.end() ? Expr() : it->second.second;
+      return it == shift_.end() ? Expr() : it->second.value;
     });
   }
 
+  /// A loop variable over [min, min + extent) as a stand-in over
+  /// [0, extent) (kept alive here: ranges_ holds its address) plus min.
+  struct Shift {
+    Var stand_in;
+    Expr value;  ///< stand_in + min
+    int64_t min;
+  };
   ir::VarRanges ranges_;
-  /// Loop variable -> its fresh stand-in over [0, extent) and the expression
-  /// it equals (the stand-in is kept alive here: ranges_ holds its address).
-  std::map<const ir::VarNode*, std::pair<Var, Expr>> shift_;
+  std::map<const ir::VarNode*, Shift> shift_;
 };
 
 /// Rewrites select conditions and divisions inside expressions with the prover.
@@ -291,7 +398,8 @@ class RedundancyRemover final : public StmtMutator {
       return n.else_case ? mutate(n.else_case) : detail::no_op();
     }
     cond = mutate_expr(cond);
-    Stmt then_case = mutate(n.then_case), else_case = mutate(n.else_case);
+    Stmt then_case = mutate_branch(cond, true, n.then_case);
+    Stmt else_case = n.else_case ? mutate_branch(cond, false, n.else_case) : n.else_case;
     if (cond.same_as(n.condition) && then_case.same_as(n.then_case) &&
         else_case.same_as(n.else_case)) {
       return self;
@@ -300,6 +408,22 @@ class RedundancyRemover final : public StmtMutator {
   }
 
  private:
+  /// A branch, with the ranges `cond` being `holds` gives its loop
+  /// variables; one left a single value becomes that constant (a ragged
+  /// last tile's guards then fold once its rows are unrolled).
+  Stmt mutate_branch(const Expr& cond, bool holds, const Stmt& branch) {
+    auto narrowed = prover_.narrow(cond, holds);
+    Stmt body = branch;
+    for (const auto& n : narrowed) {
+      if (Expr value = prover_.single_value(n.var)) {
+        body = detail::substitute(body, n.var, value);
+      }
+    }
+    body = mutate(body);
+    prover_.restore(narrowed);
+    return body;
+  }
+
   ConditionProver prover_;
 };
 

@@ -93,21 +93,35 @@ TEST(PartitionLoops, LeavesLoopsWhoseGuardsHoldThroughoutOrNowhereUniformly) {
   EXPECT_TRUE(partition_loops(square).same_as(square));
 }
 
-// A parallel loop splits too: its whole tiles in one parallel loop without
-// guards, the ragged last tile after it (a guard in a register tile's
-// multiply-add loop kept the accumulators out of registers).
-TEST(PartitionLoops, SplitsParallelLoopsAtTheRaggedTile) {
+// A parallel loop splits too, by a branch in its one loop: whole tiles
+// without guards (a guard in a register tile's multiply-add loop kept the
+// accumulators out of registers), the ragged last tile with its own, as
+// the last tile, not a launch of its own for threads to wait on.
+TEST(PartitionLoops, SplitsParallelLoopsAtTheRaggedTileByABranch) {
   Var io = Var::make("io"), ii = Var::make("ii");
   Expr idx = io * 16 + ii;
   Stmt guarded = if_then_else(idx < 100, buffer_store(B, idx, load(A, idx)));
   PrimFunc par = func(loop(io, 7, loop(ii, 16, guarded, ForKind::kVectorized), ForKind::kParallel));
   PrimFunc out = remove_redundant_conditions(partition_loops(par));
   const std::string text = to_string(out->body);
-  EXPECT_NE(text.find("parallel for (io, 0, 6) {\n  vectorized for (ii, 0, 16) {\n    B["),
-            std::string::npos)
+  EXPECT_EQ(
+      text.rfind("parallel for (io, 0, 7) {\n  if (io <= 5) {\n    vectorized for (ii, 0, 16) {\n"
+                 "      B[",
+                 0),
+      0u)
       << text;
-  EXPECT_NE(text.find("if ("), std::string::npos) << text;  // the last tile's
+  EXPECT_EQ(count_loops(out->body, ForKind::kParallel), 1) << text;
+  // The last tile's guard, its tile index a constant there.
+  EXPECT_NE(text.find("if (((6 * 16) + ii) < 100)"), std::string::npos) << text;
   expect_same_results(par, out);
+  // Guards at both ends: if (io >= lo) { if (io <= hi) middle else tail } else head.
+  Var x = Var::make("x");
+  Stmt padded =
+      if_then_else(logical_and(x - 1 >= 0, x - 1 < 8), buffer_store(B, x, load(A, x - 1)));
+  PrimFunc ends = func(loop(x, 10, padded, ForKind::kParallel));
+  PrimFunc split = remove_redundant_conditions(partition_loops(ends));
+  EXPECT_EQ(count_ifs(split->body), 2) << to_string(split->body);  // the branches only
+  expect_same_results(ends, split);
 }
 
 TEST(PartitionLoops, SplitsVectorizedLoopsIntoWholeVectorsOnly) {

@@ -137,6 +137,37 @@ TEST(RemoveRedundantConditions, SimplifiesSelectConditions) {
   expect_same(remove_redundant_conditions(f)->body, loop(i, 16, buffer_store(B, i, load(A, i))));
 }
 
+TEST(RemoveRedundantConditions, ProvesGuardsInsideABranchFromItsCondition) {
+  // 7 tiles of 16 over 100: under io < 6 the tiles are whole, so the guard
+  // goes; in the else branch io is 6, and becomes that constant.
+  Var io = Var::make("io"), ii = Var::make("ii");
+  Expr idx = io * 16 + ii;
+  Stmt store = buffer_store(B, idx, load(A, idx));
+  Stmt guarded = if_then_else(idx < 100, store);
+  PrimFunc f =
+      func(loop(io, 7, if_then_else(io < 6, loop(ii, 16, guarded), loop(ii, 16, guarded))));
+  PrimFunc out = remove_redundant_conditions(f);
+  Expr last = ir::int_imm(6, io->dtype) * 16 + ii;
+  expect_same(
+      out->body,
+      loop(io, 7,
+           if_then_else(
+               io < 6, loop(ii, 16, store),
+               loop(ii, 16, if_then_else(last < 100, buffer_store(B, last, load(A, last)))))));
+  expect_same_results(f, out);
+  // The same with the constant on the left, a shifted loop, and a
+  // conjunction; the else branch of a conjunction is not narrowed.
+  Stmt shifted = for_loop(io, 2, 5, ForKind::kSerial,
+                          if_then_else(logical_and(ir::int_imm(6, io->dtype) > io, io >= 3),
+                                       loop(ii, 16, guarded), loop(ii, 16, guarded)));
+  PrimFunc g = func(shifted);
+  PrimFunc g_out = remove_redundant_conditions(g);
+  const std::string text = to_string(g_out->body);
+  EXPECT_EQ(text.find("if (((io * 16) + ii) < 100)"), text.rfind("if (((io * 16) + ii) < 100)"))
+      << text;  // only in the else branch
+  expect_same_results(g, g_out);
+}
+
 TEST(RemoveRedundantConditions, RemovesLoopsOfExtentOne) {
   Var i = Var::make("i"), j = Var::make("j");
   PrimFunc f = func(loop(i, 8, loop(j, 1, buffer_store(B, i * 4 + j, load(A, i + j)))));

@@ -24,13 +24,16 @@ PrimFunc simplify_pass(const PrimFunc& f);
 /// comparisons affine in its variable) hold throughout the inner loops' ranges
 /// on a sub-range of it: the loop over that sub-range computes whole tiles,
 /// whose guards remove_redundant_conditions then drops, and the loops before
-/// and after keep them. A tile size that does not divide its axis costs
+/// and after keep them. A parallel loop stays one loop, its body branching
+/// on the sub-range instead. A tile size that does not divide its axis costs
 /// guards on the last tile only. Tested by tests/lower/partition_loops_test.cc.
 PrimFunc partition_loops(const PrimFunc& f);
 
 /// "remove_redundant_conditions": drops if and select conditions (and
 /// conjuncts of them) that the ranges of the enclosing loops prove always
-/// true, and branches they prove never taken; replaces loops of extent 1 by
+/// true, and branches they prove never taken; inside a branch on a loop
+/// variable's comparison with a constant, proves from the narrowed range
+/// (a range of one value becomes that constant); replaces loops of extent 1 by
 /// their body with the loop variable set to the loop's min; folds (signed,
 /// 32- or 64-bit) integer division and remainder by a constant when the ranges keep the quotient
 /// constant (a fused index split apart again), also inside select
