@@ -99,6 +99,16 @@ TEST(Lowering, PragmaUnrollMarksLoops) {
   EXPECT_NE(ir.find("unrolled for"), std::string::npos) << ir;
 }
 
+/// The lowered IR of `t` under `steps` then `pragma` on the matmul's outer
+/// loop, after checking the schedule against the reference.
+std::string lowered_with_pragma(const te::WorkloadTensors& t, std::vector<Step> steps,
+                                const std::string& pragma_text) {
+  steps.push_back(pragma(kMatmul, 0, pragma_text));
+  State s = State::make(steps);
+  EXPECT_TRUE(schedule_matches_reference(t, s));
+  return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+}
+
 TEST(Lowering, PragmaUnrollCountsAVectorizedLoopOnce) {
   // i(8) k(2) j(16, vectorized) under auto_unroll_max_step=16: the vector
   // loop is one statement, so the i and k loops (16 copies) unroll, as a
@@ -124,11 +134,8 @@ TEST(Lowering, PragmaUnrollCountsAWideVectorizedLoopByItsWidestVectors) {
   // it is 8 statements: unrolled under auto_unroll_max_step=8, not under 7.
   auto t = matmul_tensors(4, 64, 2);
   auto lowered = [&](const char* unroll) {
-    State s =
-        State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
-                     pragma(kMatmul, 0, unroll)});
-    EXPECT_TRUE(schedule_matches_reference(t, s));
-    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+    return lowered_with_pragma(
+        t, {reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize)}, unroll);
   };
   std::string ir = lowered("auto_unroll_max_step=8");
   EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
@@ -141,11 +148,10 @@ TEST(Lowering, PragmaUnrollCountsTheLanesOfAGuardedVectorizedLoop) {
   // (j.0 * 48 + j.1 < 64), a loop over lanes in C, and counts its 48 lanes.
   auto t = matmul_tensors(2, 64, 2);
   auto lowered = [&](const char* unroll) {
-    State s =
-        State::make({split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
-                     annotate(kMatmul, 3, IterAnnotation::kVectorize), pragma(kMatmul, 0, unroll)});
-    EXPECT_TRUE(schedule_matches_reference(t, s));
-    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+    return lowered_with_pragma(t,
+                               {split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
+                                annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                               unroll);
   };
   std::string ir = lowered("auto_unroll_max_step=96");
   EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
@@ -162,11 +168,10 @@ TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
   // accumulators to stay in registers.
   auto t = matmul_tensors(8, 16, 2);
   auto lowered = [&](const char* unroll) {
-    State s =
-        State::make({split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
-                     annotate(kMatmul, 3, IterAnnotation::kVectorize), pragma(kMatmul, 0, unroll)});
-    EXPECT_TRUE(schedule_matches_reference(t, s));
-    return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+    return lowered_with_pragma(t,
+                               {split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
+                                annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                               unroll);
   };
   std::string ir = lowered("auto_unroll_max_step=3");
   EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
