@@ -1259,6 +1259,15 @@ class FunctionEmitter {
            ")" + a + " & tt_m) | ((" + bits + ")" + b + " & ~tt_m)); })";
   }
 
+  /// Whether a value of `from` goes to bfloat16 through double, not float:
+  /// float64, and integers wider than float's 24 bits (int32 33685505
+  /// through float is a bfloat16 tie and rounds down; the evaluator rounds
+  /// it once, up). Double holds every 32-bit integer, and rounds a 64-bit
+  /// one as the evaluator does before its one rounding to bfloat16.
+  static bool rounds_to_bf16_through_double(DataType from) {
+    return (from.is_float() && from.bits() == 64) || (from.is_integer() && from.bits() > 24);
+  }
+
   std::string cast(const ir::CastNode& n) {
     DataType to = n.dtype, from = n.value.dtype();
     std::string v = expr(n.value);
@@ -1274,9 +1283,9 @@ class FunctionEmitter {
                 : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
         return prelude_.half_scalar_conversion(false) + "(" + half + ")";
       }
-      if (to_bf16 && from.is_float() && from.bits() == 64) {
+      if (to_bf16 && rounds_to_bf16_through_double(from)) {
         prelude_.bfloat16_from_double();
-        return "tt_f64_bf16_round(" + strip_parens(v) + ")";
+        return "tt_f64_bf16_round((double)" + v + ")";
       }
       if (to_bf16) {
         prelude_.bfloat16();
@@ -1329,12 +1338,12 @@ class FunctionEmitter {
               : prelude_.half_conversion(lanes, true) + "(" + strip_parens(converted) + ")";
       return prelude_.half_conversion(lanes, false) + "(" + half + ")";
     }
-    if (to_bf16 && from.is_float() && from.bits() == 64) {
-      // Lane by lane from the doubles (rare): through float would round twice.
+    if (to_bf16 && rounds_to_bf16_through_double(from)) {
+      // Lane by lane (rare): through float would round twice.
       prelude_.bfloat16_from_double();
       return "({ " + vector_type(from) + " tt_a = " + strip_parens(v) + "; " + type +
              " tt_r; for (int tt_l = 0; tt_l < " + std::to_string(lanes) +
-             "; ++tt_l) tt_r[tt_l] = tt_f64_bf16_round(tt_a[tt_l]); tt_r; })";
+             "; ++tt_l) tt_r[tt_l] = tt_f64_bf16_round((double)tt_a[tt_l]); tt_r; })";
     }
     if (to_bf16) {
       prelude_.bfloat16();

@@ -293,7 +293,9 @@ class ConditionProver {
         default: break;
       }
     }
-    if (!var || !c || !exact_bounds(var->dtype)) return;
+    // Constants far from the int64 ends, so that c - 1 and c + 1 exist.
+    constexpr int64_t kFar = int64_t{1} << 62;
+    if (!var || !c || !exact_bounds(var->dtype) || *c <= -kFar || *c >= kFar) return;
     auto range = range_of(var);
     if (!range) return;
     if (!holds) {

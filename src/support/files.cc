@@ -94,9 +94,15 @@ void remove_flat_dir(int parent_fd, const char* name) {
   int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   if (DIR* d = ::fdopendir(fd)) {
-    while (struct dirent* e = ::readdir(d)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-        ::unlinkat(fd, e->d_name, 0);
+    // Again while a pass removes something: a directory read while entries
+    // go may skip some.
+    for (bool removed = true; removed;) {
+      removed = false;
+      ::rewinddir(d);
+      while (struct dirent* e = ::readdir(d)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+          removed |= ::unlinkat(::dirfd(d), e->d_name, 0) == 0;
+        }
       }
     }
     ::closedir(d);  // closes fd
@@ -136,7 +142,15 @@ void remove_stale_temp_files(const std::string& dir) {
 
 ScratchDir::ScratchDir(const std::string& parent, std::string_view name)
     : path_(parent + "/" + std::string(name) + unique_temp_suffix()) {
-  TT_CHECK(::mkdir(path_.c_str(), 0700) == 0, kIO, "cannot create the scratch directory '", path_,
+  int rc = ::mkdir(path_.c_str(), 0700);
+  if (rc != 0 && errno == EEXIST) {
+    // This process never hands out a suffix twice: the directory is a dead
+    // process's of the same id (a container's first process, killed), which
+    // the sweep keeps, since that id runs.
+    remove_flat_dir(AT_FDCWD, path_.c_str());
+    rc = ::mkdir(path_.c_str(), 0700);
+  }
+  TT_CHECK(rc == 0, kIO, "cannot create the scratch directory '", path_,
            "': ", std::strerror(errno));
 }
 

@@ -177,12 +177,13 @@ PrimFunc half_conversions(int lanes) {
                 ForKind::kVectorized)));
 }
 
-// H = half(D) from float64 (`half` float16 or bfloat16), one element at a
-// time or in vectors of 4; the cast's value read back through float32, so
-// that it is not the store that rounds.
+// H = half(D) from float64 or `source` (`half` float16 or bfloat16), one
+// element at a time or in vectors of 4; the cast's value read back through
+// float32, so that it is not the store that rounds.
 PrimFunc half_from_double(const std::string& name, ForKind kind,
-                          DataType half = DataType::float16()) {
-  Buffer d = Buffer::make("D", DataType::float64(), {4});
+                          DataType half = DataType::float16(),
+                          DataType source = DataType::float64()) {
+  Buffer d = Buffer::make("D", source, {4});
   Buffer h = Buffer::make("H", half, {4});
   Var i = Var::make("i");
   Expr rounded = ir::cast(half, load(d, i));
@@ -315,6 +316,10 @@ class EndToEnd : public ::testing::Test {
         half_from_double("half_from_double_x4", ForKind::kVectorized),
         half_from_double("bf16_from_double", ForKind::kSerial, DataType::bfloat16()),
         half_from_double("bf16_from_double_x4", ForKind::kVectorized, DataType::bfloat16()),
+        half_from_double("bf16_from_int", ForKind::kSerial, DataType::bfloat16(),
+                         DataType::int32()),
+        half_from_double("bf16_from_int_x4", ForKind::kVectorized, DataType::bfloat16(),
+                         DataType::int32()),
         byte_conversions(),
         half_fma("fma_bf16", DataType::bfloat16()),
         int_division("div_vector", ForKind::kVectorized),
@@ -639,6 +644,25 @@ TEST_F(EndToEnd, BFloat16FromDoubleRoundsOnce) {
       } else {
         EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << name << i;
       }
+    }
+  }
+}
+
+// An int32 wider than float's 24 bits rounds to bfloat16 once too:
+// 2^25 + 2^17 + 1 is above the tie between 2^25 and 2^25 + 2^18, and
+// through float it would become the tie and round down. The reference
+// evaluator rounds it once.
+TEST_F(EndToEnd, BFloat16FromWideIntegersRoundsOnce) {
+  const std::vector<int64_t> from = {33685505, -33685505, 33685504, 7};
+  const std::vector<double> want = {33816576, -33816576, 33554432, 7};
+  for (const char* name : {"bf16_from_int", "bf16_from_int_x4"}) {
+    NDArray d(DataType::int32(), {4}), h(DataType::bfloat16(), {4});
+    for (int64_t i = 0; i < 4; ++i) d.set_int(i, from[static_cast<size_t>(i)]);
+    call(name, {&d, &h});
+    for (int64_t i = 0; i < 4; ++i) {
+      const double value = static_cast<double>(from[static_cast<size_t>(i)]);
+      EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << name << i;
+      EXPECT_EQ(h.get(i), te::cast_value(DataType::bfloat16(), value)) << name << i;
     }
   }
 }

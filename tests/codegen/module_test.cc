@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "codegen/codegen_test_util.h"
 #include "common/test_util.h"
@@ -233,14 +234,34 @@ TEST(Module, TemporaryFilesOfAKilledBuildAreRemoved) {
       options.cache_dir + "/tt-0123.so.tmp." + std::to_string(::getpid()) + ".99";
   write_file_atomically(stale, "half a library");
   write_file_atomically(live, "being written");
-  // A killed compiler's scratch directory, with the temporary it left.
-  const std::string stale_scratch = options.cache_dir + "/cc.tmp.4194303.1";
+  // A killed compiler's scratch directory, with the temporary it left (a
+  // process id above pid_max, which is at most 2^22).
+  const std::string stale_scratch = options.cache_dir + "/cc.tmp.999999999.1";
   std::filesystem::create_directory(stale_scratch);
   write_file_atomically(stale_scratch + "/ccAbCdEf.s", "half an assembly");
   Module::compile(kAddOne, kCompiler, kFlags, options);
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_TRUE(std::filesystem::exists(live));
   EXPECT_FALSE(std::filesystem::exists(stale_scratch));
+}
+
+TEST(Module, AScratchDirectoryADeadProcessOfTheSameIdLeftIsReplaced) {
+  // In a container every run may be process 1: a killed one's directory
+  // has the name this process's next one will have, and the sweep keeps
+  // it (that id runs). It is emptied and taken, not refused.
+  ModuleOptions options = test_options("scratch-reuse");
+  std::filesystem::create_directories(options.cache_dir);
+  std::string first;
+  { first = ScratchDir(options.cache_dir, "cc").path(); }
+  EXPECT_FALSE(std::filesystem::exists(first));
+  const size_t dot = first.rfind('.');
+  const std::string next =
+      first.substr(0, dot + 1) + std::to_string(std::stoll(first.substr(dot + 1)) + 1);
+  std::filesystem::create_directory(next);
+  std::ofstream(next + "/ccAbCdEf.o") << "a dead compiler's";  // takes no temp suffix
+  ScratchDir again(options.cache_dir, "cc");
+  EXPECT_EQ(again.path(), next);
+  EXPECT_TRUE(std::filesystem::is_empty(next));
 }
 
 TEST(Module, TheCompilersTemporaryFilesStayInThePrivateCache) {

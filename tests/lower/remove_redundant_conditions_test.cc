@@ -163,8 +163,9 @@ TEST(RemoveRedundantConditions, ProvesGuardsInsideABranchFromItsCondition) {
   PrimFunc g = func(shifted);
   PrimFunc g_out = remove_redundant_conditions(g);
   const std::string text = to_string(g_out->body);
-  EXPECT_EQ(text.find("if (((io * 16) + ii) < 100)"), text.rfind("if (((io * 16) + ii) < 100)"))
-      << text;  // only in the else branch
+  const size_t guard = text.find("if (((io * 16) + ii) < 100)");
+  EXPECT_NE(guard, std::string::npos) << text;
+  EXPECT_EQ(guard, text.rfind("if (((io * 16) + ii) < 100)")) << text;  // only in the else branch
   expect_same_results(g, g_out);
 }
 

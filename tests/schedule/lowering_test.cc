@@ -114,18 +114,13 @@ TEST(Lowering, PragmaUnrollCountsAVectorizedLoopOnce) {
   // loop is one statement, so the i and k loops (16 copies) unroll, as a
   // register tile's row loop must for its accumulators to stay in registers.
   auto t = matmul_tensors(8, 16, 2);
-  State s =
-      State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
-                   pragma(kMatmul, 0, "auto_unroll_max_step=16")});
-  EXPECT_TRUE(schedule_matches_reference(t, s));
-  std::string ir = lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
+  const std::vector<Step> steps = {reorder(kMatmul, {0, 2, 1}),
+                                   annotate(kMatmul, 2, IterAnnotation::kVectorize)};
+  std::string ir = lowered_with_pragma(t, steps, "auto_unroll_max_step=16");
   EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
   EXPECT_NE(ir.find("vectorized for (j"), std::string::npos) << ir;
   // One more row is past the limit: the row loop stays rolled.
-  State wide =
-      State::make({reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize),
-                   pragma(kMatmul, 0, "auto_unroll_max_step=15")});
-  ir = lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), wide), "k"));
+  ir = lowered_with_pragma(t, steps, "auto_unroll_max_step=15");
   EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
 }
 
