@@ -742,9 +742,7 @@ class Float32Copies {
     Value wide;
     if (const ConstantNode* k = as_constant(v)) {
       const te::NDArray& a = k->data.array();
-      te::NDArray widened(ir::DataType::float32(), a.shape());
-      for (int64_t i = 0; i < a.size(); ++i) widened.set(i, a.get(i));
-      wide = constant(std::move(widened), k->name + ".float");
+      wide = constant(a.converted(ir::DataType::float32()), k->name + ".float");
     } else {
       const auto* input = dynamic_cast<const InputNode*>(v.get());
       const auto* producer = dynamic_cast<const CallNode*>(v.get());

@@ -188,6 +188,12 @@ NDArray NDArray::random(DataType dtype, std::vector<int64_t> shape, uint64_t see
   return out;
 }
 
+NDArray NDArray::converted(DataType dtype) const {
+  NDArray out(dtype, shape_);
+  for (int64_t i = 0; i < size_; ++i) out.set(i, get(i));
+  return out;
+}
+
 double NDArray::get(int64_t flat) const {
   TT_CHECK(flat >= 0 && flat < size_, kInvalidArgument, "element ", flat,
            " is out of range for NDArray ", describe());

@@ -52,8 +52,7 @@ std::string npy_bytes(const NDArray& bf16_or_other) {
   // NumPy has no bfloat16: written as float32, which holds every value exactly.
   NDArray widened;
   if (bf16_or_other.dtype() == DataType::bfloat16()) {
-    widened = NDArray(DataType::float32(), bf16_or_other.shape());
-    for (int64_t i = 0; i < widened.size(); ++i) widened.set(i, bf16_or_other.get(i));
+    widened = bf16_or_other.converted(DataType::float32());
   }
   const NDArray& a = widened.defined() ? widened : bf16_or_other;
   std::string shape = "(";
@@ -131,11 +130,7 @@ NDArray parse_npy(std::string_view bytes, const std::string& what) {
 
 NDArray as_npy_holds(NDArray a, DataType wanted) {
   if (wanted != DataType::bfloat16()) return a;
-  if (a.dtype() == DataType::float32()) {
-    NDArray narrowed(wanted, a.shape());
-    for (int64_t i = 0; i < a.size(); ++i) narrowed.set(i, a.get(i));
-    return narrowed;
-  }
+  if (a.dtype() == DataType::float32()) return a.converted(wanted);
   if (a.dtype() == DataType::uint(16)) {
     NDArray bits(wanted, a.shape());
     std::memcpy(bits.data(), a.data(), a.nbytes());

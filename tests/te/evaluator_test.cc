@@ -111,6 +111,17 @@ TEST(NDArray, HalfConversions) {
   EXPECT_EQ(float_to_bfloat16_bits(0x1.0p-134 + 0x1.0p-160), 0x0001);
   EXPECT_EQ(float_to_bfloat16_bits(0x1.0p-134), 0x0000);
   EXPECT_EQ(cast_value(DataType::float16(), 3.14159), 3.140625);
+  // A converted copy: exact to a wider type, rounded to a narrower one.
+  NDArray h(DataType::float16(), {2});
+  h.set(0, 3.14159);
+  h.set(1, -65504);
+  NDArray f = h.converted(DataType::float32());
+  EXPECT_EQ(f.dtype(), DataType::float32());
+  EXPECT_EQ(f.shape(), h.shape());
+  EXPECT_EQ(f.get(0), 3.140625);
+  EXPECT_EQ(f.get(1), -65504);
+  EXPECT_EQ(f.converted(DataType::bfloat16()).get(0), 3.140625);
+  EXPECT_EQ(f.converted(DataType::bfloat16()).get(1), -65536);
   EXPECT_EQ(cast_value(DataType::uint(8), 257), 1);
   EXPECT_EQ(cast_value(DataType::int32(), -2.7), -2);
 }

@@ -87,6 +87,9 @@ class NDArray {
   double get(int64_t flat) const;
   /// Stores cast_value(dtype(), value) at `flat`.
   void set(int64_t flat, double value);
+  /// A copy of this array in `dtype`, each element through set(): rounded
+  /// to a narrower float type, exact to a wider one (float16 to float32).
+  NDArray converted(DataType dtype) const;
   /// Element `flat` of an integer or bool array, exactly.
   int64_t get_int(int64_t flat) const;
   /// Stores `value` wrapped to the integer type at `flat` (integer and bool arrays only).
