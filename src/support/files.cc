@@ -28,10 +28,33 @@ std::string unique_temp_suffix() {
   return ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
 }
 
+namespace {
+
+/// Tries `make` on `stem` + unique_temp_suffix() until it does not fail
+/// with EEXIST (a few times at most); returns its result, `name` the last
+/// name tried. A name this process never handed out before can still be
+/// taken: by a killed process of the same id (a container's process 1,
+/// which the sweep keeps, since that id runs), or by a live one of another
+/// id namespace sharing the directory. Neither is touched: the next suffix.
+template <class Make>
+int with_fresh_name(const std::string& stem, std::string& name, Make make) {
+  int rc = -1;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    name = stem + unique_temp_suffix();
+    rc = make(name);
+    if (rc >= 0 || errno != EEXIST) break;
+  }
+  return rc;
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, std::string_view bytes) {
-  std::string temp = path + unique_temp_suffix();
+  std::string temp;
   // O_EXCL: never through a file or link that someone else put there.
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  int fd = with_fresh_name(path, temp, [](const std::string& name) {
+    return ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  });
   TT_CHECK(fd >= 0, kIO, "cannot create '", temp, "': ", std::strerror(errno));
   try {
     write_all(fd, bytes, temp);
@@ -140,16 +163,9 @@ void remove_stale_temp_files(const std::string& dir) {
   ::closedir(d);
 }
 
-ScratchDir::ScratchDir(const std::string& parent, std::string_view name)
-    : path_(parent + "/" + std::string(name) + unique_temp_suffix()) {
-  int rc = ::mkdir(path_.c_str(), 0700);
-  if (rc != 0 && errno == EEXIST) {
-    // This process never hands out a suffix twice: the directory is a dead
-    // process's of the same id (a container's first process, killed), which
-    // the sweep keeps, since that id runs.
-    remove_flat_dir(AT_FDCWD, path_.c_str());
-    rc = ::mkdir(path_.c_str(), 0700);
-  }
+ScratchDir::ScratchDir(const std::string& parent, std::string_view name) {
+  int rc = with_fresh_name(parent + "/" + std::string(name), path_,
+                           [](const std::string& dir) { return ::mkdir(dir.c_str(), 0700); });
   TT_CHECK(rc == 0, kIO, "cannot create the scratch directory '", path_,
            "': ", std::strerror(errno));
 }

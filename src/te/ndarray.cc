@@ -189,6 +189,9 @@ NDArray NDArray::random(DataType dtype, std::vector<int64_t> shape, uint64_t see
 }
 
 NDArray NDArray::converted(DataType dtype) const {
+  TT_ICHECK(dtype.is_float() && (dtype_.is_float() || dtype_.bits() <= 32),
+            "converted() makes float arrays of floats and narrow integers, not ", dtype_.str(),
+            " to ", dtype.str());
   NDArray out(dtype, shape_);
   for (int64_t i = 0; i < size_; ++i) out.set(i, get(i));
   return out;

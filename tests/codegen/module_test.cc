@@ -245,23 +245,35 @@ TEST(Module, TemporaryFilesOfAKilledBuildAreRemoved) {
   EXPECT_FALSE(std::filesystem::exists(stale_scratch));
 }
 
-TEST(Module, AScratchDirectoryADeadProcessOfTheSameIdLeftIsReplaced) {
-  // In a container every run may be process 1: a killed one's directory
-  // has the name this process's next one will have, and the sweep keeps
-  // it (that id runs). It is emptied and taken, not refused.
+TEST(Module, ANameAnotherProcessOfTheSameIdLeftIsPassedOver) {
+  // In a container every run may be process 1: a killed one's directory or
+  // file has the name this process's next one would have, and the sweep
+  // keeps it (that id runs). It is left alone and the next name taken.
   ModuleOptions options = test_options("scratch-reuse");
   std::filesystem::create_directories(options.cache_dir);
   std::string first;
   { first = ScratchDir(options.cache_dir, "cc").path(); }
   EXPECT_FALSE(std::filesystem::exists(first));
-  const size_t dot = first.rfind('.');
-  const std::string next =
-      first.substr(0, dot + 1) + std::to_string(std::stoll(first.substr(dot + 1)) + 1);
-  std::filesystem::create_directory(next);
-  std::ofstream(next + "/ccAbCdEf.o") << "a dead compiler's";  // takes no temp suffix
+  auto after = [](const std::string& name, int k) {
+    const size_t dot = name.rfind('.');
+    return name.substr(0, dot + 1) + std::to_string(std::stoll(name.substr(dot + 1)) + k);
+  };
+  const std::string taken = after(first, 1);
+  std::filesystem::create_directory(taken);
+  std::ofstream(taken + "/ccAbCdEf.o") << "another's";  // takes no temp suffix
   ScratchDir again(options.cache_dir, "cc");
-  EXPECT_EQ(again.path(), next);
-  EXPECT_TRUE(std::filesystem::is_empty(next));
+  EXPECT_EQ(again.path(), after(first, 2));
+  EXPECT_TRUE(std::filesystem::exists(taken + "/ccAbCdEf.o"));
+  // The same for a file being written.
+  const std::string target = options.cache_dir + "/entry";
+  const std::string stem = target + ".tmp." + std::to_string(::getpid()) + ".";
+  std::string probe = ScratchDir(options.cache_dir, "probe").path();
+  const std::string next_file =
+      stem + std::to_string(std::stoll(probe.substr(probe.rfind('.') + 1)) + 1);
+  std::ofstream(next_file) << "another's";
+  write_file_atomically(target, "mine");
+  EXPECT_EQ(read_file_if_exists(target), "mine");
+  EXPECT_EQ(read_file_if_exists(next_file), "another's");
 }
 
 TEST(Module, TheCompilersTemporaryFilesStayInThePrivateCache) {

@@ -87,8 +87,10 @@ class NDArray {
   double get(int64_t flat) const;
   /// Stores cast_value(dtype(), value) at `flat`.
   void set(int64_t flat, double value);
-  /// A copy of this array in `dtype`, each element through set(): rounded
-  /// to a narrower float type, exact to a wider one (float16 to float32).
+  /// A copy of this array in float type `dtype`, each element through
+  /// set(): rounded once where `dtype` is narrower. From floats and integers
+  /// of at most 32 bits only: get() is a double, which would drop a 64-bit
+  /// integer's low bits before the rounding.
   NDArray converted(DataType dtype) const;
   /// Element `flat` of an integer or bool array, exactly.
   int64_t get_int(int64_t flat) const;
