@@ -12,6 +12,18 @@ namespace {
 // ---- small matchers used by the rule table ----
 
 bool is_const(const Expr& e) { return as_const_float(e).has_value(); }
+
+/// Whether a constant's value is exactly the double as_const_float gives: an
+/// integer beyond 2^53 is not, and a uint64 at or above 2^63 (held
+/// negative) would fold with the wrong sign. Such a cast is left for run
+/// time.
+bool folds_through_double(const Expr& e) {
+  if (e->kind() != ExprKind::kIntImm) return true;
+  const int64_t v = static_cast<const IntImmNode&>(*e).value;
+  if (e.dtype().is_uint() && e.dtype().bits() == 64 && v < 0) return false;
+  constexpr int64_t kExact = int64_t{1} << 53;
+  return v >= -kExact && v <= kExact;
+}
 bool is_int_const(const Expr& e, int64_t v) {
   auto c = as_const_int(e);
   return c && *c == v;
@@ -296,7 +308,7 @@ class Simplifier final : public ExprMutator {
   Expr rewrite(const CastNode& n, const Expr& self) override {
     Expr v = mutate(n.value);
     if (v.dtype() == n.dtype) return v;
-    if (auto c = as_const_float(v))
+    if (auto c = as_const_float(v); c && folds_through_double(v))
       return make_const(n.dtype, convert_scalar(v.dtype(), n.dtype, *c));
     if (v.same_as(n.value)) return self;
     return cast(n.dtype, v);

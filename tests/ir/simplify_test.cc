@@ -34,6 +34,15 @@ TEST(Simplify, ConstantFolding) {
   expect_simplifies(Expr(1.5) * 2.0, 3.0);
   expect_simplifies(exp(Expr(0.0)), 1.0);
   expect_simplifies(cast(DataType::int32(), Expr(-2.7)), -2);
+  // A 64-bit constant double does not hold exactly is cast at run time: a
+  // uint64 of 2^64 - 1 (held as -1) would fold to -1.0f, and 2^60 + 1 would
+  // lose its last bit before converting.
+  Expr big = cast(DataType::float32(), int_imm(-1, DataType::uint(64)));
+  EXPECT_TRUE(structural_equal(simplify(big), big)) << to_string(simplify(big));
+  Expr wide = cast(DataType::int32(), int_imm((int64_t{1} << 60) + 1, DataType::int64()));
+  EXPECT_TRUE(structural_equal(simplify(wide), wide)) << to_string(simplify(wide));
+  expect_simplifies(cast(DataType::float32(), int_imm(int64_t{1} << 40, DataType::int64())),
+                    make_const(DataType::float32(), 1099511627776.0));
   expect_simplifies(Expr(3) < 4, make_const(DataType::boolean(), 1));
   // Bytes 02 01 ff 80 (unsigned) times 01 ff 80 7f (signed), low byte first.
   const DataType i32 = DataType::int32();
