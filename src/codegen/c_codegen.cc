@@ -133,6 +133,10 @@ std::string compute_tag(DataType t) {
 /// Whether `t` is float16, which is stored in half and computed in float.
 bool is_float16(DataType t) { return t.code() == DataType::Code::kFloat && t.bits() == 16; }
 
+/// Whether `t` is float64, which converts to the half types without float
+/// in between (through float it would round twice).
+bool is_float64(DataType t) { return t.code() == DataType::Code::kFloat && t.bits() == 64; }
+
 /// Tag of the type a buffer element is stored as.
 std::string storage_tag(DataType t) {
   if (is_float16(t)) return "f16";
@@ -161,7 +165,7 @@ std::string c_scalar_type(DataType t) {
 std::string c_storage_type(DataType t) { return c_scalar_of_tag(storage_tag(t)); }
 
 std::string format_float(double v, DataType t) {
-  bool is_double = t.bits() == 64 && t.code() == DataType::Code::kFloat;
+  bool is_double = is_float64(t);
   if (std::isnan(v)) return is_double ? "((double)NAN)" : "NAN";
   if (std::isinf(v)) {
     std::string inf = is_double ? "((double)INFINITY)" : "INFINITY";
@@ -1265,7 +1269,7 @@ class FunctionEmitter {
   /// it once, up). Double holds every 32-bit integer, and rounds a 64-bit
   /// one as the evaluator does before its one rounding to bfloat16.
   static bool rounds_to_bf16_through_double(DataType from) {
-    return (from.is_float() && from.bits() == 64) || (from.is_integer() && from.bits() > 24);
+    return is_float64(from) || (from.is_integer() && from.bits() > 24);
   }
 
   std::string cast(const ir::CastNode& n) {
@@ -1278,9 +1282,8 @@ class FunctionEmitter {
       if (to_half) {
         // From double straight to half: through float would round twice.
         const std::string half =
-            from.is_float() && from.bits() == 64
-                ? "(_Float16)(" + strip_parens(v) + ")"
-                : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
+            is_float64(from) ? "(_Float16)(" + strip_parens(v) + ")"
+                             : prelude_.half_scalar_conversion(true) + "(" + strip_parens(v) + ")";
         return prelude_.half_scalar_conversion(false) + "(" + half + ")";
       }
       if (to_bf16 && rounds_to_bf16_through_double(from)) {
@@ -1332,7 +1335,7 @@ class FunctionEmitter {
       // From double straight to half (lane by lane, and rare): through
       // float would round twice.
       const std::string half =
-          from.is_float() && from.bits() == 64
+          is_float64(from)
               ? "__builtin_convertvector(" + strip_parens(v) + ", " +
                     prelude_.vector_type("f16", lanes) + ")"
               : prelude_.half_conversion(lanes, true) + "(" + strip_parens(converted) + ")";
