@@ -102,6 +102,41 @@ bool reads_permuted(const te::Tensor& consumer, const te::Tensor& producer) {
   return ok && any;
 }
 
+/// True if `st` is a reduction that reads each of its inputs with its own
+/// last axis as the last index (a channels-last pool or window sum): the
+/// lanes of a vector are then that axis, never a sum across it.
+bool reduces_along_last_axis(const Stage& st) {
+  auto op = st.tensor.compute_op();
+  if (!is_reduction(st) || op->axis.empty() || op->axis.back()->extent <= 1) return false;
+  const Object* last = op->axis.back()->var.get();
+  bool contiguous = true, any = false;
+  const auto& red = static_cast<const ir::ReduceNode&>(*body_of(st));
+  ir::visit_pre_order(red.source, [&](const ir::Expr& e) {
+    if (e->kind() != ir::ExprKind::kProducerLoad) return;
+    const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+    any = true;
+    contiguous &= !load.indices.empty() && load.indices.back().get() == last;
+  });
+  return any && contiguous;
+}
+
+/// Moves the last spatial loop of a stage that reduces along its last axis
+/// (reduces_along_last_axis) inside its reduction loops, where it can be
+/// vectorized: rfactor puts the new stage's axes before its reductions.
+void last_axis_innermost(SketchState& state, int stage) {
+  const Stage& st = state.loops.stage(stage);
+  if (!reduces_along_last_axis(st)) return;
+  std::vector<int> spatial = loop_positions(st, ir::IterKind::kSpatial);
+  const int n = static_cast<int>(st.leaves.size());
+  if (spatial.empty() || spatial.back() == n - 1) return;
+  std::vector<int> order;
+  for (int k = 0; k < n; ++k) {
+    if (k != spatial.back()) order.push_back(k);
+  }
+  order.push_back(spatial.back());
+  apply(state, schedule::reorder(stage, order));
+}
+
 // ---------------------------------------------------------------------------
 // The rules
 
@@ -139,6 +174,12 @@ class AddRfactor final : public SketchRule {
       (st.iters[id].kind == ir::IterKind::kSpatial ? space : reduce) *= st.iters[id].extent;
     }
     if (reduce <= 1) return Condition::kPass;
+    // Lanes along the last axis are one piece of work: a global pool over
+    // 32 channels has 2 AVX-512 vectors to share among the cores, not 32.
+    const int64_t lanes = options.vector_bytes / std::max(st.tensor.dtype().bytes(), 1);
+    const int64_t last =
+        st.tensor.compute_op()->axis.empty() ? 1 : st.tensor.compute_op()->axis.back()->extent;
+    if (lanes > 1 && last % lanes == 0 && reduces_along_last_axis(st)) space /= lanes;
     bool needed = needs_multi_level_tiling(s.loops, s.stage)
                       ? space <= reduce && space <= options.num_cores * 16
                       : reduce > options.num_cores && space < options.num_cores * 16;
@@ -156,6 +197,9 @@ class AddRfactor final : public SketchRule {
       SketchState next = s;
       search::apply(next, schedule::split(s.stage, pos, {1}));
       search::apply(next, schedule::rfactor(s.stage, pos + factor_iter, factor_iter));
+      // The factored stage and the one that sums its parts.
+      last_axis_innermost(next, s.stage);
+      last_axis_innermost(next, s.stage + 1);
       next.applied.push_back(name() + "(" + st.name() + (factor_iter ? ", inner" : ", outer") +
                              ")");
       // The factored stage (now at s.stage) is scheduled by annotation alone.
@@ -395,21 +439,10 @@ class TileWindowReduction final : public SketchRule {
   std::string name() const override { return "tile_window_reduction"; }
   Condition condition(const SketchState& s, const SketchOptions&) const override {
     const Stage& st = s.loops.stage(s.stage);
-    if (!is_reduction(st) || st.is_transformed() || needs_multi_level_tiling(s.loops, s.stage)) {
+    if (st.is_transformed() || needs_multi_level_tiling(s.loops, s.stage)) {
       return Condition::kPass;
     }
-    auto op = st.tensor.compute_op();
-    if (op->axis.empty() || op->axis.back()->extent <= 1) return Condition::kPass;
-    const Object* last = op->axis.back()->var.get();
-    bool contiguous = true, any = false;
-    const auto& red = static_cast<const ir::ReduceNode&>(*body_of(st));
-    ir::visit_pre_order(red.source, [&](const ir::Expr& e) {
-      if (e->kind() != ir::ExprKind::kProducerLoad) return;
-      const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
-      any = true;
-      contiguous &= !load.indices.empty() && load.indices.back().get() == last;
-    });
-    return any && contiguous ? Condition::kApply : Condition::kPass;
+    return reduces_along_last_axis(st) ? Condition::kApply : Condition::kPass;
   }
   std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
     SketchState next = s;

@@ -208,6 +208,28 @@ schedule::LoopState checked_default_schedule(const te::Workload& wl, const char*
   return schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
 }
 
+// A channels-last pool over a few vectors of channels (work enough for
+// threads) sums its rows on every core and its channels in vectors: in a
+// model its input lies in the caches of the cores that wrote its rows. So
+// does a sum over one axis.
+TEST(DefaultSchedule, ReductionsOverFewChannelVectorsShareTheirRowsAmongTheCores) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  using namespace te;  // NOLINT: tensor builders
+  Tensor image = placeholder({1, 60, 58, 32}, DataType::float32(), "image");
+  Tensor rows = placeholder({1, 2048, 48}, DataType::float32(), "rows");
+  for (const Workload& wl : {make_dag_workload({image}, {reduce_mean(image, {1, 2}, true)}, {}),
+                             make_dag_workload({image}, {reduce_max(image, {1, 2}, true)}, {}),
+                             make_dag_workload({rows}, {reduce_sum(rows, {1})}, {})}) {
+    for (const char* target : {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=2"}) {
+      schedule::LoopState loops = checked_default_schedule(wl, target);
+      EXPECT_EQ(loops.num_stages(), schedule::ComputeDAG(workload_tensors(wl)).num_stages() + 1)
+          << "factored: " << loops.str();
+      EXPECT_GE(count_annotations(loops, schedule::IterAnnotation::kParallel), 1) << loops.str();
+      EXPECT_GE(count_annotations(loops, schedule::IterAnnotation::kVectorize), 2) << loops.str();
+    }
+  }
+}
+
 /// Whether a Winograd transform's rows stage is computed inside a loop of
 /// its consumer.
 bool winograd_rows_attached(const schedule::LoopState& loops) {

@@ -241,6 +241,34 @@ TEST(SketchRules, RfactorForReductionsWithoutEnoughParallelism) {
             SketchRule::Condition::kPass);
 }
 
+// A channels-last global pool over a few vectors of channels has no work
+// for the cores but its rows: it is factored, and the factored stage runs
+// its channels innermost, where they vectorize.
+TEST(SketchRules, RfactorCountsAChannelsLastPoolsChannelsInVectors) {
+  const SketchRule& rule = sketch_rule("add_rfactor");
+  SketchOptions options;
+  options.num_cores = 2;
+  options.vector_bytes = 64;
+  for (int64_t channels : {32, 1024}) {
+    SCOPED_TRACE(channels);
+    te::Tensor x = te::placeholder({1, 56, 56, channels}, ir::DataType::float32(), "x");
+    ComputeDAG dag(te::WorkloadTensors{{x}, {te::reduce_mean(x, {1, 2}, true, "pool")}});
+    SketchState s = at_stage(dag, "pool_sum");
+    if (channels == 1024) {  // 64 vectors: the channels keep the cores busy
+      EXPECT_EQ(rule.condition(s, options), SketchRule::Condition::kPass);
+      continue;
+    }
+    ASSERT_EQ(rule.condition(s, options), SketchRule::Condition::kApply);
+    for (const SketchState& o : rule.apply(s, options)) {
+      for (int stage : {s.stage, s.stage + 1}) {
+        const schedule::Stage& st = o.loops.stage(stage);
+        EXPECT_EQ(st.iters[st.leaves.back()].kind, ir::IterKind::kSpatial) << o.loops.str();
+        EXPECT_EQ(st.iters[st.leaves.back()].extent, channels) << o.loops.str();
+      }
+    }
+  }
+}
+
 TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels) {
   const SketchRule& rule = sketch_rule("tile_window_reduction");
   te::Pool2dAttrsNode pool = te::Pool2dAttrsNode::uniform(3, 2, 1);
