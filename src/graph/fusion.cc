@@ -92,6 +92,47 @@ std::vector<size_t> converging_region(const std::vector<Ref<CallNode>>& calls, s
 
 }  // namespace
 
+namespace {
+
+/// Input channels up to which a convolution reads its data through the
+/// transpose before it (an image's 3 colours): its reduction broadcasts
+/// one value of the data at a time, from any address alike.
+constexpr int64_t kTransposedImageChannels = 4;
+
+/// The group a convolution joins when its data is a transpose to NHWC of a
+/// few channels (an image's colours), read by it alone, in a group of its
+/// own or after elementwise work (an exported model's normalisation of the
+/// image): the convolution then reads the image where it lies, and the
+/// pass that only moved it is gone. Otherwise nullopt.
+template <typename Building>
+std::optional<size_t> image_transpose_group(
+    const CallNode& c, const std::unordered_map<const Object*, size_t>& group_of,
+    const std::vector<Building>& groups, std::unordered_map<const Object*, int>& readers,
+    size_t max_calls) {
+  if (c.op != "nn.conv2d" || c.args.empty()) return std::nullopt;
+  const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+  const Value& data = c.args[0];
+  const auto* t = dynamic_cast<const CallNode*>(data.get());
+  if (conv.data_layout != "NHWC" || !t || t->op != "transpose" || readers[data.get()] != 1 ||
+      data->shape.size() != 4 || data->shape.back() > kTransposedImageChannels) {
+    return std::nullopt;
+  }
+  auto it = group_of.find(data.get());
+  if (it == group_of.end() || groups[it->second].heavy ||
+      groups[it->second].group.calls.size() >= max_calls) {
+    return std::nullopt;
+  }
+  const std::vector<Ref<CallNode>>& calls = groups[it->second].group.calls;
+  bool elementwise_then_transpose = calls.back().get() == t;
+  for (size_t i = 0; i + 1 < calls.size(); ++i) {
+    elementwise_then_transpose &= is_elementwise(te::find_op(calls[i]->op).pattern);
+  }
+  if (!elementwise_then_transpose) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
   std::vector<Ref<CallNode>> calls = calls_in_order(graph);
   // Readers of each value (calls, and the graph's outputs).
@@ -120,6 +161,7 @@ std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls) {
     te::OpPattern pattern = te::find_op(c->op).pattern;
     std::optional<size_t> joined;
     if (auto it = planned.find(c.get()); it != planned.end()) joined = it->second;
+    if (!joined) joined = image_transpose_group(*c, group_of, groups, readers, max_calls);
     // A view is its operand's memory, never part of a kernel, and nothing
     // joins a view.
     if (!joined && !view_offset(*c) && pattern != te::OpPattern::kAnchor) {

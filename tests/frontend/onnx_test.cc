@@ -507,11 +507,14 @@ TEST(OnnxImport, TuneMeasuresExactlyTheWorkloadsCompileLooksUp) {
   const std::string target = "c -num-cores=2";
   SpawnOptions o;
   o.env = {{"XDG_CACHE_HOME", generated().scratch + "/cache"}};
-  auto cli = [&](std::vector<std::string> args) {
+  // Exit 3 from tune: a task whose one random candidate failed (ran past
+  // the timeout); compile then finds nothing for it, as checked below.
+  auto cli = [&](std::vector<std::string> args, int allowed = 0) {
     args.insert(args.begin(), TT_CLI_PATH);
     RunResult r = run_captured(args, o, std::chrono::seconds(600));
-    EXPECT_EQ(r.status.code, 0) << r.err;
-    return r.status.success() ? json::parse(r.out) : json::object();
+    const bool ok = r.status.success() || (allowed != 0 && r.status.code == allowed);
+    EXPECT_TRUE(ok) << "exit " << r.status.code << ": " << r.err;
+    return ok ? json::parse(r.out) : json::object();
   };
   for (const char* name : kModels) {
     SCOPED_TRACE(name);
@@ -523,7 +526,8 @@ TEST(OnnxImport, TuneMeasuresExactlyTheWorkloadsCompileLooksUp) {
     const std::string trials = std::to_string(keys.size());
     json tuned =
         cli({"tune", model, "--target", target, "--trials", trials, "--warm-up-batch", "1",
-             "--batch-size", trials, "--policy", "random", "--log", log + ".log", "--json"});
+             "--batch-size", trials, "--policy", "random", "--log", log + ".log", "--json"},
+            3);
     std::set<std::string> tuned_keys, measured;
     for (const auto& t : tuned["tasks"]) tuned_keys.insert(t["workload_key"].get<std::string>());
     for (const auto& r : measure::load_records(log + ".log").records) {

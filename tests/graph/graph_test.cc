@@ -928,6 +928,33 @@ Value gelu(const Value& x) {
   return call("multiply", {y, scalar(0.5f, "half")});
 }
 
+TEST(GraphFusion, AConvolutionReadsAnImageThroughItsTransposeToNhwc) {
+  // The NCHW image turned NHWC for the stem convolution: the convolution
+  // reads it through the transpose (and the normalisation before it), and
+  // no kernel only moves it. Not a transpose of 16 channels, nor one that
+  // another call reads too.
+  auto image = input("image", {1, 3, 8, 8}, kF32);
+  Value normalised = call("multiply", {call("add", {image, weight({3, 1, 1}, 1)}), weight({1}, 2)});
+  Value stem = call("nn.conv2d", {normalised, weight({8, 3, 3, 3}, 3)},
+                    conv_attrs({1, 1, 1, 1}, {2, 2}), "stem");
+  auto wide = input("wide", {1, 16, 8, 8}, kF32);
+  Value side =
+      call("nn.conv2d", {wide, weight({8, 16, 1, 1}, 4)}, conv_attrs({0, 0, 0, 0}), "side");
+  auto read_twice = input("read_twice", {1, 3, 8, 8}, kF32);
+  Value both =
+      call("nn.conv2d", {read_twice, weight({8, 3, 1, 1}, 5)}, conv_attrs({0, 0, 0, 0}), "both");
+  Graph g = convert_layout_nhwc(Graph::make(
+      {image, wide, read_twice}, {call("relu", {stem}), side, both, call("relu", {read_twice})},
+      {"stem", "side", "both", "relu"}));
+  std::vector<std::string> joined;
+  for (const auto& grp : fuse_groups(g)) {
+    if (grp.description().find("transpose+nn.conv2d") != std::string::npos) {
+      joined.push_back(grp.description());
+    }
+  }
+  EXPECT_EQ(joined, (std::vector<std::string>{"add+multiply+transpose+nn.conv2d+relu"}));
+}
+
 TEST(GraphFusion, ElementwiseBranchesThatMeetAgainJoinTheirProducer) {
   // GELU reads the dense's output twice; both paths meet in its last
   // multiply, so the whole of it is the dense's epilogue.
