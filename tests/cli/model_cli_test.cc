@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -134,7 +135,7 @@ TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
   RunResult profile =
       cli({"run", dir_ + "/cnn.tt", "--repeat", "2", "--threads", "1", "--profile"});
   ASSERT_EQ(profile.status.code, 0) << profile.err;
-  EXPECT_NE(profile.err.find("GFLOP/s  alone ms  operators"), std::string::npos) << profile.err;
+  EXPECT_NE(profile.err.find("GFLOP/s  alone ms  task"), std::string::npos) << profile.err;
   // Which threads "alone" was timed on, beside this run's.
   EXPECT_NE(profile.err.find("on the 2 threads of the target it was compiled for; this run used 1"),
             std::string::npos)
@@ -148,6 +149,23 @@ TEST_F(ModelCli, TuneThenCompileInAFreshProcessThenRun) {
         gflops > 0 && alone > 0;
   }
   EXPECT_GE(rows_with_both, 1) << profile.err;
+  // With --json, the same rows in the order the calls run, each with its
+  // task's key where it has a task.
+  json profiled =
+      cli_json({"run", dir_ + "/cnn.tt", "--repeat", "2", "--threads", "1", "--profile", "--json"});
+  ASSERT_TRUE(profiled.contains("profile")) << profiled.dump(1);
+  std::set<std::string> compiled_keys, profiled_keys;
+  for (const auto& t : report["tasks"]) compiled_keys.insert(t["workload_key"].get<std::string>());
+  double shares = 0;
+  for (size_t i = 0; i < profiled["profile"].size(); ++i) {
+    const json& row = profiled["profile"][i];
+    EXPECT_EQ(row["step"], i);
+    EXPECT_GT(row["mean_s"].get<double>(), 0);
+    shares += row["share"].get<double>();
+    if (row["workload_key"].is_string()) profiled_keys.insert(row["workload_key"]);
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_EQ(profiled_keys, compiled_keys);
 
   // Every task tuned or an error: --fail-on-default, with a log that misses some.
   if (tuned < 8) {

@@ -351,34 +351,60 @@ int run_run(const RunArgs& args) {
     total_step_seconds.resize(step_seconds.size());
     for (size_t i = 0; i < step_seconds.size(); ++i) total_step_seconds[i] += step_seconds[i];
   }
+  // With --profile --json: each call's row, in the order the calls run.
+  json profile_rows = json::array();
   if (args.profile) {
     // Per kernel call, slowest first: where tuning pays. Beside each, its
     // speed and the time its log recorded alone: a call much slower in the
-    // model than alone (caches, the kernel before it) shows here.
+    // model than alone (caches, the kernel before it) shows here; its task's
+    // key finds it in `tasks --json` and in the log.
     std::vector<std::string> names = m.step_names();
     std::vector<json> tasks = m.step_tasks();
+    double all = 0;
+    for (double t : total_step_seconds) all += t;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const double t = total_step_seconds[i] / args.repeat;
+      json row = {{"step", i},
+                  {"mean_s", t},
+                  {"share", all > 0 ? total_step_seconds[i] / all : 0.0},
+                  {"gflops", nullptr},
+                  {"alone_s", nullptr},
+                  {"operators", names[i]},
+                  {"workload_key", nullptr}};
+      // The plan's report is read back from disk: a field of another type
+      // is left out, never trusted.
+      if (!tasks[i].is_null()) {
+        const json flops = tasks[i].value("flops", json());
+        if (flops.is_number() && flops.get<double>() > 0 && t > 0) {
+          row["gflops"] = flops.get<double>() / t / 1e9;
+        }
+        const json tuned = tasks[i].value("tuned_latency_s", json());
+        if (tuned.is_number()) row["alone_s"] = tuned;
+        const json key = tasks[i].value("workload_key", json());
+        if (key.is_string()) row["workload_key"] = key;
+      }
+      profile_rows.push_back(std::move(row));
+    }
     std::vector<size_t> order(names.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return total_step_seconds[a] > total_step_seconds[b]; });
-    double all = 0;
-    for (double t : total_step_seconds) all += t;
-    std::fprintf(stderr, "%-5s %10s %6s %8s %9s  %s\n", "step", "ms", "share", "GFLOP/s",
-                 "alone ms", "operators");
+    std::fprintf(stderr, "%-5s %10s %6s %8s %9s  %-20s  %s\n", "step", "ms", "share", "GFLOP/s",
+                 "alone ms", "task", "operators");
     for (size_t i : order) {
-      double t = total_step_seconds[i] / args.repeat;
+      const json& row = profile_rows[i];
       char gflops[32] = "-", alone[32] = "-";
-      if (!tasks[i].is_null()) {
-        double flops = tasks[i].value("flops", 0.0);
-        if (flops > 0 && t > 0) std::snprintf(gflops, sizeof gflops, "%.1f", flops / t / 1e9);
-        const json& tuned = tasks[i].value("tuned_latency_s", json());
-        if (tuned.is_number()) {
-          std::snprintf(alone, sizeof alone, "%.3f", tuned.get<double>() * 1e3);
-        }
+      if (row["gflops"].is_number()) {
+        std::snprintf(gflops, sizeof gflops, "%.1f", row["gflops"].get<double>());
       }
-      std::fprintf(stderr, "%-5zu %10.3f %5.1f%% %8s %9s  %s\n", i, t * 1e3,
-                   all > 0 ? 100 * total_step_seconds[i] / all : 0.0, gflops, alone,
-                   names[i].c_str());
+      if (row["alone_s"].is_number()) {
+        std::snprintf(alone, sizeof alone, "%.3f", row["alone_s"].get<double>() * 1e3);
+      }
+      const std::string key =
+          row["workload_key"].is_string() ? row["workload_key"].get<std::string>() : "-";
+      std::fprintf(stderr, "%-5zu %10.3f %5.1f%% %8s %9s  %-20s  %s\n", i,
+                   row["mean_s"].get<double>() * 1e3, 100 * row["share"].get<double>(), gflops,
+                   alone, key.c_str(), names[i].c_str());
     }
     // The log times a kernel on the threads of the target it was tuned for,
     // which may not be this run's: on 1 thread "alone" reads about twice
@@ -429,8 +455,9 @@ int run_run(const RunArgs& args) {
     }
   }
   if (args.as_json) {
-    std::cout << json{{"latency_s", median}, {"latencies_s", latencies}, {"outputs", outs}}.dump(1)
-              << "\n";
+    json out = {{"latency_s", median}, {"latencies_s", latencies}, {"outputs", outs}};
+    if (args.profile) out["profile"] = std::move(profile_rows);
+    std::cout << out.dump(1) << "\n";
     return 0;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -508,10 +535,12 @@ Command add_run_command(CLI::App& app) {
                 "skip checking each file of the model against the SHA-256 its manifest holds "
                 "(sizes and the plan are still checked)");
   cmd->add_flag("--profile", args->profile,
-                "time every kernel call too (to stderr, slowest first)");
+                "time every kernel call too (to stderr, slowest first; with --json also as "
+                "\"profile\", in the order the calls run)");
   cmd->add_flag("--json", args->as_json,
                 "print {\"latency_s\", \"latencies_s\", \"outputs\": [{\"name\", \"shape\", "
-                "\"dtype\"}]}");
+                "\"dtype\"}]} (and \"profile\": [{\"step\", \"mean_s\", \"share\", "
+                "\"gflops\", \"alone_s\", \"operators\", \"workload_key\"}] with --profile)");
   return {cmd, [args] { return run_run(*args); }};
 }
 
