@@ -99,11 +99,11 @@ namespace {
 /// one value of the data at a time, from any address alike.
 constexpr int64_t kTransposedImageChannels = 4;
 
-/// The group a convolution joins when its data is a transpose to NHWC of a
-/// few channels (an image's colours), read by it alone, in a group of its
-/// own or after elementwise work (an exported model's normalisation of the
-/// image): the convolution then reads the image where it lies, and the
-/// pass that only moved it is gone. Otherwise nullopt.
+/// The group a convolution joins when its data is an image of a few
+/// channels turned NHWC, read by it alone: a group of one transpose and
+/// elementwise work around it (an exported model's normalisation of the
+/// image, a float16 image's cast). The convolution then reads the image
+/// where it lies, and the pass that only moved it is gone. Otherwise nullopt.
 template <typename Building>
 std::optional<size_t> image_transpose_group(
     const CallNode& c, const std::unordered_map<const Object*, size_t>& group_of,
@@ -112,9 +112,8 @@ std::optional<size_t> image_transpose_group(
   if (c.op != "nn.conv2d" || c.args.empty()) return std::nullopt;
   const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
   const Value& data = c.args[0];
-  const auto* t = dynamic_cast<const CallNode*>(data.get());
-  if (conv.data_layout != "NHWC" || !t || t->op != "transpose" || readers[data.get()] != 1 ||
-      data->shape.size() != 4 || data->shape.back() > kTransposedImageChannels) {
+  if (conv.data_layout != "NHWC" || readers[data.get()] != 1 || data->shape.size() != 4 ||
+      data->shape.back() > kTransposedImageChannels) {
     return std::nullopt;
   }
   auto it = group_of.find(data.get());
@@ -122,12 +121,16 @@ std::optional<size_t> image_transpose_group(
       groups[it->second].group.calls.size() >= max_calls) {
     return std::nullopt;
   }
-  const std::vector<Ref<CallNode>>& calls = groups[it->second].group.calls;
-  bool elementwise_then_transpose = calls.back().get() == t;
-  for (size_t i = 0; i + 1 < calls.size(); ++i) {
-    elementwise_then_transpose &= is_elementwise(te::find_op(calls[i]->op).pattern);
+  int transposes = 0;
+  bool elementwise = true;
+  for (const auto& call : groups[it->second].group.calls) {
+    if (call->op == "transpose") {
+      ++transposes;
+    } else {
+      elementwise &= is_elementwise(te::find_op(call->op).pattern);
+    }
   }
-  if (!elementwise_then_transpose) return std::nullopt;
+  if (transposes != 1 || !elementwise) return std::nullopt;
   return it->second;
 }
 

@@ -930,9 +930,9 @@ Value gelu(const Value& x) {
 
 TEST(GraphFusion, AConvolutionReadsAnImageThroughItsTransposeToNhwc) {
   // The NCHW image turned NHWC for the stem convolution: the convolution
-  // reads it through the transpose (and the normalisation before it), and
-  // no kernel only moves it. Not a transpose of 16 channels, nor one that
-  // another call reads too.
+  // reads it through the transpose (and the normalisation before it, or a
+  // float16 image's cast), and no kernel only moves it. Not a transpose of
+  // 16 channels, nor one that another call reads too.
   auto image = input("image", {1, 3, 8, 8}, kF32);
   Value normalised = call("multiply", {call("add", {image, weight({3, 1, 1}, 1)}), weight({1}, 2)});
   Value stem = call("nn.conv2d", {normalised, weight({8, 3, 3, 3}, 3)},
@@ -943,16 +943,25 @@ TEST(GraphFusion, AConvolutionReadsAnImageThroughItsTransposeToNhwc) {
   auto read_twice = input("read_twice", {1, 3, 8, 8}, kF32);
   Value both =
       call("nn.conv2d", {read_twice, weight({8, 3, 1, 1}, 5)}, conv_attrs({0, 0, 0, 0}), "both");
-  Graph g = convert_layout_nhwc(Graph::make(
-      {image, wide, read_twice}, {call("relu", {stem}), side, both, call("relu", {read_twice})},
-      {"stem", "side", "both", "relu"}));
+  auto half = input("half", {1, 3, 8, 8}, ir::DataType::float16());
+  auto to_float = make_node<te::CastAttrsNode>();
+  to_float->dtype = kF32;
+  Value from_half =
+      call("nn.conv2d", {call("cast", {half}, te::Attrs(to_float)), weight({8, 3, 3, 3}, 6)},
+           conv_attrs({1, 1, 1, 1}), "from_half");
+  Graph g = convert_layout_nhwc(
+      Graph::make({image, wide, read_twice, half},
+                  {call("relu", {stem}), side, both, call("relu", {read_twice}), from_half},
+                  {"stem", "side", "both", "relu", "from_half"}));
   std::vector<std::string> joined;
   for (const auto& grp : fuse_groups(g)) {
-    if (grp.description().find("transpose+nn.conv2d") != std::string::npos) {
-      joined.push_back(grp.description());
+    const std::string d = grp.description();
+    if (d.find("transpose") != std::string::npos && d.find("nn.conv2d") != std::string::npos) {
+      joined.push_back(d);
     }
   }
-  EXPECT_EQ(joined, (std::vector<std::string>{"add+multiply+transpose+nn.conv2d+relu"}));
+  EXPECT_EQ(joined, (std::vector<std::string>{"add+multiply+transpose+nn.conv2d+relu",
+                                              "cast+transpose+nn.conv2d"}));
 }
 
 TEST(GraphFusion, ElementwiseBranchesThatMeetAgainJoinTheirProducer) {

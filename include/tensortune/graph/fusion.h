@@ -43,7 +43,7 @@ std::optional<int64_t> view_offset(const CallNode& call);
 /// Elementwise calls that read a value on several branches join it when the
 /// branches meet again in one call (GELU, SiLU). A convolution joins the
 /// transpose to NHWC of an image of at most 4 channels that only it reads
-/// (and the elementwise work before the transpose). 24 calls take in a QDQ
+/// (and the elementwise work around the transpose). 24 calls take in a QDQ
 /// int8 layer's whole epilogue (17: dequantize, bias, quantize, a Clip
 /// between a dequantize and a quantize, the next layer's centring).
 std::vector<FusedGroup> fuse_groups(const Graph& graph, size_t max_calls = 24);
