@@ -100,32 +100,37 @@ namespace {
 constexpr int64_t kTransposedImageChannels = 4;
 
 /// The group a convolution joins when its data is an image of a few
-/// channels turned NHWC, read by it alone: a group of one transpose and
-/// elementwise work around it (an exported model's normalisation of the
+/// channels turned NHWC, read by it alone: a group of one NCHW-to-NHWC
+/// transpose and elementwise work around it (an exported model's normalisation of the
 /// image, a float16 image's cast). The convolution then reads the image
 /// where it lies, and the pass that only moved it is gone. Otherwise nullopt.
 template <typename Building>
 std::optional<size_t> image_transpose_group(
     const CallNode& c, const std::unordered_map<const Object*, size_t>& group_of,
-    const std::vector<Building>& groups, std::unordered_map<const Object*, int>& readers,
+    const std::vector<Building>& groups, const std::unordered_map<const Object*, int>& readers,
     size_t max_calls) {
   if (c.op != "nn.conv2d" || c.args.empty()) return std::nullopt;
   const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
   const Value& data = c.args[0];
-  if (conv.data_layout != "NHWC" || readers[data.get()] != 1 || data->shape.size() != 4 ||
-      data->shape.back() > kTransposedImageChannels) {
+  auto read = readers.find(data.get());
+  if (conv.data_layout != "NHWC" || read == readers.end() || read->second != 1 ||
+      data->shape.size() != 4 || data->shape.back() > kTransposedImageChannels) {
     return std::nullopt;
   }
   auto it = group_of.find(data.get());
-  if (it == group_of.end() || groups[it->second].heavy ||
-      groups[it->second].group.calls.size() >= max_calls) {
+  if (it == group_of.end()) return std::nullopt;
+  const Building& g = groups[it->second];
+  if (g.heavy || g.group.calls.size() >= max_calls || !g.group.calls.back().same_as(data)) {
     return std::nullopt;
   }
+  // NCHW to NHWC, nothing else: the image's axes are the convolution's.
+  const std::vector<int64_t> to_nhwc = {0, 2, 3, 1};
   int transposes = 0;
   bool elementwise = true;
-  for (const auto& call : groups[it->second].group.calls) {
+  for (const auto& call : g.group.calls) {
     if (call->op == "transpose") {
-      ++transposes;
+      const auto* perm = dynamic_cast<const te::TransposeAttrsNode*>(call->attrs.get());
+      transposes += perm && perm->perm == to_nhwc ? 1 : 2;
     } else {
       elementwise &= is_elementwise(te::find_op(call->op).pattern);
     }

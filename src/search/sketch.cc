@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "search/parallel_work.h"
 #include "tensortune/ir/arith.h"
 #include "tensortune/ir/expr_functor.h"
 #include "tensortune/lower/passes.h"
@@ -120,20 +121,34 @@ bool reduces_along_last_axis(const Stage& st) {
   return any && contiguous;
 }
 
-/// Moves the last spatial loop of a stage that reduces along its last axis
-/// (reduces_along_last_axis) inside its reduction loops, where it can be
-/// vectorized: rfactor puts the new stage's axes before its reductions.
-void last_axis_innermost(SketchState& state, int stage) {
+/// Lanes of a vector of the stage's type (0 when the options name no vector).
+int64_t lanes_of(const Stage& st, const SketchOptions& options) {
+  return options.vector_bytes / std::max(st.tensor.dtype().bytes(), 1);
+}
+
+/// Moves the vectors of the last spatial loop of a stage that reduces along
+/// its last axis (reduces_along_last_axis) inside its reduction loops, where
+/// they can be vectorized: rfactor puts the new stage's axes before its
+/// reductions. With `lanes`, the loop is split at it (a length the search
+/// tunes), and its outer part stays with the other spatial loops, to be
+/// shared among the cores with them.
+void last_axis_innermost(SketchState& state, int stage, int64_t lanes) {
   const Stage& st = state.loops.stage(stage);
   if (!reduces_along_last_axis(st)) return;
   std::vector<int> spatial = loop_positions(st, ir::IterKind::kSpatial);
-  const int n = static_cast<int>(st.leaves.size());
-  if (spatial.empty() || spatial.back() == n - 1) return;
+  if (spatial.empty() || spatial.back() + 1 == static_cast<int>(st.leaves.size())) return;
+  int last = spatial.back();
+  const int64_t extent = st.iters[st.leaves[static_cast<size_t>(last)]].extent;
+  if (lanes > 1 && extent > lanes && extent % lanes == 0) {
+    apply(state, schedule::split(stage, last, {lanes}));
+    ++last;  // the inner part
+  }
+  const int n = static_cast<int>(state.loops.stage(stage).leaves.size());
   std::vector<int> order;
   for (int k = 0; k < n; ++k) {
-    if (k != spatial.back()) order.push_back(k);
+    if (k != last) order.push_back(k);
   }
-  order.push_back(spatial.back());
+  order.push_back(last);
   apply(state, schedule::reorder(stage, order));
 }
 
@@ -176,16 +191,22 @@ class AddRfactor final : public SketchRule {
     if (reduce <= 1) return Condition::kPass;
     // Lanes along the last axis are one piece of work: a global pool over
     // 32 channels has 2 AVX-512 vectors to share among the cores, not 32.
-    const int64_t lanes = options.vector_bytes / std::max(st.tensor.dtype().bytes(), 1);
+    // Only for a reduction worth threads at all: a small one factored
+    // gains a stage and a buffer, and no core.
+    const int64_t lanes = lanes_of(st, options);
     const int64_t last =
         st.tensor.compute_op()->axis.empty() ? 1 : st.tensor.compute_op()->axis.back()->extent;
-    if (lanes > 1 && last % lanes == 0 && reduces_along_last_axis(st)) space /= lanes;
+    if (lanes > 1 && last % lanes == 0 && reduces_along_last_axis(st) &&
+        space * reduce >= kMinParallelIterations) {
+      space /= lanes;
+    }
     bool needed = needs_multi_level_tiling(s.loops, s.stage)
                       ? space <= reduce && space <= options.num_cores * 16
                       : reduce > options.num_cores && space < options.num_cores * 16;
     return needed ? Condition::kApply : Condition::kPass;
   }
-  std::vector<SketchState> apply(const SketchState& s, const SketchOptions&) const override {
+  std::vector<SketchState> apply(const SketchState& s,
+                                 const SketchOptions& options) const override {
     const Stage& st = s.loops.stage(s.stage);
     std::vector<int> reduce = loop_positions(st, ir::IterKind::kReduce);
     int pos = reduce[0];
@@ -197,9 +218,10 @@ class AddRfactor final : public SketchRule {
       SketchState next = s;
       search::apply(next, schedule::split(s.stage, pos, {1}));
       search::apply(next, schedule::rfactor(s.stage, pos + factor_iter, factor_iter));
-      // The factored stage and the one that sums its parts.
-      last_axis_innermost(next, s.stage);
-      last_axis_innermost(next, s.stage + 1);
+      // The factored stage, and the one that sums its parts: a few rows of
+      // the output, too little work to share among the cores.
+      last_axis_innermost(next, s.stage, lanes_of(st, options));
+      last_axis_innermost(next, s.stage + 1, 0);
       next.applied.push_back(name() + "(" + st.name() + (factor_iter ? ", inner" : ", outer") +
                              ")");
       // The factored stage (now at s.stage) is scheduled by annotation alone.

@@ -260,13 +260,27 @@ TEST(SketchRules, RfactorCountsAChannelsLastPoolsChannelsInVectors) {
     }
     ASSERT_EQ(rule.condition(s, options), SketchRule::Condition::kApply);
     for (const SketchState& o : rule.apply(s, options)) {
-      for (int stage : {s.stage, s.stage + 1}) {
-        const schedule::Stage& st = o.loops.stage(stage);
-        EXPECT_EQ(st.iters[st.leaves.back()].kind, ir::IterKind::kSpatial) << o.loops.str();
-        EXPECT_EQ(st.iters[st.leaves.back()].extent, channels) << o.loops.str();
-      }
+      // The factored stage: a vector of channels innermost, the rest of
+      // them before the reductions, beside the loops the cores share.
+      const schedule::Stage& rf = o.loops.stage(s.stage);
+      EXPECT_EQ(rf.iters[rf.leaves.back()].kind, ir::IterKind::kSpatial) << o.loops.str();
+      EXPECT_EQ(rf.iters[rf.leaves.back()].extent, 16) << o.loops.str();
+      const size_t first_reduction = static_cast<size_t>(
+          std::find_if(rf.leaves.begin(), rf.leaves.end(),
+                       [&](int id) { return rf.iters[id].kind == ir::IterKind::kReduce; }) -
+          rf.leaves.begin());
+      ASSERT_GT(first_reduction, 0u) << o.loops.str();
+      EXPECT_EQ(rf.iters[rf.leaves[first_reduction - 1]].extent, channels / 16) << o.loops.str();
+      // The stage summing its parts: the channels innermost, whole.
+      const schedule::Stage& sum = o.loops.stage(s.stage + 1);
+      EXPECT_EQ(sum.iters[sum.leaves.back()].kind, ir::IterKind::kSpatial) << o.loops.str();
+      EXPECT_EQ(sum.iters[sum.leaves.back()].extent, channels) << o.loops.str();
     }
   }
+  // Too small a pool for threads: not factored.
+  te::Tensor small = te::placeholder({1, 7, 7, 32}, ir::DataType::float32(), "small");
+  ComputeDAG dag(te::WorkloadTensors{{small}, {te::reduce_mean(small, {1, 2}, true, "pool")}});
+  EXPECT_EQ(rule.condition(at_stage(dag, "pool_sum"), options), SketchRule::Condition::kPass);
 }
 
 TEST(SketchRules, WindowReductionsOverChannelsLastRunTheWindowOutsideTheChannels) {
