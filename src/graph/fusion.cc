@@ -90,10 +90,6 @@ std::vector<size_t> converging_region(const std::vector<Ref<CallNode>>& calls, s
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 /// Input channels up to which a convolution reads its data through the
 /// transpose before it (an image's 3 colours): its reduction broadcasts
 /// one value of the data at a time, from any address alike.
@@ -101,9 +97,10 @@ constexpr int64_t kTransposedImageChannels = 4;
 
 /// The group a convolution joins when its data is an image of a few
 /// channels turned NHWC, read by it alone: a group of one NCHW-to-NHWC
-/// transpose and elementwise work around it (an exported model's normalisation of the
-/// image, a float16 image's cast). The convolution then reads the image
-/// where it lies, and the pass that only moved it is gone. Otherwise nullopt.
+/// transpose and elementwise work around it (an exported model's
+/// normalisation of the image, a float16 image's cast). The convolution
+/// then reads the image where it lies, and the pass that only moved it is
+/// gone. Otherwise nullopt.
 template <typename Building>
 std::optional<size_t> image_transpose_group(
     const CallNode& c, const std::unordered_map<const Object*, size_t>& group_of,

@@ -277,6 +277,18 @@ TEST(SketchRules, RfactorCountsAChannelsLastPoolsChannelsInVectors) {
       EXPECT_EQ(sum.iters[sum.leaves.back()].extent, channels) << o.loops.str();
     }
   }
+  // Schedules sampled from the pool's sketches (the factored ones first)
+  // compute the reference's answer, a max as well as a sum.
+  te::Tensor x = te::placeholder({1, 56, 56, 32}, ir::DataType::float32(), "x");
+  for (const te::WorkloadTensors& tensors :
+       {te::WorkloadTensors{{x}, {te::reduce_mean(x, {1, 2}, true, "pool")}},
+        te::WorkloadTensors{{x}, {te::reduce_max(x, {1, 2}, true, "pool")}}}) {
+    ComputeDAG dag(tensors);
+    std::vector<Sketch> sketches = generate_sketches(dag, options);
+    ASSERT_NE(sketches.front().description.find("add_rfactor"), std::string::npos)
+        << join(descriptions(sketches), "; ");
+    expect_samples_match_reference(tensors, dag, sketches, 11);
+  }
   // Too small a pool for threads: not factored.
   te::Tensor small = te::placeholder({1, 7, 7, 32}, ir::DataType::float32(), "small");
   ComputeDAG dag(te::WorkloadTensors{{small}, {te::reduce_mean(small, {1, 2}, true, "pool")}});
