@@ -109,50 +109,51 @@ std::string lowered_with_pragma(const te::WorkloadTensors& t, std::vector<Step> 
   return lower::to_string(lower::lower_schedule(replay(ComputeDAG(t), s), "k"));
 }
 
+/// The lowered IR of `t` under `steps` with auto_unroll_max_step at `limit`
+/// and at `limit - 1`: a loop nest counted as `limit` statements unrolls in
+/// the first and stays rolled in the second.
+std::pair<std::string, std::string> lowered_at_and_below(const te::WorkloadTensors& t,
+                                                         const std::vector<Step>& steps,
+                                                         int limit) {
+  auto at = [&](int l) {
+    return lowered_with_pragma(t, steps, "auto_unroll_max_step=" + std::to_string(l));
+  };
+  return {at(limit), at(limit - 1)};
+}
+
 TEST(Lowering, PragmaUnrollCountsAVectorizedLoopOnce) {
   // i(8) k(2) j(16, vectorized) under auto_unroll_max_step=16: the vector
   // loop is one statement, so the i and k loops (16 copies) unroll, as a
   // register tile's row loop must for its accumulators to stay in registers.
-  auto t = matmul_tensors(8, 16, 2);
-  const std::vector<Step> steps = {reorder(kMatmul, {0, 2, 1}),
-                                   annotate(kMatmul, 2, IterAnnotation::kVectorize)};
-  std::string ir = lowered_with_pragma(t, steps, "auto_unroll_max_step=16");
-  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
-  EXPECT_NE(ir.find("vectorized for (j"), std::string::npos) << ir;
   // One more row is past the limit: the row loop stays rolled.
-  ir = lowered_with_pragma(t, steps, "auto_unroll_max_step=15");
-  EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
+  auto [at, below] = lowered_at_and_below(
+      matmul_tensors(8, 16, 2),
+      {reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize)}, 16);
+  EXPECT_NE(at.find("unrolled for (k"), std::string::npos) << at;
+  EXPECT_NE(at.find("vectorized for (j"), std::string::npos) << at;
+  EXPECT_EQ(below.find("unrolled for (i"), std::string::npos) << below;
 }
 
 TEST(Lowering, PragmaUnrollCountsAWideVectorizedLoopByItsWidestVectors) {
   // j(64 floats, vectorized) is at least four 64-byte vectors, so k(2) over
   // it is 8 statements: unrolled under auto_unroll_max_step=8, not under 7.
-  auto t = matmul_tensors(4, 64, 2);
-  auto lowered = [&](const char* unroll) {
-    return lowered_with_pragma(
-        t, {reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize)}, unroll);
-  };
-  std::string ir = lowered("auto_unroll_max_step=8");
-  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
-  ir = lowered("auto_unroll_max_step=7");
-  EXPECT_EQ(ir.find("unrolled for (k"), std::string::npos) << ir;
+  auto [at, below] = lowered_at_and_below(
+      matmul_tensors(4, 64, 2),
+      {reorder(kMatmul, {0, 2, 1}), annotate(kMatmul, 2, IterAnnotation::kVectorize)}, 8);
+  EXPECT_NE(at.find("unrolled for (k"), std::string::npos) << at;
+  EXPECT_EQ(below.find("unrolled for (k"), std::string::npos) << below;
 }
 
 TEST(Lowering, PragmaUnrollCountsTheLanesOfAGuardedVectorizedLoop) {
   // j split by 48 over 64 columns: the vectorized j.1 is guarded
   // (j.0 * 48 + j.1 < 64), a loop over lanes in C, and counts its 48 lanes.
-  auto t = matmul_tensors(2, 64, 2);
-  auto lowered = [&](const char* unroll) {
-    return lowered_with_pragma(t,
-                               {split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
-                                annotate(kMatmul, 3, IterAnnotation::kVectorize)},
-                               unroll);
-  };
-  std::string ir = lowered("auto_unroll_max_step=96");
-  EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
-  EXPECT_NE(ir.find("unrolled for (k"), std::string::npos) << ir;
-  ir = lowered("auto_unroll_max_step=95");
-  EXPECT_EQ(ir.find("unrolled for (k"), std::string::npos) << ir;
+  auto [at, below] = lowered_at_and_below(matmul_tensors(2, 64, 2),
+                                          {split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
+                                           annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                                          96);
+  EXPECT_NE(at.find("if ("), std::string::npos) << at;
+  EXPECT_NE(at.find("unrolled for (k"), std::string::npos) << at;
+  EXPECT_EQ(below.find("unrolled for (k"), std::string::npos) << below;
 }
 
 TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
@@ -161,18 +162,13 @@ TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
   // statements, not lanes. So the 3-row tile counts 3 statements and
   // unrolls, as a dense layer's ragged register tile must for its
   // accumulators to stay in registers.
-  auto t = matmul_tensors(8, 16, 2);
-  auto lowered = [&](const char* unroll) {
-    return lowered_with_pragma(t,
-                               {split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
-                                annotate(kMatmul, 3, IterAnnotation::kVectorize)},
-                               unroll);
-  };
-  std::string ir = lowered("auto_unroll_max_step=3");
-  EXPECT_NE(ir.find("if ("), std::string::npos) << ir;
-  EXPECT_NE(ir.find("unrolled for (i"), std::string::npos) << ir;
-  ir = lowered("auto_unroll_max_step=2");
-  EXPECT_EQ(ir.find("unrolled for (i"), std::string::npos) << ir;
+  auto [at, below] = lowered_at_and_below(matmul_tensors(8, 16, 2),
+                                          {split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
+                                           annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                                          3);
+  EXPECT_NE(at.find("if ("), std::string::npos) << at;
+  EXPECT_NE(at.find("unrolled for (i"), std::string::npos) << at;
+  EXPECT_EQ(below.find("unrolled for (i"), std::string::npos) << below;
 }
 
 TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
