@@ -335,16 +335,22 @@ class Lowerer {
     return name;
   }
 
-  // Dense strides, dimension `innermost` (when not -1) stored innermost and
-  // the others in order.
+  // Dense strides in the stage's storage order, else with dimension
+  // `innermost` (when not -1) stored innermost and the others in order.
   Buffer make_buffer(int s, const std::vector<int64_t>& shape, const std::string& scope,
                      int innermost = -1) {
     const Stage& st = state_.stage(s);
-    std::vector<int> order;  // outer to inner
-    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-      if (d != innermost) order.push_back(d);
+    std::vector<int> order;                                // outer to inner
+    if (scope != "global" && !st.storage_order.empty()) {  // argument layouts are the caller's
+      TT_ICHECK(st.storage_order.size() == shape.size(), "storage order of '", st.name(),
+                "' does not match its rank");
+      order = st.storage_order;
+    } else {
+      for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+        if (d != innermost) order.push_back(d);
+      }
+      if (innermost >= 0) order.push_back(innermost);
     }
-    if (innermost >= 0) order.push_back(innermost);
     std::vector<int64_t> strides(shape.size(), 1);
     int64_t stride = 1;
     for (auto d = order.rbegin(); d != order.rend(); ++d) {
@@ -364,7 +370,7 @@ class Lowerer {
 
   // The buffer of a region computed inside another stage's loop (a register
   // tile's accumulators). Its innermost spatial loop's axis is stored
-  // innermost (unless the schedule aligns its storage): an NCHW
+  // innermost (unless the schedule aligns or orders its storage): an NCHW
   // convolution's tile vectorized over output channels keeps each vector of
   // accumulators contiguous.
   Buffer make_region_buffer(int s, const std::vector<int64_t>& shape) {

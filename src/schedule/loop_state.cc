@@ -237,8 +237,9 @@ bool LoopState::operator==(const LoopState& other) const {
     if (a.iters != b.iters || a.root != b.root || a.leaves != b.leaves ||
         a.relations != b.relations || a.location != b.location ||
         a.attach_stage != b.attach_stage || a.attach_iter != b.attach_iter ||
-        a.storage_align != b.storage_align || a.is_output != b.is_output ||
-        a.layout_rewrite != b.layout_rewrite || !structural_equal(a.tensor, b.tensor)) {
+        a.storage_align != b.storage_align || a.storage_order != b.storage_order ||
+        a.is_output != b.is_output || a.layout_rewrite != b.layout_rewrite ||
+        !structural_equal(a.tensor, b.tensor)) {
       return false;
     }
   }

@@ -56,7 +56,7 @@ class Generator {
   void try_step(int s) {
     const Stage& st = state_.stage(s);
     int n = static_cast<int>(st.leaves.size());
-    switch (pick(12)) {
+    switch (pick(13)) {
       case 0:
       case 1: {  // split
         if (n == 0) return;
@@ -136,6 +136,14 @@ class Generator {
         std::vector<int> consumers = state_.consumers(s);
         if (consumers.empty()) return;
         apply(cache_read(s, "local", {consumers[pick(static_cast<int>(consumers.size()))]}));
+        return;
+      }
+      case 11: {  // storage_order: a random permutation of the dimensions
+        if (st.is_output) return;
+        std::vector<int> order(st.tensor.shape().size());
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng_);
+        apply(storage_order(s, order));
         return;
       }
       default: {  // storage_align on an unsplit axis

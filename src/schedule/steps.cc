@@ -520,6 +520,23 @@ void StorageAlignStepNode::apply(LoopState& state) const {
   s.storage_align.push_back({static_cast<int>(dim), factor, offset});
 }
 
+void StorageOrderStepNode::declare(FieldList<StorageOrderStepNode>& f) {
+  f.def("stage", &StorageOrderStepNode::stage).def("order", &StorageOrderStepNode::order);
+}
+void StorageOrderStepNode::apply(LoopState& state) const {
+  Stage& s = scheduled_stage(state, stage);
+  TT_CHECK(!s.is_output, kInvalidArgument, "'", s.name(),
+           "' is an output of the workload: its layout is the caller's");
+  const int rank = static_cast<int>(s.tensor.shape().size());
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int> dims(static_cast<size_t>(rank));
+  std::iota(dims.begin(), dims.end(), 0);
+  TT_CHECK(sorted == dims, kInvalidArgument, "storage_order of '", s.name(), "' needs each of its ",
+           rank, " dimensions 0..", rank - 1, " once, got ", nlohmann::json(order).dump());
+  s.storage_order = order;
+}
+
 void PragmaStepNode::declare(FieldList<PragmaStepNode>& f) {
   f.def("stage", &PragmaStepNode::stage)
       .def("iter", &PragmaStepNode::iter)
@@ -595,6 +612,7 @@ TT_REGISTER_NODE(CacheReadStepNode);
 TT_REGISTER_NODE(CacheWriteStepNode);
 TT_REGISTER_NODE(RfactorStepNode);
 TT_REGISTER_NODE(StorageAlignStepNode);
+TT_REGISTER_NODE(StorageOrderStepNode);
 TT_REGISTER_NODE(PragmaStepNode);
 TT_REGISTER_NODE(LayoutRewriteStepNode);
 
@@ -688,6 +706,12 @@ Step storage_align(int stage, int iter, int64_t factor, int64_t offset) {
   n->iter = iter;
   n->factor = factor;
   n->offset = offset;
+  return finish(n);
+}
+Step storage_order(int stage, std::vector<int> order) {
+  auto n = make_node<StorageOrderStepNode>();
+  n->stage = stage;
+  n->order = std::move(order);
   return finish(n);
 }
 Step pragma(int stage, int iter, std::string pragma) {

@@ -407,8 +407,11 @@ std::vector<int> compute_at_loops(const LoopState& state, int producer, int cons
 void change_compute_locations(LoopState& state, std::mt19937_64& rng) {
   for (int s = state.num_stages() - 1; s >= 0; --s) {
     const Stage& st = state.stage(s);
+    // A stage stored in an order of its own (a padded input stored channels
+    // last) is a transposing copy: made once, at the root, not again for
+    // each tile that reads it.
     if (st.is_placeholder() || st.is_output || st.is_transformed() ||
-        st.location != ComputeLocation::kRoot) {
+        st.location != ComputeLocation::kRoot || !st.storage_order.empty()) {
       continue;
     }
     std::vector<int> consumers = state.effective_consumers(s);

@@ -339,6 +339,65 @@ std::vector<int> tile(SketchState& s, const std::string& structure, int vector_a
   return split_step;
 }
 
+/// The producers that `stage` alone reads, computed at the root, with the
+/// dimension of each that a reduction axis of `stage` indexes alone (a
+/// convolution's input channels) where that is not already the last.
+std::vector<std::pair<int, int>> channels_last_producers(const LoopState& loops, int stage) {
+  const Stage& st = loops.stage(stage);
+  if (!is_reduction(st)) return {};
+  std::set<const ir::VarNode*> reduced;
+  for (const auto& iv : static_cast<const ir::ReduceNode&>(*body_of(st)).axis) {
+    reduced.insert(iv->var.get());
+  }
+  std::vector<std::pair<int, int>> out;
+  for (int p = 0; p < stage; ++p) {
+    const Stage& producer = loops.stage(p);
+    if (producer.is_placeholder() || producer.is_output || producer.is_transformed() ||
+        producer.location != schedule::ComputeLocation::kRoot ||
+        loops.consumers(p) != std::vector<int>{stage}) {
+      continue;
+    }
+    std::set<int> dims;  // over all of stage's reads of the producer
+    ir::visit_pre_order(body_of(st), [&](const ir::Expr& e) {
+      if (e->kind() != ir::ExprKind::kProducerLoad) return;
+      const auto& load = static_cast<const ir::ProducerLoadNode&>(*e);
+      if (load.producer.get() != producer.tensor.get()) return;
+      for (size_t d = 0; d < load.indices.size(); ++d) {
+        const ir::Expr& index = load.indices[d];
+        if (index->kind() == ir::ExprKind::kVar &&
+            reduced.count(static_cast<const ir::VarNode*>(index.get()))) {
+          dims.insert(static_cast<int>(d));
+        }
+      }
+    });
+    const int rank = static_cast<int>(producer.tensor.shape().size());
+    if (dims.size() == 1 && *dims.begin() != rank - 1) out.emplace_back(p, *dims.begin());
+  }
+  return out;
+}
+
+/// Stores the channels_last_producers of `stage` with that dimension last,
+/// and computes each in that order too: its innermost loop then writes
+/// whole vectors and gathers its reads, which ran a 56x56x64 padded copy 2-3x
+/// faster than contiguous reads and scattered writes (1 core, AVX-512).
+void store_channels_last(SketchState& state, int stage) {
+  const std::vector<std::pair<int, int>> producers = channels_last_producers(state.loops, stage);
+  if (producers.empty()) return;
+  std::vector<std::string> names;
+  for (auto [p, dim] : producers) {
+    const int rank = static_cast<int>(state.loops.stage(p).tensor.shape().size());
+    std::vector<int> storage;
+    for (int d = 0; d < rank; ++d) {
+      if (d != dim) storage.push_back(d);
+    }
+    storage.push_back(dim);
+    search::apply(state, schedule::storage_order(p, storage));
+    search::apply(state, schedule::reorder(p, storage));
+    names.push_back(state.loops.stage(p).name());
+  }
+  state.applied.back() += " storage_order(" + join(names, ", ") + ", channels last)";
+}
+
 /// Tiles a stage with data reuse into the multi-level structure.
 class MultiLevelTiling final : public SketchRule {
  public:
@@ -390,7 +449,12 @@ class TileWithFusion final : public SketchRule {
     std::vector<SketchState> out;
     for (int vector_axis : vector_axes) {
       for (int level : options.fusion_levels) {
-        if (level >= 1 && level < n_s) out.push_back(tile_and_fuse(s, options, level, vector_axis));
+        if (level < 1 || level >= n_s) continue;
+        out.push_back(tile_and_fuse(s, options, level, vector_axis));
+        // Its inputs broadcast, such a tile walks the channels it reduces
+        // over in its inner loops: in an NCHW padded copy that is one plane
+        // per channel, in a channels-last one a contiguous run.
+        if (vector_axis >= 0) store_channels_last(out.back(), s.stage);
       }
     }
     return out;

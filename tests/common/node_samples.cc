@@ -104,6 +104,7 @@ std::map<std::string, std::function<ObjectPtr()>> build() {
         {"schedule.CacheWriteStep", cache_write(2, "global")},
         {"schedule.RfactorStep", rfactor(2, 3, 1)},
         {"schedule.StorageAlignStep", storage_align(2, 0, 16, 8)},
+        {"schedule.StorageOrderStep", storage_order(2, {1, 0})},
         {"schedule.PragmaStep", pragma(2, 0, "auto_unroll_max_step=64")},
         {"schedule.LayoutRewriteStep", layout_rewrite(1)},
     };

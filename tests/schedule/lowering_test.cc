@@ -90,6 +90,34 @@ TEST(Lowering, CacheReadAndStorageAlign) {
   EXPECT_TRUE(schedule_matches_reference(t, s));
 }
 
+TEST(Lowering, StorageOrderStoresAStagesDimensionsInThatOrder) {
+  // B's copy (stage 2) stored transposed, computed at the root and at a
+  // loop of its reader: the strides follow the order, the answer stays.
+  auto t = matmul_tensors(6, 8, 4);
+  const int copy = 2, matmul = 3;
+  for (bool at_loop : {false, true}) {
+    std::vector<Step> steps = {cache_read(1, "local", {kMatmul}), storage_order(copy, {1, 0})};
+    if (at_loop) steps.push_back(compute_at(copy, matmul, 0));
+    State s = State::make(steps);
+    EXPECT_TRUE(schedule_matches_reference(t, s));
+    LoopState loops = replay(ComputeDAG(t), s);
+    ir::Buffer copied;
+    lower::visit_stmts(lower::lower_schedule(loops, "k")->body, [&](const lower::Stmt& st) {
+      if (st->kind() == lower::StmtKind::kAllocate)
+        copied = static_cast<const lower::AllocateNode&>(*st).buffer;
+    });
+    ASSERT_TRUE(copied);
+    EXPECT_EQ(copied->strides, (std::vector<int64_t>{1, 4}));
+  }
+  // The output's layout is the caller's; an order names each dimension once.
+  ComputeDAG dag(t);
+  EXPECT_TT_ERROR(replay(dag, State::make({storage_order(kMatmul, {1, 0})})), kInvalidArgument,
+                  "its layout is the caller's");
+  EXPECT_TT_ERROR(
+      replay(dag, State::make({cache_read(1, "local", {kMatmul}), storage_order(copy, {0, 0})})),
+      kInvalidArgument, "each of its 2 dimensions 0..1 once, got [0,0]");
+}
+
 TEST(Lowering, PragmaUnrollMarksLoops) {
   auto t = matmul_tensors(4, 4, 4);
   State s = State::make({split(kMatmul, 0, {2}), pragma(kMatmul, 0, "auto_unroll_max_step=16")});

@@ -410,9 +410,11 @@ TEST(Sketches, AnNchwConvolutionsAccumulatorsAreAlsoVectorizedOverItsOutputChann
     EXPECT_NE(s.description.find("layout_rewrite(kernel)"), std::string::npos) << s.description;
   }
   ASSERT_EQ(over_channels.size(), 2u) << ::testing::PrintToString(descriptions(sketches));
+  // Its padded input is stored channels last: the tile's inner loops walk
+  // the input channels, one plane apart in NCHW.
   EXPECT_EQ(over_channels[0]->description,
             "add_cache_write(conv2d_nchw) tile_with_fusion(conv2d_nchw.local, level 1, "
-            "vectorized over j) layout_rewrite(kernel)");
+            "vectorized over j) storage_order(pad_data, channels last) layout_rewrite(kernel)");
   // The default options (no vector width), a width that divides the
   // columns, and a convolution in NHWC have no such sketch.
   auto count = [](const std::vector<Sketch>& all) {
@@ -426,8 +428,9 @@ TEST(Sketches, AnNchwConvolutionsAccumulatorsAreAlsoVectorizedOverItsOutputChann
   EXPECT_EQ(count(generate_sketches(named_dag("conv2d_nhwc", args), options)), 0);
 
   // Samples: the channels' inner tile is innermost and a whole number of
-  // vectors, the accumulators are stored channels-innermost, and the answer
-  // is the reference's.
+  // vectors, the accumulators and the padded input are stored
+  // channels-innermost, the padded input is computed once (at the root),
+  // and the answer is the reference's.
   ir::HardwareParamsNode machine;
   machine.num_cores = 2;
   machine.vector_bytes = 64;
@@ -439,16 +442,21 @@ TEST(Sketches, AnNchwConvolutionsAccumulatorsAreAlsoVectorizedOverItsOutputChann
       const auto& local = loops.stage(loops.stage_named("conv2d_nchw.local"));
       EXPECT_EQ(vector_axis_iter(local), local.root[1]);
       EXPECT_EQ(local.iters[local.leaves.back()].extent % 16, 0) << sketch->description;
-      ir::Buffer local_buffer;
+      EXPECT_EQ(loops.stage(loops.stage_named("pad_data")).location,
+                schedule::ComputeLocation::kRoot);
+      ir::Buffer local_buffer, pad_buffer;
       lower::visit_stmts(lower::lower_schedule(loops, "conv")->body, [&](const lower::Stmt& s) {
         if (s->kind() != lower::StmtKind::kAllocate) return;
         const auto& buffer = static_cast<const lower::AllocateNode&>(*s).buffer;
         if (buffer->name.find("local") != std::string::npos) local_buffer = buffer;
+        if (buffer->name.find("pad_data") != std::string::npos) pad_buffer = buffer;
       });
       ASSERT_TRUE(local_buffer);
       ASSERT_EQ(local_buffer->strides.size(), 4u);
       EXPECT_EQ(local_buffer->strides[1], 1);
       EXPECT_EQ(local_buffer->strides[3], local_buffer->shape[1]);
+      ASSERT_TRUE(pad_buffer);
+      EXPECT_EQ(pad_buffer->strides, (std::vector<int64_t>{16 * 16 * 8, 1, 16 * 8, 8}));
       EXPECT_TRUE(testing::schedule_matches_reference(
           te::workload_tensors(te::make_named_workload_from_text("conv2d_nchw", args)), state, i));
     }

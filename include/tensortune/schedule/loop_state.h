@@ -71,6 +71,8 @@ struct Stage {
   int attach_stage = -1;  ///< with kAt: the stage whose loop holds this one
   int attach_iter = -1;   ///< with kAt: the id of that loop in attach_stage
   std::vector<StorageAlign> storage_align;
+  /// storage_order: the buffer's dimensions outer to inner (empty: in order).
+  std::vector<int> storage_order;
   bool is_output = false;
   /// A constant input stored pre-packed in the order its consumer's loops
   /// read it (layout_rewrite; lower::packed_layout gives the layout).

@@ -155,6 +155,17 @@ struct StorageAlignStepNode : StepNode {
   void apply(LoopState& state) const override;
 };
 
+/// Stores the stage's buffer with its dimensions in `order` (outer to inner, a
+/// permutation of its axes), so that a reader walks contiguously the
+/// dimension it reduces over: an NCHW convolution's padded input stored
+/// channels-last. An output keeps the caller's layout, so it is refused.
+struct StorageOrderStepNode : StepNode {
+  std::vector<int> order;
+  TT_NODE(StorageOrderStepNode, "schedule.StorageOrderStep")
+  static void declare(FieldList<StorageOrderStepNode>& f);
+  void apply(LoopState& state) const override;
+};
+
 /// A pragma on a loop: `auto_unroll_max_step=N` (unroll the loops below it
 /// whose combined trip count is at most N).
 struct PragmaStepNode : StepNode {
@@ -194,6 +205,7 @@ Step cache_read(int stage, std::string scope, std::vector<int> readers);
 Step cache_write(int stage, std::string scope);
 Step rfactor(int stage, int iter, int factor_iter);
 Step storage_align(int stage, int iter, int64_t factor, int64_t offset);
+Step storage_order(int stage, std::vector<int> order);
 Step pragma(int stage, int iter, std::string pragma);
 Step layout_rewrite(int stage);
 
