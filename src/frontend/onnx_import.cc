@@ -1445,13 +1445,18 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["Dropout"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "data");
     // In inference nothing is dropped: the data passes and the mask is all
-    // true. Training (a random mask) is a gap.
+    // true. So in training at ratio 0 (the scale 1 / (1 - 0) is 1). Training
+    // at another ratio (a random mask) is a gap.
     if (in.size() > 2 && in[2]) {
       const auto* training = constant_of(in[2]);
       TT_CHECK(training, kInvalidArgument,
                "its training_mode must be a constant (inference: false)");
-      TT_CHECK(training->data.array().get(0) == 0, kInvalidArgument,
-               "training_mode = true (a random mask) is not supported");
+      if (training->data.array().get(0) != 0) {
+        const auto* ratio = in.size() > 1 && in[1] ? constant_of(in[1]) : nullptr;
+        TT_CHECK(ratio && ratio->data.array().get(0) == 0, kInvalidArgument,
+                 "training_mode = true (a random mask) is supported only at a constant ratio "
+                 "of 0, which drops nothing");
+      }
     }
     if (n.output_size() < 2 || n.output(1).empty()) return std::vector<Value>{x};
     te::NDArray mask(DataType::boolean(), x->shape);

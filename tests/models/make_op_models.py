@@ -840,6 +840,15 @@ def _(g):
     g.output(g.node("ReduceMax", [y], axes=[1], keepdims=1))
 
 
+@case("dropout_training_at_ratio_zero")
+def _(g):
+    # Training mode drops nothing at ratio 0: the data and an all-true mask.
+    y, mask = g.node("Dropout", [g.input("x", [3, 4, 5]), g.const("r", np.float32(0)),
+                                 g.const("t", np.bool_(True))], ["y", "mask"], seed=0)
+    g.output(y)
+    g.output(mask, elem=TensorProto.BOOL)
+
+
 @case("argmax_argmin")
 def _(g):
     # Ties on purpose (rounded inputs): the first position, or the last.
@@ -1678,6 +1687,13 @@ def _(g):
 def _(g):
     g.output(g.node("RoiAlign", [g.input("x", [1, 1, 4, 4]), g.input("rois", [1, 4]),
                                  g.input("batch_indices", [1], dtype=np.int64)]), shape=[1, 1, 1, 1])
+
+
+@bad("bad_dropout_training", "node 'Dropout_0' (Dropout): training_mode = true (a random mask) is supported "
+     "only at a constant ratio of 0, which drops nothing")
+def _(g):
+    g.output(g.node("Dropout", [g.input("x", [2, 3]), g.const("r", np.float32(0.5)), g.const("t", np.bool_(True))]),
+             shape=[2, 3])
 
 
 @bad("bad_det_size", "a determinant of 6 x 6 matrices is not supported; at most 5 x 5")
