@@ -339,9 +339,11 @@ std::vector<int> tile(SketchState& s, const std::string& structure, int vector_a
   return split_step;
 }
 
-/// The producers that `stage` alone reads, computed at the root, with the
-/// dimension of each that a reduction axis of `stage` indexes alone (a
-/// convolution's input channels) where that is not already the last.
+/// The producers that `stage` alone reads, computed at the root and not
+/// inlined later (nor reductions, whose loops are more than their
+/// dimensions), with the dimension of each that a reduction axis of `stage`
+/// indexes alone (a convolution's input channels) where that is not
+/// already the last.
 std::vector<std::pair<int, int>> channels_last_producers(const LoopState& loops, int stage) {
   const Stage& st = loops.stage(stage);
   if (!is_reduction(st)) return {};
@@ -353,8 +355,8 @@ std::vector<std::pair<int, int>> channels_last_producers(const LoopState& loops,
   for (int p = 0; p < stage; ++p) {
     const Stage& producer = loops.stage(p);
     if (producer.is_placeholder() || producer.is_output || producer.is_transformed() ||
-        producer.location != schedule::ComputeLocation::kRoot ||
-        loops.consumers(p) != std::vector<int>{stage}) {
+        is_reduction(producer) || producer.location != schedule::ComputeLocation::kRoot ||
+        loops.consumers(p) != std::vector<int>{stage} || is_strictly_inlineable(loops, p)) {
       continue;
     }
     std::set<int> dims;  // over all of stage's reads of the producer

@@ -91,14 +91,27 @@ TEST(Lowering, CacheReadAndStorageAlign) {
 }
 
 TEST(Lowering, StorageOrderStoresAStagesDimensionsInThatOrder) {
-  // B's copy (stage 2) stored transposed, computed at the root and at a
-  // loop of its reader: the strides follow the order, the answer stays.
+  // B's copy (stage 2, [4, 8]) stored transposed: at the root; at the
+  // reader's outer loop (the whole copy); at its column loop (a [4, 1]
+  // region that starts at the column); and with its rows' stride aligned
+  // too. The strides follow the order, the answer stays.
   auto t = matmul_tensors(6, 8, 4);
   const int copy = 2, matmul = 3;
-  for (bool at_loop : {false, true}) {
+  struct Case {
+    std::vector<Step> more;
+    std::vector<int64_t> strides;
+  };
+  const Case cases[] = {
+      {{}, {1, 4}},
+      {{compute_at(copy, matmul, 0)}, {1, 4}},
+      {{compute_at(copy, matmul, 1)}, {1, 4}},
+      {{storage_align(copy, 1, 8, 3)}, {1, 11}},
+  };
+  for (const Case& c : cases) {
     std::vector<Step> steps = {cache_read(1, "local", {kMatmul}), storage_order(copy, {1, 0})};
-    if (at_loop) steps.push_back(compute_at(copy, matmul, 0));
+    steps.insert(steps.end(), c.more.begin(), c.more.end());
     State s = State::make(steps);
+    SCOPED_TRACE(c.more.empty() ? std::string("at the root") : c.more[0]->str());
     EXPECT_TRUE(schedule_matches_reference(t, s));
     LoopState loops = replay(ComputeDAG(t), s);
     ir::Buffer copied;
@@ -107,7 +120,7 @@ TEST(Lowering, StorageOrderStoresAStagesDimensionsInThatOrder) {
         copied = static_cast<const lower::AllocateNode&>(*st).buffer;
     });
     ASSERT_TRUE(copied);
-    EXPECT_EQ(copied->strides, (std::vector<int64_t>{1, 4}));
+    EXPECT_EQ(copied->strides, c.strides);
   }
   // The output's layout is the caller's; an order names each dimension once.
   ComputeDAG dag(t);
