@@ -208,6 +208,35 @@ schedule::LoopState checked_default_schedule(const te::Workload& wl, const char*
   return schedule::replay(schedule::ComputeDAG(te::workload_tensors(wl)), state);
 }
 
+// An NCHW convolution whose 14 columns are no whole number of vectors: its
+// register tile is vectorized over the 32 output channels instead, with
+// rows along the columns, and its padded input is stored channels last and
+// made once, at the root.
+TEST(DefaultSchedule, AnNchwConvolutionIsVectorizedOverItsOutputChannels) {
+  ir::PassContextGuard guard(ir::PassContext::make());
+  te::Workload wl = te::make_named_workload_from_text("conv2d_nchw", "1,8,14,14,32,3,3,1,1");
+  for (const char* target : {"c -mattr=avx2,fma -num-cores=2", "c -mattr=avx512f -num-cores=2"}) {
+    SCOPED_TRACE(target);
+    schedule::LoopState loops = checked_default_schedule(wl, target);
+    const schedule::Stage& local = loops.stage(loops.stage_named("conv2d_nchw.local"));
+    EXPECT_EQ(local.innermost_spatial_root(), local.root[1]) << loops.str();
+    const auto& lanes = local.iters[local.leaves.back()];
+    EXPECT_EQ(lanes.annotation, schedule::IterAnnotation::kVectorize) << loops.str();
+    EXPECT_EQ(lanes.extent % 8, 0) << loops.str();
+    // Rows along the columns: the register tile (the loops after the last
+    // reduction loop) has more than one besides its vectors.
+    int64_t rows = 1;
+    for (auto id = local.leaves.rbegin() + 1; id != local.leaves.rend(); ++id) {
+      if (local.iters[*id].kind == ir::IterKind::kReduce) break;
+      rows *= local.iters[*id].extent;
+    }
+    EXPECT_GT(rows, 1) << loops.str();
+    const schedule::Stage& pad = loops.stage(loops.stage_named("pad_data"));
+    EXPECT_EQ(pad.storage_order, (std::vector<int>{0, 2, 3, 1}));
+    EXPECT_EQ(pad.location, schedule::ComputeLocation::kRoot);
+  }
+}
+
 // A channels-last pool over a few vectors of channels (work enough for
 // threads) sums its rows on every core and its channels in vectors: in a
 // model its input lies in the caches of the cores that wrote its rows. So
