@@ -568,10 +568,8 @@ class Importer {
       TT_CHECK(tt.has_shape(), kInvalidArgument, "input '", in.name(),
                "' has no shape; give one with --input-shape ", in.name(), "=D0,D1,...");
       for (const auto& dim : tt.shape().dim()) {
-        TT_CHECK(!dim.has_dim_value() || dim.dim_value() != 0, kInvalidArgument, "input '",
-                 in.name(), "' has an extent of 0; empty tensors are not supported");
-        TT_CHECK(dim.has_dim_value() && dim.dim_value() > 0, kInvalidArgument, "input '", in.name(),
-                 "' has a dynamic dimension",
+        TT_CHECK(dim.has_dim_value() && dim.dim_value() >= 0, kInvalidArgument, "input '",
+                 in.name(), "' has a dynamic dimension",
                  dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string(),
                  "; give its shape with --input-shape ", in.name(), "=D0,D1,...");
         shape.push_back(dim.dim_value());
@@ -606,6 +604,15 @@ class Importer {
 
   static const graph::ConstantNode* constant_of(const Value& v) {
     return dynamic_cast<const graph::ConstantNode*>(v.get());
+  }
+  /// Whether `v` is a tensor of no elements (a decoder's empty cache, a
+  /// slice past the end): its value is known, nothing, and no kernel makes
+  /// or reads it.
+  static bool holds_nothing(const Value& v) {
+    return v && std::count(v->shape.begin(), v->shape.end(), 0) > 0;
+  }
+  static Value nothing(std::vector<int64_t> shape, DataType dtype, const std::string& name) {
+    return graph::constant(te::NDArray(dtype, std::move(shape)), name);
   }
   /// The constant input `i` of `n` as integers; an error naming it when it is not one.
   std::vector<int64_t> const_ints(const onnx::NodeProto& n, const std::vector<Value>& in, size_t i,
@@ -705,6 +712,19 @@ class Importer {
                "' is produced by no node, initializer or graph input");
       in.push_back(it->second);
     }
+    // Empty tensors pass through the operators that move or join data, and
+    // give shapes. Any other reads one as an omitted input, as it reads an
+    // empty initializer (empty axes are the default axes).
+    static const std::set<std::string> reads_nothing = {"Concat", "Reshape",  "Slice", "Split",
+                                                        "Trilu",  "Identity", "Shape", "Size"};
+    std::vector<std::string> omitted;
+    for (int i = 0; i < n.input_size(); ++i) {
+      Value& v = in[static_cast<size_t>(i)];
+      if (holds_nothing(v) && !(standard && reads_nothing.count(n.op_type()))) {
+        omitted.push_back("'" + n.input(i) + "' " + shape_text(v->shape));
+        v = Value();
+      }
+    }
     std::vector<Value> out;
     try {
       if (function) {
@@ -717,7 +737,13 @@ class Importer {
       return give_up();
     } catch (const UserError& e) {
       if (e.kind() == ErrorKind::kParse) fail(e.kind(), where, ": ", e.what());
-      add_gap("node", e.what(), n.op_type(), label);
+      add_gap("node",
+              omitted.empty() ? std::string(e.what())
+                              : std::string(e.what()) + " (read as omitted, holding no elements: " +
+                                    join(omitted, ", ") +
+                                    "; only Concat, Identity, Reshape, Slice, Split and Trilu "
+                                    "take empty tensors as data)",
+              n.op_type(), label);
       return give_up();
     }
     for (int k = 0; k < n.output_size(); ++k) {
@@ -3205,6 +3231,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value x = need(in, 0, "input");
     TT_CHECK(x->shape.size() >= 2, kInvalidArgument, "needs a matrix or a batch of them, got ",
              shape_text(x->shape));
+    if (holds_nothing(x)) return one(x);
     const int64_t k = in.size() > 1 && in[1] ? const_ints(n, in, 1, "k").at(0) : 0;
     const bool upper = attr_int(n, "upper", 1) != 0;
     // Kept where column - row >= k (upper) or <= k (lower): a constant mask
@@ -3247,8 +3274,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         TT_CHECK(inferred < 0, kInvalidArgument, "the shape has two -1 entries");
         inferred = static_cast<int>(d);
       } else {
-        TT_CHECK(shape[d] >= 1, kInvalidArgument, "the shape ", shape_text(shape),
-                 " has an extent below 1");
+        // With allowzero, a 0 is an extent of 0: the data must hold nothing.
+        TT_CHECK(shape[d] >= (allow_zero ? 0 : 1), kInvalidArgument, "the shape ",
+                 shape_text(shape), " has an extent below ", allow_zero ? 0 : 1);
         known *= shape[d];
       }
     }
@@ -3256,6 +3284,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       TT_CHECK(known > 0 && total % known == 0, kInvalidArgument, "cannot infer the -1 of ",
                shape_text(shape), " for ", total, " elements");
       shape[static_cast<size_t>(inferred)] = total / known;
+    }
+    if (holds_nothing(x)) {
+      TT_CHECK(std::count(shape.begin(), shape.end(), 0) > 0, kInvalidArgument, "the shape ",
+               shape_text(shape), " holds elements, the data ", shape_text(x->shape), " none");
+      return one(nothing(shape, x->dtype, n.output(0)));
     }
     return one(make("reshape", {x}, reshape_attrs(shape), n));
   };
@@ -3268,14 +3301,32 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["Concat"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     TT_CHECK(!in.empty(), kInvalidArgument, "needs inputs");
-    // Empty tensors (an empty slice of a shape) add nothing.
+    // Empty tensors (an empty slice of a shape, a decoder's empty cache)
+    // add nothing.
     std::vector<Value> parts;
+    Value empty;
     for (const auto& v : in) {
-      if (v) parts.push_back(v);
+      if (holds_nothing(v)) {
+        empty = v;
+      } else if (v) {
+        parts.push_back(v);
+      }
     }
-    if (parts.empty()) return std::vector<Value>{Value()};
+    if (parts.empty() && !empty) return std::vector<Value>{Value()};
     // The axis was optional, 1 by default, before opset 4.
-    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), parts[0]->shape.size());
+    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0),
+                             (parts.empty() ? empty : parts[0])->shape.size());
+    if (parts.empty()) return one(empty);  // all of them empty along the axis (or elsewhere)
+    for (const auto& v : in) {
+      if (!holds_nothing(v)) continue;
+      // What is dropped must fit what is kept, but for the axis.
+      std::vector<int64_t> a = v->shape, b = parts[0]->shape;
+      TT_CHECK(a.size() == b.size(), kInvalidArgument, "joins ", shape_text(a), " and ",
+               shape_text(b), " of different ranks");
+      a[static_cast<size_t>(axis)] = b[static_cast<size_t>(axis)];
+      TT_CHECK(a == b, kInvalidArgument, "joins the empty ", shape_text(v->shape), " to ",
+               shape_text(parts[0]->shape), " along axis ", axis);
+    }
     return one(parts.size() == 1 ? parts[0] : make("concat", parts, axis_attrs(axis), n));
   };
   h["Split"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
@@ -3308,9 +3359,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              " in ", parts, " outputs");
     std::vector<Value> out;
     int64_t at = 0;
-    for (int64_t s : sizes) {
-      out.push_back(
-          make("slice", {x}, slice_along(x->shape, static_cast<size_t>(axis), at, at + s), n));
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const int64_t s = sizes[k];
+      std::vector<int64_t> part = x->shape;
+      part[static_cast<size_t>(axis)] = s;
+      out.push_back(std::count(part.begin(), part.end(), 0) > 0
+                        ? nothing(part, x->dtype, n.output(static_cast<int>(k)))
+                        : make("slice", {x},
+                               slice_along(x->shape, static_cast<size_t>(axis), at, at + s), n));
       at += s;
     }
     return out;
@@ -3356,6 +3412,26 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         return std::clamp<int64_t>(v < 0 ? v + extent : v, 0, extent);
       };
       if (place(a->end[0]) <= place(a->begin[0])) return std::vector<Value>{Value()};
+    }
+    // Past the end, or ending before it starts: a tensor of no elements.
+    std::vector<int64_t> shape(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t extent = x->shape[d], step = a->strides[d];
+      TT_CHECK(step != 0, kInvalidArgument, "a step of 0");
+      int64_t begin = a->begin[d] < 0 ? a->begin[d] + extent : a->begin[d];
+      int64_t end = a->end[d] < 0 ? a->end[d] + extent : a->end[d];
+      if (step > 0) {
+        begin = std::clamp<int64_t>(begin, 0, extent);
+        end = std::clamp<int64_t>(end, 0, extent);
+        shape[d] = std::max<int64_t>(0, (end - begin + step - 1) / step);
+      } else {
+        begin = std::clamp<int64_t>(begin, 0, extent - 1);
+        end = std::clamp<int64_t>(end, -1, extent - 1);
+        shape[d] = std::max<int64_t>(0, (begin - end - step - 1) / -step);
+      }
+    }
+    if (holds_nothing(x) || std::count(shape.begin(), shape.end(), 0) > 0) {
+      return one(nothing(shape, x->dtype, n.output(0)));
     }
     return one(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
   };

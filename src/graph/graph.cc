@@ -94,10 +94,15 @@ te::TensorType infer(const te::OpInfo& op, const std::vector<Value>& args,
   }
 }
 
-void check_type(const ValueNode& v, std::string_view name) {
+// Inputs and constants may hold no elements (a decoder's empty cache, a
+// slice past the end): their data is known, nothing, and no kernel is made
+// for them. A call's value is a kernel's output, at least one element.
+void check_type(const ValueNode& v, std::string_view name, bool may_be_empty = false) {
+  const int64_t least = may_be_empty ? 0 : 1;
   for (int64_t d : v.shape) {
-    TT_CHECK(d >= 1 && d <= (int64_t{1} << 31) - 1, kInvalidArgument,
-             "a graph value's extents must lie in [1, 2^31 - 1]: ", type_text(v.shape, v.dtype));
+    TT_CHECK(d >= least && d <= (int64_t{1} << 31) - 1, kInvalidArgument,
+             "a graph value's extents must lie in [", least,
+             ", 2^31 - 1]: ", type_text(v.shape, v.dtype));
   }
   TT_CHECK(v.dtype.lanes() == 1, kInvalidArgument, "graph values are of scalar types, not ",
            v.dtype.str());
@@ -115,7 +120,7 @@ void InputNode::declare(FieldList<InputNode>& f) {
       .def("dtype", &InputNode::dtype)
       .validate([](const InputNode& n) {
         TT_CHECK(!n.name.empty(), kInvalidArgument, "a graph input needs a name");
-        check_type(n, n.name);
+        check_type(n, n.name, true);
       });
 }
 
@@ -129,7 +134,7 @@ void ConstantNode::declare(FieldList<ConstantNode>& f) {
         TT_CHECK(n.data.array().shape() == n.shape && n.data.array().dtype() == n.dtype,
                  kInvalidArgument, "constant '", n.name, "' is ", type_text(n.shape, n.dtype),
                  " but holds ", n.data.str());
-        check_type(n, n.name);
+        check_type(n, n.name, true);
       });
 }
 

@@ -840,6 +840,17 @@ def _(g):
     g.output(g.node("ReduceMax", [y], axes=[1], keepdims=1))
 
 
+@case("empty_tensors", opset=13)
+def _(g):
+    # A decoder's first step: an empty cache joined to the new keys; a slice
+    # past the end and a split with an empty part are empty outputs.
+    kv = g.node("Concat", [g.input("past", [1, 2, 0, 4]), g.input("new", [1, 2, 3, 4])], axis=2)
+    tail = g.node("Slice", [kv, g.const("s", np.array([5], np.int64)), g.const("e", np.array([9], np.int64)),
+                            g.const("ax", np.array([2], np.int64))])
+    a, b = g.node("Split", [kv, g.const("sp", np.array([3, 0], np.int64))], ["a", "b"], axis=2)
+    g.output(g.node("Relu", [a]), b, tail)
+
+
 @case("dropout_training_at_ratio_zero")
 def _(g):
     # Training mode drops nothing at ratio 0: the data and an all-true mask.
@@ -1694,6 +1705,12 @@ def _(g):
 def _(g):
     g.output(g.node("Dropout", [g.input("x", [2, 3]), g.const("r", np.float32(0.5)), g.const("t", np.bool_(True))]),
              shape=[2, 3])
+
+
+@bad("bad_reads_empty", "needs its X input (read as omitted, holding no elements: 'x' [2, 0]; only Concat, "
+     "Identity, Reshape, Slice, Split and Trilu take empty tensors as data)")
+def _(g):
+    g.output(g.node("Relu", [g.input("x", [2, 0])]), shape=[2, 0])
 
 
 @bad("bad_det_size", "a determinant of 6 x 6 matrices is not supported; at most 5 x 5")

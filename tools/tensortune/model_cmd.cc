@@ -462,6 +462,12 @@ int run_run(const RunArgs& args) {
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const te::NDArray& a = outputs[i];
+    const std::string file = out_files.empty() ? "" : " -> " + out_files[i];
+    if (a.size() == 0) {
+      std::printf("%s %s %s: no elements%s\n", m.outputs()[i].name.c_str(), a.dtype().str().c_str(),
+                  shape_text(a.shape()).c_str(), file.c_str());
+      continue;
+    }
     double lo = 0, hi = 0, sum = 0;
     for (int64_t k = 0; k < a.size(); ++k) {
       double v = a.get(k);
@@ -471,8 +477,7 @@ int run_run(const RunArgs& args) {
     }
     std::printf("%s %s %s: min %g, max %g, mean %g%s\n", m.outputs()[i].name.c_str(),
                 a.dtype().str().c_str(), shape_text(a.shape()).c_str(), lo, hi,
-                a.size() ? sum / static_cast<double>(a.size()) : 0.0,
-                out_files.empty() ? "" : (" -> " + out_files[i]).c_str());
+                sum / static_cast<double>(a.size()), file.c_str());
   }
   std::printf("latency %.3f ms (median of %d run%s)\n", median * 1e3, args.repeat,
               args.repeat == 1 ? "" : "s");
