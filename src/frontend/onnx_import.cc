@@ -441,9 +441,9 @@ class Importer {
       failed_.insert(init.name());
       return;
     }
-    // An empty tensor (Resize's roi, an unused scales) reads as an
-    // omitted input: no graph value can have a zero extent.
-    values_[init.name()] = a.size() == 0 ? Value() : graph::constant(std::move(a), init.name());
+    // An empty tensor (Resize's roi, an unused scales) holds nothing; most
+    // operators read it as an omitted input (import_node).
+    values_[init.name()] = graph::constant(std::move(a), init.name());
   }
 
   /// Notes a gap at `where`: one entry per kind, what and operator.
@@ -541,8 +541,8 @@ class Importer {
       TT_CHECK(fits, kInvalidArgument, what, " is ", value.describe(),
                ", not of the shape the model declares");
     }
-    // Empty, it reads as an omitted input, as an empty initializer does.
-    return value.size() == 0 ? Value() : graph::constant(value, in.name());
+    // Empty, it holds nothing, as an empty initializer does.
+    return graph::constant(value, in.name());
   }
 
   Ref<graph::InputNode> make_input(const onnx::ValueInfoProto& in) {
@@ -738,11 +738,10 @@ class Importer {
     } catch (const UserError& e) {
       if (e.kind() == ErrorKind::kParse) fail(e.kind(), where, ": ", e.what());
       add_gap("node",
-              omitted.empty() ? std::string(e.what())
-                              : std::string(e.what()) + " (read as omitted, holding no elements: " +
-                                    join(omitted, ", ") +
-                                    "; only Concat, Identity, Reshape, Slice, Split and Trilu "
-                                    "take empty tensors as data)",
+              omitted.empty()
+                  ? std::string(e.what())
+                  : std::string(e.what()) +
+                        " (inputs of no elements, read as omitted: " + join(omitted, ", ") + ")",
               n.op_type(), label);
       return give_up();
     }
@@ -1229,7 +1228,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["Constant"] = [this, one](const onnx::NodeProto& n, const std::vector<Value>&) {
     if (const auto* v = attr(n, "value")) {
       te::NDArray a = to_array(v->t(), model_dir_);
-      return one(a.size() == 0 ? Value() : graph::constant(std::move(a), n.output(0)));
+      return one(graph::constant(std::move(a), n.output(0)));
     }
     if (const auto* v = attr(n, "value_float")) {
       te::NDArray a(DataType::float32(), {});
@@ -3232,7 +3231,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     TT_CHECK(x->shape.size() >= 2, kInvalidArgument, "needs a matrix or a batch of them, got ",
              shape_text(x->shape));
     if (holds_nothing(x)) return one(x);
-    const int64_t k = in.size() > 1 && in[1] ? const_ints(n, in, 1, "k").at(0) : 0;
+    const int64_t k =
+        in.size() > 1 && in[1] && !holds_nothing(in[1]) ? const_ints(n, in, 1, "k").at(0) : 0;
     const bool upper = attr_int(n, "upper", 1) != 0;
     // Kept where column - row >= k (upper) or <= k (lower): a constant mask
     // over the last two axes.
@@ -3265,7 +3265,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     int inferred = -1;
     for (int64_t d : x->shape) total *= d;
     for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 0 && !allow_zero) {
+      const bool copied = shape[d] == 0 && !allow_zero;
+      if (copied) {
         TT_CHECK(d < x->shape.size(), kInvalidArgument, "0 at dimension ", d,
                  " copies an input dimension that does not exist");
         shape[d] = x->shape[d];
@@ -3274,9 +3275,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         TT_CHECK(inferred < 0, kInvalidArgument, "the shape has two -1 entries");
         inferred = static_cast<int>(d);
       } else {
-        // With allowzero, a 0 is an extent of 0: the data must hold nothing.
-        TT_CHECK(shape[d] >= (allow_zero ? 0 : 1), kInvalidArgument, "the shape ",
-                 shape_text(shape), " has an extent below ", allow_zero ? 0 : 1);
+        // With allowzero, a 0 is an extent of 0, and a copied extent may be
+        // one: the data then holds nothing.
+        TT_CHECK(shape[d] >= (allow_zero || copied ? 0 : 1), kInvalidArgument, "the shape ",
+                 shape_text(shape), " has an extent below ", allow_zero || copied ? 0 : 1);
         known *= shape[d];
       }
     }
@@ -3313,20 +3315,25 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       }
     }
     if (parts.empty() && !empty) return std::vector<Value>{Value()};
+    const Value& first = parts.empty() ? empty : parts[0];
     // The axis was optional, 1 by default, before opset 4.
-    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0),
-                             (parts.empty() ? empty : parts[0])->shape.size());
-    if (parts.empty()) return one(empty);  // all of them empty along the axis (or elsewhere)
+    int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), first->shape.size());
+    // The empty ones must fit the others but for the axis, as they would
+    // joined; all empty, they join to nothing of the summed extent.
+    std::vector<int64_t> joined = first->shape;
+    joined[static_cast<size_t>(axis)] = 0;
     for (const auto& v : in) {
-      if (!holds_nothing(v)) continue;
-      // What is dropped must fit what is kept, but for the axis.
-      std::vector<int64_t> a = v->shape, b = parts[0]->shape;
-      TT_CHECK(a.size() == b.size(), kInvalidArgument, "joins ", shape_text(a), " and ",
-               shape_text(b), " of different ranks");
-      a[static_cast<size_t>(axis)] = b[static_cast<size_t>(axis)];
-      TT_CHECK(a == b, kInvalidArgument, "joins the empty ", shape_text(v->shape), " to ",
-               shape_text(parts[0]->shape), " along axis ", axis);
+      if (!v) continue;
+      std::vector<int64_t> a = v->shape;
+      TT_CHECK(a.size() == joined.size(), kInvalidArgument, "joins ", shape_text(a), " and ",
+               shape_text(first->shape), " of different ranks");
+      const int64_t along = a[static_cast<size_t>(axis)];
+      a[static_cast<size_t>(axis)] = joined[static_cast<size_t>(axis)];
+      TT_CHECK(a == joined, kInvalidArgument, "joins ", shape_text(v->shape), " to ",
+               shape_text(first->shape), " along axis ", axis);
+      joined[static_cast<size_t>(axis)] += along;
     }
+    if (parts.empty()) return one(nothing(joined, first->dtype, n.output(0)));
     return one(parts.size() == 1 ? parts[0] : make("concat", parts, axis_attrs(axis), n));
   };
   h["Split"] = [this, need](const onnx::NodeProto& n, const std::vector<Value>& in) {
@@ -3403,32 +3410,25 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       a->end[static_cast<size_t>(d)] = clampv(ends[i]);
       a->strides[static_cast<size_t>(d)] = steps[i];
       if (steps[i] < 0 && ends[i] < -extent) a->end[static_cast<size_t>(d)] = -extent - 1;
+      // ONNX clamps a backward walk's start into [0, extent - 1], as ONNX
+      // Runtime does: one before the first element starts at the first.
+      if (steps[i] < 0 && starts[i] < -extent) a->begin[static_cast<size_t>(d)] = 0;
     }
-    // An empty slice of a constant (the prefix of a shape before axis 0) is
-    // an empty tensor, which shape arithmetic joins to others.
-    if (constant_of(x) && rank == 1 && a->strides[0] > 0) {
-      const int64_t extent = x->shape[0];
-      auto place = [&](int64_t v) {
-        return std::clamp<int64_t>(v < 0 ? v + extent : v, 0, extent);
-      };
-      if (place(a->end[0]) <= place(a->begin[0])) return std::vector<Value>{Value()};
-    }
-    // Past the end, or ending before it starts: a tensor of no elements.
+    // Past the end, or ending before it starts (the prefix of a shape
+    // before axis 0, which shape arithmetic joins to others): a tensor of
+    // no elements. Positions as `slice` takes them.
     std::vector<int64_t> shape(rank);
     for (size_t d = 0; d < rank; ++d) {
       const int64_t extent = x->shape[d], step = a->strides[d];
       TT_CHECK(step != 0, kInvalidArgument, "a step of 0");
-      int64_t begin = a->begin[d] < 0 ? a->begin[d] + extent : a->begin[d];
-      int64_t end = a->end[d] < 0 ? a->end[d] + extent : a->end[d];
-      if (step > 0) {
-        begin = std::clamp<int64_t>(begin, 0, extent);
-        end = std::clamp<int64_t>(end, 0, extent);
-        shape[d] = std::max<int64_t>(0, (end - begin + step - 1) / step);
-      } else {
-        begin = std::clamp<int64_t>(begin, 0, extent - 1);
-        end = std::clamp<int64_t>(end, -1, extent - 1);
-        shape[d] = std::max<int64_t>(0, (begin - end - step - 1) / -step);
-      }
+      auto place = [&](int64_t pos) {
+        if (pos < 0) pos = pos < -extent ? -1 : pos + extent;
+        return step > 0 ? std::clamp<int64_t>(pos, 0, extent)
+                        : std::clamp<int64_t>(pos, -1, extent - 1);
+      };
+      const int64_t begin = place(a->begin[d]), end = place(a->end[d]);
+      shape[d] = std::max<int64_t>(
+          0, step > 0 ? (end - begin + step - 1) / step : (begin - end - step - 1) / -step);
     }
     if (holds_nothing(x) || std::count(shape.begin(), shape.end(), 0) > 0) {
       return one(nothing(shape, x->dtype, n.output(0)));

@@ -1,5 +1,6 @@
 #include "tensortune/graph/graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -85,6 +86,9 @@ te::TensorType infer(const te::OpInfo& op, const std::vector<Value>& args,
   std::vector<te::TensorType> types;
   for (const auto& a : args) {
     TT_CHECK(a, kInvalidArgument, where, ": a null argument");
+    // A value of no elements is known, nothing: no kernel reads it.
+    TT_CHECK(std::count(a->shape.begin(), a->shape.end(), 0) == 0, kInvalidArgument, where,
+             ": an argument of no elements, ", type_text(a->shape, a->dtype));
     types.push_back(type_of(a));
   }
   try {

@@ -849,6 +849,19 @@ def _(g):
                             g.const("ax", np.array([2], np.int64))])
     a, b = g.node("Split", [kv, g.const("sp", np.array([3, 0], np.int64))], ["a", "b"], axis=2)
     g.output(g.node("Relu", [a]), b, tail)
+    # A reshape copying an extent of 0, a concat of empty parts only, and an
+    # empty initializer passed through.
+    g.output(g.node("Reshape", ["past", g.const("to", np.array([0, 0, -1], np.int64))]),
+             g.node("Concat", ["past", "past"], axis=1),
+             g.node("Identity", [g.const("none", np.zeros((0, 3), np.float32))]))
+
+
+@case("slice_backward_from_before_the_start")
+def _(g):
+    # ONNX clamps a backward walk's start into [0, extent - 1]: from index 0.
+    g.output(g.node("Slice", [g.input("x", [3, 4]), g.const("s", np.array([-5], np.int64)),
+                              g.const("e", np.array([-2**63], np.int64)), g.const("a", np.array([0], np.int64)),
+                              g.const("st", np.array([-1], np.int64))]))
 
 
 @case("dropout_training_at_ratio_zero")
@@ -1707,8 +1720,7 @@ def _(g):
              shape=[2, 3])
 
 
-@bad("bad_reads_empty", "needs its X input (read as omitted, holding no elements: 'x' [2, 0]; only Concat, "
-     "Identity, Reshape, Slice, Split and Trilu take empty tensors as data)")
+@bad("bad_reads_empty", "needs its X input (inputs of no elements, read as omitted: 'x' [2, 0])")
 def _(g):
     g.output(g.node("Relu", [g.input("x", [2, 0])]), shape=[2, 0])
 
