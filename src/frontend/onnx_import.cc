@@ -3318,8 +3318,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const Value& first = parts.empty() ? empty : parts[0];
     // The axis was optional, 1 by default, before opset 4.
     int64_t axis = normalise(attr_int(n, "axis", opset_ < 4 ? 1 : 0), first->shape.size());
-    // The empty ones must fit the others but for the axis, as they would
-    // joined; all empty, they join to nothing of the summed extent.
+    // Every part, empty or not, must fit the first but for the axis; all
+    // empty, they join to nothing of the summed extent.
     std::vector<int64_t> joined = first->shape;
     joined[static_cast<size_t>(axis)] = 0;
     for (const auto& v : in) {

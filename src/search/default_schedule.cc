@@ -262,7 +262,7 @@ schedule::State default_schedule(const te::Task& task) {
   // sketches also vectorize the tile over another axis (an NCHW
   // convolution's output channels, its input stored channels last), the
   // first of those: the 64-channel 56x56 3x3 convolution in NCHW ran at
-  // 63-67 GFLOP/s vectorized over its 56 columns, 262-282 so on 2 threads.
+  // 63-67 GFLOP/s vectorized over its 56 columns, 247-250 so (2 threads).
   size_t first = 0;
   for (size_t i = 0; i < sketches.size(); ++i) {
     if (sketches[i].description.find("tile_with_fusion") != std::string::npos) {
