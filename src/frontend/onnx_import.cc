@@ -672,6 +672,92 @@ class Importer {
     return in;
   }
 
+  /// An elementwise node (arithmetic, comparisons, activations, Cast, Where)
+  /// with an input of no elements: its output holds none either, in the
+  /// broadcast shape (an extent of 0 meets only 0 or 1). Its type is what
+  /// the handler gives for inputs of one element. Returns whether `n` was
+  /// such a node, its output then in `out`.
+  bool elementwise_on_nothing(const onnx::NodeProto& n, const std::vector<Value>& in,
+                              const Handler& handler, std::vector<Value>* out) {
+    static const std::set<std::string> elementwise = {"Add",
+                                                      "Sub",
+                                                      "Mul",
+                                                      "Div",
+                                                      "Pow",
+                                                      "Mod",
+                                                      "Relu",
+                                                      "Sigmoid",
+                                                      "Tanh",
+                                                      "Erf",
+                                                      "Sqrt",
+                                                      "Exp",
+                                                      "Log",
+                                                      "Abs",
+                                                      "Neg",
+                                                      "Floor",
+                                                      "Ceil",
+                                                      "Reciprocal",
+                                                      "Sin",
+                                                      "Cos",
+                                                      "Sign",
+                                                      "Softplus",
+                                                      "Softsign",
+                                                      "Mish",
+                                                      "Not",
+                                                      "Round",
+                                                      "Equal",
+                                                      "Greater",
+                                                      "GreaterOrEqual",
+                                                      "Less",
+                                                      "LessOrEqual",
+                                                      "And",
+                                                      "Or",
+                                                      "Xor",
+                                                      "Where",
+                                                      "Max",
+                                                      "Min",
+                                                      "Sum",
+                                                      "Mean",
+                                                      "Elu",
+                                                      "Selu",
+                                                      "Celu",
+                                                      "Gelu",
+                                                      "HardSwish",
+                                                      "LeakyRelu",
+                                                      "HardSigmoid",
+                                                      "ThresholdedRelu",
+                                                      "PRelu",
+                                                      "Cast"};
+    if (!elementwise.count(n.op_type()) || n.output_size() != 1 ||
+        std::none_of(in.begin(), in.end(), holds_nothing)) {
+      return false;
+    }
+    size_t rank = 0;
+    for (const auto& v : in) rank = std::max(rank, v ? v->shape.size() : 0);
+    std::vector<int64_t> shape(rank, 1);
+    std::vector<Value> probe;
+    for (const auto& v : in) {
+      if (!v) {
+        probe.emplace_back();
+        continue;
+      }
+      for (size_t d = 0; d < v->shape.size(); ++d) {
+        int64_t& out = shape[rank - v->shape.size() + d];
+        const int64_t e = v->shape[d];
+        TT_CHECK(e == out || e == 1 || out == 1, kInvalidArgument, "cannot broadcast ",
+                 shape_text(v->shape), " to ", shape_text(shape));
+        if (out == 1) out = e;
+      }
+      te::NDArray one(v->dtype, std::vector<int64_t>(v->shape.size(), 1));
+      one.set(0, 1);
+      probe.push_back(graph::constant(std::move(one), n.name() + ".probe"));
+    }
+    std::vector<Value> typed = handler(n, probe);
+    TT_ICHECK(!typed.empty() && typed[0], "an elementwise handler gave no output");
+    *out = {nothing(shape, typed[0]->dtype, n.output(0))};
+    return true;
+  }
+
   /// Imports node `n` (the file's node `index`). What it needs that is not
   /// supported is a gap, and its outputs are not computed: nodes that read
   /// them are passed over, to report every gap of the model in one run.
@@ -713,23 +799,24 @@ class Importer {
       in.push_back(it->second);
     }
     // Empty tensors pass through the operators that move or join data, and
-    // give shapes. Any other reads one as an omitted input, as it reads an
-    // empty initializer (empty axes are the default axes).
+    // give shapes; elementwise operators make empty outputs of them. Any
+    // other reads one as an omitted input, as it reads an empty
+    // initializer (empty axes are the default axes).
     static const std::set<std::string> reads_nothing = {"Concat", "Reshape",  "Slice", "Split",
                                                         "Trilu",  "Identity", "Shape", "Size"};
     std::vector<std::string> omitted;
-    for (int i = 0; i < n.input_size(); ++i) {
-      Value& v = in[static_cast<size_t>(i)];
-      if (holds_nothing(v) && !(standard && reads_nothing.count(n.op_type()))) {
-        omitted.push_back("'" + n.input(i) + "' " + shape_text(v->shape));
-        v = Value();
-      }
-    }
     std::vector<Value> out;
     try {
       if (function) {
         out = inline_function(*function, n, std::move(in));
-      } else {
+      } else if (!(standard && opset_ >= 7 && elementwise_on_nothing(n, in, h->second, &out))) {
+        for (int i = 0; i < n.input_size(); ++i) {
+          Value& v = in[static_cast<size_t>(i)];
+          if (holds_nothing(v) && !(standard && reads_nothing.count(n.op_type()))) {
+            omitted.push_back("'" + n.input(i) + "' " + shape_text(v->shape));
+            v = Value();
+          }
+        }
         if (standard && opset_ < 7) in = before_opset7(n, std::move(in));
         out = h->second(n, in);
       }

@@ -854,6 +854,10 @@ def _(g):
     g.output(g.node("Reshape", ["past", g.const("to", np.array([0, 0, -1], np.int64))]),
              g.node("Concat", ["past", "past"], axis=1),
              g.node("Identity", [g.const("none", np.zeros((0, 3), np.float32))]))
+    # Elementwise operators make empty outputs, broadcast and typed.
+    g.output(g.node("Relu", [g.node("Add", ["past", g.const("bias", np.ones([2, 1, 4], np.float32))])]))
+    g.output(g.node("Cast", ["past"], to=TensorProto.INT64), elem=TensorProto.INT64)
+    g.output(g.node("Less", ["past", g.const("zero", np.float32(0))]), elem=TensorProto.BOOL)
 
 
 @case("slice_backward_from_before_the_start")
@@ -1720,9 +1724,14 @@ def _(g):
              shape=[2, 3])
 
 
-@bad("bad_reads_empty", "needs its X input (inputs of no elements, read as omitted: 'x' [2, 0])")
+@bad("bad_reads_empty", "needs its A input (inputs of no elements, read as omitted: 'x' [2, 0], 'y' [0, 3])")
 def _(g):
-    g.output(g.node("Relu", [g.input("x", [2, 0])]), shape=[2, 0])
+    g.output(g.node("MatMul", [g.input("x", [2, 0]), g.input("y", [0, 3])]), shape=[2, 3])
+
+
+@bad("bad_broadcast_empty", "cannot broadcast [3] to [2, 0]")
+def _(g):
+    g.output(g.node("Add", [g.input("x", [2, 0]), g.input("y", [3])]), shape=[2, 0])
 
 
 @bad("bad_det_size", "a determinant of 6 x 6 matrices is not supported; at most 5 x 5")
