@@ -679,61 +679,28 @@ class Importer {
   /// such a node, its output then in `out`.
   bool elementwise_on_nothing(const onnx::NodeProto& n, const std::vector<Value>& in,
                               const Handler& handler, std::vector<Value>* out) {
-    static const std::set<std::string> elementwise = {"Add",
-                                                      "Sub",
-                                                      "Mul",
-                                                      "Div",
-                                                      "Pow",
-                                                      "Mod",
-                                                      "Relu",
-                                                      "Sigmoid",
-                                                      "Tanh",
-                                                      "Erf",
-                                                      "Sqrt",
-                                                      "Exp",
-                                                      "Log",
-                                                      "Abs",
-                                                      "Neg",
-                                                      "Floor",
-                                                      "Ceil",
-                                                      "Reciprocal",
-                                                      "Sin",
-                                                      "Cos",
-                                                      "Sign",
-                                                      "Softplus",
-                                                      "Softsign",
-                                                      "Mish",
-                                                      "Not",
-                                                      "Round",
-                                                      "Equal",
-                                                      "Greater",
-                                                      "GreaterOrEqual",
-                                                      "Less",
-                                                      "LessOrEqual",
-                                                      "And",
-                                                      "Or",
-                                                      "Xor",
-                                                      "Where",
-                                                      "Max",
-                                                      "Min",
-                                                      "Sum",
-                                                      "Mean",
-                                                      "Elu",
-                                                      "Selu",
-                                                      "Celu",
-                                                      "Gelu",
-                                                      "HardSwish",
-                                                      "LeakyRelu",
-                                                      "HardSigmoid",
-                                                      "ThresholdedRelu",
-                                                      "PRelu",
-                                                      "Cast"};
+    // clang-format off
+    static const std::set<std::string> elementwise = {
+        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp",
+        "Log", "Abs", "Neg", "Floor", "Ceil", "Reciprocal", "Sin", "Cos", "Sign", "Softplus",
+        "Softsign", "Mish", "Not", "Round", "Equal", "Greater", "GreaterOrEqual", "Less",
+        "LessOrEqual", "And", "Or", "Xor", "Where", "Max", "Min", "Sum", "Mean", "Elu", "Selu",
+        "Celu", "Gelu", "HardSwish", "LeakyRelu", "HardSigmoid", "ThresholdedRelu", "Cast",
+        "IsNaN", "IsInf", "Shrink", "BitShift"};
+    // clang-format on
+    // Variadic Max, Min, Sum and Mean broadcast from opset 8 on.
+    static const std::set<std::string> variadic = {"Max", "Min", "Sum", "Mean"};
     if (!elementwise.count(n.op_type()) || n.output_size() != 1 ||
+        (variadic.count(n.op_type()) && opset_ < 8) ||
         std::none_of(in.begin(), in.end(), holds_nothing)) {
       return false;
     }
     size_t rank = 0;
-    for (const auto& v : in) rank = std::max(rank, v ? v->shape.size() : 0);
+    std::vector<std::string> shapes;
+    for (const auto& v : in) {
+      rank = std::max(rank, v ? v->shape.size() : 0);
+      if (v) shapes.push_back(shape_text(v->shape));
+    }
     std::vector<int64_t> shape(rank, 1);
     std::vector<Value> probe;
     for (const auto& v : in) {
@@ -745,7 +712,7 @@ class Importer {
         int64_t& out = shape[rank - v->shape.size() + d];
         const int64_t e = v->shape[d];
         TT_CHECK(e == out || e == 1 || out == 1, kInvalidArgument, "cannot broadcast ",
-                 shape_text(v->shape), " to ", shape_text(shape));
+                 join(shapes, " and "), " together");
         if (out == 1) out = e;
       }
       te::NDArray one(v->dtype, std::vector<int64_t>(v->shape.size(), 1));
