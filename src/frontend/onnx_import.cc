@@ -608,9 +608,10 @@ class Importer {
   /// Whether `v` is a tensor of no elements (a decoder's empty cache, a
   /// slice past the end): its value is known, nothing, and no kernel makes
   /// or reads it.
-  static bool holds_nothing(const Value& v) {
-    return v && std::count(v->shape.begin(), v->shape.end(), 0) > 0;
+  static bool no_elements(const std::vector<int64_t>& shape) {
+    return std::count(shape.begin(), shape.end(), 0) > 0;
   }
+  static bool holds_nothing(const Value& v) { return v && no_elements(v->shape); }
   static Value nothing(std::vector<int64_t> shape, DataType dtype, const std::string& name) {
     return graph::constant(te::NDArray(dtype, std::move(shape)), name);
   }
@@ -3342,8 +3343,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       shape[static_cast<size_t>(inferred)] = total / known;
     }
     if (holds_nothing(x)) {
-      TT_CHECK(std::count(shape.begin(), shape.end(), 0) > 0, kInvalidArgument, "the shape ",
-               shape_text(shape), " holds elements, the data ", shape_text(x->shape), " none");
+      TT_CHECK(no_elements(shape), kInvalidArgument, "the shape ", shape_text(shape),
+               " holds elements, the data ", shape_text(x->shape), " none");
       return one(nothing(shape, x->dtype, n.output(0)));
     }
     return one(make("reshape", {x}, reshape_attrs(shape), n));
@@ -3424,7 +3425,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       const int64_t s = sizes[k];
       std::vector<int64_t> part = x->shape;
       part[static_cast<size_t>(axis)] = s;
-      out.push_back(std::count(part.begin(), part.end(), 0) > 0
+      out.push_back(no_elements(part)
                         ? nothing(part, x->dtype, n.output(static_cast<int>(k)))
                         : make("slice", {x},
                                slice_along(x->shape, static_cast<size_t>(axis), at, at + s), n));
@@ -3484,7 +3485,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       shape[d] = std::max<int64_t>(
           0, step > 0 ? (end - begin + step - 1) / step : (begin - end - step - 1) / -step);
     }
-    if (holds_nothing(x) || std::count(shape.begin(), shape.end(), 0) > 0) {
+    if (holds_nothing(x) || no_elements(shape)) {
       return one(nothing(shape, x->dtype, n.output(0)));
     }
     return one(make("slice", {x}, te::Attrs(attrs(std::move(a))), n));
