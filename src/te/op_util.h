@@ -65,10 +65,12 @@ std::string accumulator_name(const std::string& name, DataType dtype);
 /// `wide` itself when it already has `dtype`.
 Tensor narrow(const Tensor& wide, DataType dtype, std::string name);
 
-/// What an elementwise stage reads in place of `t`: when `t` only rounds
-/// a wider sum (a `narrow` stage), that sum, so an elementwise chain after a
-/// convolution or matmul (bias, residual add) rounds once, at its end, as a
-/// runtime that fuses them does; `t` itself otherwise.
+/// What an operator working in the wider type reads in place of `t`: when
+/// `t` only rounds a wider sum (a `narrow` stage), that sum, so a chain
+/// after a convolution or matmul (bias, activation, residual add, a cast
+/// back, a softmax) rounds once, at its end, as ONNX Runtime does (it runs
+/// float16 operators without a half kernel in float32, dropping the casts
+/// between them); `t` itself otherwise.
 Tensor wide_source(const Tensor& t);
 
 /// `x` padded by `before`/`after` (one entry per dimension) with `pad_value`

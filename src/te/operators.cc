@@ -321,7 +321,7 @@ bool register_all() {
   unary(
       "sign", "-1, 0 or 1",
       [](const Tensor& x) {
-        return te::elemwise(
+        return te::step_elemwise(
             x,
             [](const Expr& e) {
               Expr zero = ir::make_const(e.dtype(), 0);

@@ -25,25 +25,47 @@ using detail::widen;
 
 // ---- unary --------------------------------------------------------------------
 
-Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
-                nlohmann::json attrs) {
+namespace {
+
+Tensor elemwise_reading(const Tensor& x, bool read_sum, const std::function<Expr(const Expr&)>& f,
+                        std::string name, nlohmann::json attrs) {
   check_defined(x, name, "the operand");
+  // A function of a rounded sum works on the sum and rounds once, as
+  // ONNX Runtime runs float16 Sigmoid, Mul, ... in float32 on x86 and
+  // drops the casts between them. Not where f changes the type.
+  Tensor wide = wide_source(x);
+  if (read_sum && x.dtype().is_float() && wide.dtype().is_float() && !wide.same_as(x) &&
+      f(ir::make_const(x.dtype(), 1)).dtype() == x.dtype()) {
+    Tensor out = compute(
+        x.shape(), [&](const std::vector<Var>& v) { return f(wide(as_exprs(v))); },
+        accumulator_name(name, x.dtype()), "elemwise", attrs);
+    return narrow(out, x.dtype(), std::move(name));
+  }
   return compute(
       x.shape(), [&](const std::vector<Var>& v) { return f(x(as_exprs(v))); }, std::move(name),
       "elemwise", std::move(attrs));
 }
 
-namespace {
-
-// A float-only unary op that maps straight onto an intrinsic.
-Tensor float_unary(const Tensor& x, const char* name, Expr (*f)(Expr)) {
+// A float-only unary op that maps straight onto an intrinsic; a step
+// function (floor, ceil, round) reads its operand as stored.
+Tensor float_unary(const Tensor& x, const char* name, Expr (*f)(Expr), bool step = false) {
   check_defined(x, name, "the operand");
   check_float(x, name);
-  return elemwise(
-      x, [f](const Expr& e) { return f(e); }, name);
+  return elemwise_reading(
+      x, !step, [f](const Expr& e) { return f(e); }, name, nlohmann::json::object());
 }
 
 }  // namespace
+
+Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
+                nlohmann::json attrs) {
+  return elemwise_reading(x, true, f, std::move(name), std::move(attrs));
+}
+
+Tensor step_elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
+                     nlohmann::json attrs) {
+  return elemwise_reading(x, false, f, std::move(name), std::move(attrs));
+}
 
 Tensor exp(const Tensor& x) { return float_unary(x, "exp", ir::exp); }
 Tensor log(const Tensor& x) { return float_unary(x, "log", ir::log); }
@@ -52,10 +74,11 @@ Tensor rsqrt(const Tensor& x) { return float_unary(x, "rsqrt", ir::rsqrt); }
 Tensor tanh(const Tensor& x) { return float_unary(x, "tanh", ir::tanh); }
 Tensor sigmoid(const Tensor& x) { return float_unary(x, "sigmoid", ir::sigmoid); }
 Tensor erf(const Tensor& x) { return float_unary(x, "erf", ir::erf); }
-Tensor floor(const Tensor& x) { return float_unary(x, "floor", ir::floor); }
-Tensor ceil(const Tensor& x) { return float_unary(x, "ceil", ir::ceil); }
+Tensor floor(const Tensor& x) { return float_unary(x, "floor", ir::floor, true); }
+Tensor ceil(const Tensor& x) { return float_unary(x, "ceil", ir::ceil, true); }
 Tensor round(const Tensor& x) {
-  return float_unary(x, "round", [](Expr e) { return ir::call(ir::Intrinsic::kRound, {e}); });
+  return float_unary(
+      x, "round", [](Expr e) { return ir::call(ir::Intrinsic::kRound, {e}); }, true);
 }
 Tensor sin(const Tensor& x) {
   return float_unary(x, "sin", [](Expr e) { return ir::call(ir::Intrinsic::kSin, {e}); });
@@ -69,10 +92,10 @@ Tensor atan(const Tensor& x) {
 
 Tensor abs(const Tensor& x) {
   check_defined(x, "abs", "the operand");
-  DataType t = x.dtype();
   return elemwise(
       x,
-      [t](const Expr& e) -> Expr {
+      [](const Expr& e) -> Expr {
+        DataType t = e.dtype();
         if (t.is_float()) return ir::fabs(e);
         if (t.is_uint() || t.is_bool()) return e;
         return ir::select(e < value_const(t, 0), value_const(t, 0) - e, e);
@@ -82,24 +105,22 @@ Tensor abs(const Tensor& x) {
 
 Tensor negative(const Tensor& x) {
   check_defined(x, "negative", "the operand");
-  DataType t = x.dtype();
   return elemwise(
-      x, [t](const Expr& e) { return value_const(t, 0) - e; }, "negative");
+      x, [](const Expr& e) { return value_const(e.dtype(), 0) - e; }, "negative");
 }
 
 Tensor relu(const Tensor& x) {
   check_defined(x, "relu", "the operand");
-  DataType t = x.dtype();
   return elemwise(
-      x, [t](const Expr& e) { return ir::max(e, value_const(t, 0)); }, "relu");
+      x, [](const Expr& e) { return ir::max(e, value_const(e.dtype(), 0)); }, "relu");
 }
 
 Tensor leaky_relu(const Tensor& x, double alpha) {
   check_defined(x, "leaky_relu", "the operand");
   check_float(x, "leaky_relu");
-  DataType t = x.dtype();
   return elemwise(x,
-                  [t, alpha](const Expr& e) {
+                  [alpha](const Expr& e) {
+                    DataType t = e.dtype();
                     return ir::select(e > value_const(t, 0), e, e * value_const(t, alpha));
                   },
                   "leaky_relu", {{"alpha", json_number(alpha)}});
@@ -110,9 +131,9 @@ Tensor clip(const Tensor& x, double low, double high) {
   if (!(low <= high)) {
     fail(ErrorKind::kInvalidArgument, "clip: low (", low, ") must not exceed high (", high, ")");
   }
-  DataType t = x.dtype();
   return elemwise(x,
-                  [t, low, high](const Expr& e) {
+                  [low, high](const Expr& e) {
+                    DataType t = e.dtype();
                     return ir::min(ir::max(e, value_const(t, low)), value_const(t, high));
                   },
                   "clip", {{"low", json_number(low)}, {"high", json_number(high)}});
@@ -121,9 +142,9 @@ Tensor clip(const Tensor& x, double low, double high) {
 Tensor gelu(const Tensor& x) {
   check_defined(x, "gelu", "the operand");
   check_float(x, "gelu");
-  DataType t = x.dtype();
   return elemwise(x,
-                  [t](const Expr& e) {
+                  [](const Expr& e) {
+                    DataType t = e.dtype();
                     Expr cdf =
                         value_const(t, 1) + ir::erf(e * value_const(t, 1.0 / std::numbers::sqrt2));
                     return value_const(t, 0.5) * e * cdf;
@@ -133,9 +154,17 @@ Tensor gelu(const Tensor& x) {
 
 Tensor cast(const Tensor& x, DataType dtype) {
   check_defined(x, "cast", "the operand");
+  // A rounded float sum cast back to the sum's type is the sum: ONNX
+  // Runtime runs a float16 operator without a float16 kernel in float32,
+  // and drops its cast to float16 where a cast to float32 follows.
+  Tensor source = x;
+  if (Tensor wide = wide_source(x);
+      x.dtype().is_float() && wide.dtype().is_float() && wide.dtype() == dtype) {
+    source = wide;
+  }
   return compute(x.shape(),
-                 [&](const std::vector<Var>& v) { return ir::cast(dtype, x(as_exprs(v))); }, "cast",
-                 "injective", {{"dtype", dtype.str()}});
+                 [&](const std::vector<Var>& v) { return ir::cast(dtype, source(as_exprs(v))); },
+                 "cast", "injective", {{"dtype", dtype.str()}});
 }
 
 // ---- broadcasting binary --------------------------------------------------------
@@ -423,14 +452,15 @@ Tensor softmax(const Tensor& x, int axis, std::string name) {
   std::vector<int64_t> reduced = without(x.shape(), ax);
   auto attrs = [&](const char* stage) { return nlohmann::json{{"axis", ax}, {"stage", stage}}; };
   IterVar k1 = reduce_axis(x.shape()[ax], "k");
+  const Tensor wx = wide_source(x);
   Tensor mx = compute(
       reduced,
-      [&](const std::vector<Var>& v) { return max(x(insert_axis(v, ax, k1.expr())), {k1}); },
+      [&](const std::vector<Var>& v) { return max(wx(insert_axis(v, ax, k1.expr())), {k1}); },
       name + "_max", "softmax", attrs("max"));
   Tensor e = compute(
       x.shape(),
       [&](const std::vector<Var>& v) {
-        return ir::exp(widen(x(as_exprs(v))) - widen(mx(drop_axis(v, ax))));
+        return ir::exp(widen(wx(as_exprs(v))) - widen(mx(drop_axis(v, ax))));
       },
       name + "_exp", "softmax", attrs("exp"));
   IterVar k2 = reduce_axis(x.shape()[ax], "k");
@@ -501,18 +531,19 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
     return nlohmann::json{{"axis", last}, {"epsilon", json_number(epsilon)}, {"stage", stage}};
   };
   Expr inv_d = value_const(t, 1.0 / static_cast<double>(d));
+  const Tensor wx = wide_source(x);
   IterVar k1 = reduce_axis(d, "k");
   Tensor total = compute(
       outer,
       [&](const std::vector<Var>& v) {
-        return sum(widen(x(insert_axis(v, last, k1.expr()))), {k1});
+        return sum(widen(wx(insert_axis(v, last, k1.expr()))), {k1});
       },
       name + "_sum", op, attrs("sum"));
   IterVar k2 = reduce_axis(d, "k");
   Tensor squares = compute(
       outer,
       [&](const std::vector<Var>& v) {
-        Expr dev = widen(x(insert_axis(v, last, k2.expr()))) - total(as_exprs(v)) * inv_d;
+        Expr dev = widen(wx(insert_axis(v, last, k2.expr()))) - total(as_exprs(v)) * inv_d;
         return sum(dev * dev, {k2});
       },
       name + "_var_sum", op, attrs("var_sum"));
@@ -522,7 +553,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
         std::vector<Expr> o = drop_axis(v, last);
         Expr mean = total(o) * inv_d;
         Expr inv_std = ir::rsqrt(squares(o) * inv_d + value_const(t, epsilon));
-        Expr out = (widen(x(as_exprs(v))) - mean) * inv_std;
+        Expr out = (widen(wx(as_exprs(v))) - mean) * inv_std;
         if (gamma) out = out * widen(gamma(v[last]));
         if (beta) out = out + widen(beta(v[last]));
         return as_type(out, x.dtype());

@@ -18,6 +18,7 @@ using detail::json_number;
 using detail::mul_index;
 using detail::narrow;
 using detail::value_const;
+using detail::wide_source;
 using detail::widen;
 
 namespace {
@@ -125,10 +126,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
          (transpose_b ? " (transposed)" : ""), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
+  const Tensor wa = wide_source(a), wb = wide_source(b);
   Tensor out = compute({m, n},
                        [&](const std::vector<Var>& v) {
-                         Expr lhs = transpose_a ? a(k.expr(), v[0]) : a(v[0], k.expr());
-                         Expr rhs = transpose_b ? b(v[1], k.expr()) : b(k.expr(), v[1]);
+                         Expr lhs = transpose_a ? wa(k.expr(), v[0]) : wa(v[0], k.expr());
+                         Expr rhs = transpose_b ? wb(v[1], k.expr()) : wb(k.expr(), v[1]);
                          return sum(widen(lhs) * widen(rhs), {k});
                        },
                        accumulator_name(name, a.dtype()), "matmul",
@@ -145,10 +147,11 @@ Tensor dense(const Tensor& data, const Tensor& weight, const Tensor& bias, std::
          shape_text(weight.shape()), " differ in K (the last extent of both)");
   }
   IterVar k = reduce_axis(data.shape()[1], "k");
+  const Tensor wide_data = wide_source(data), wide_weight = wide_source(weight);
   Tensor out = compute(
       {data.shape()[0], weight.shape()[0]},
       [&](const std::vector<Var>& v) {
-        return sum(widen(data(v[0], k.expr())) * widen(weight(v[1], k.expr())), {k});
+        return sum(widen(wide_data(v[0], k.expr())) * widen(wide_weight(v[1], k.expr())), {k});
       },
       accumulator_name(bias ? name + "_matmul" : name, data.dtype()), "dense");
   if (!bias) return narrow(out, data.dtype(), std::move(name));
@@ -184,12 +187,13 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool tra
          shape_text(a.shape()), " has K = ", ka, ", B ", shape_text(b.shape()), " has K = ", kb);
   }
   IterVar k = reduce_axis(ka, "k");
+  const Tensor wa = wide_source(a), wb = wide_source(b);
   Tensor out = compute({std::max(ba, bb), m, n},
                        [&](const std::vector<Var>& v) {
                          Expr ia = ba == 1 ? index_const(0) : Expr(v[0]);
                          Expr ib = bb == 1 ? index_const(0) : Expr(v[0]);
-                         Expr lhs = transpose_a ? a(ia, k.expr(), v[1]) : a(ia, v[1], k.expr());
-                         Expr rhs = transpose_b ? b(ib, v[2], k.expr()) : b(ib, k.expr(), v[2]);
+                         Expr lhs = transpose_a ? wa(ia, k.expr(), v[1]) : wa(ia, v[1], k.expr());
+                         Expr rhs = transpose_b ? wb(ib, v[2], k.expr()) : wb(ib, k.expr(), v[2]);
                          return sum(widen(lhs) * widen(rhs), {k});
                        },
                        accumulator_name(name, a.dtype()), "batch_matmul",
@@ -224,6 +228,7 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
   shape.push_back(sb.back());
   // Not "k": that is the name of the output's third axis.
   IterVar k = reduce_axis(sa.back(), "r");
+  const Tensor wa = wide_source(a), wb = wide_source(b);
   Tensor out = compute(
       shape,
       [&](const std::vector<Var>& v) {
@@ -241,7 +246,7 @@ Tensor batch_matmul_nd(const Tensor& a, const Tensor& b, std::string name) {
         ia.push_back(k.expr());
         ib.push_back(k.expr());
         ib.push_back(v[rank + 1]);
-        return sum(widen(a(ia)) * widen(b(ib)), {k});
+        return sum(widen(wa(ia)) * widen(wb(ib)), {k});
       },
       accumulator_name(name, a.dtype()), "batch_matmul");
   return narrow(out, a.dtype(), std::move(name));

@@ -106,9 +106,10 @@ std::vector<OpCase> op_cases() {
   // A half convolution sums in float32 and its bias is added to the sum.
   Tensor himg = input({1, 4, 7, 6}, "himg", DT::float16());
   Tensor hw = input({3, 4, 3, 3}, "hw", DT::float16()), hb = input({3}, "hb", DT::float16());
-  add("float16_conv_bias", {himg, hw, hb},
-      te::cast(te::bias_add(te::conv2d_nchw(himg, hw, te::Conv2dAttrsNode::uniform(1, 1)), hb, 1),
-               DT::float32()));
+  Tensor hconv = te::bias_add(te::conv2d_nchw(himg, hw, te::Conv2dAttrsNode::uniform(1, 1)), hb, 1);
+  add("float16_conv_bias", {himg, hw, hb}, te::cast(hconv, DT::float32()));
+  // A swish after it works on the float32 sum and is stored in half.
+  add("float16_conv_swish", {himg, hw, hb}, te::multiply(hconv, te::sigmoid(hconv)));
   // int8 convolution on words of four channels: 7 channels leave a partial
   // word; the kernel is packed along its input channels.
   Tensor bytes = input({1, 5, 6, 7}, "bytes", DT::uint(8));

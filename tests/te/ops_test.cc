@@ -525,6 +525,55 @@ TEST(Ops, HalfSumsAccumulateInFloat32) {
   }
 }
 
+// What reads a rounded half sum in the same DAG reads the float32 sum, and
+// a chain of such operators rounds once at its end, as ONNX Runtime runs
+// float16 operators without a half kernel in float32 and drops the casts
+// between them: a swish after a matmul, a cast back to float32, and a
+// softmax and a matmul reading a matmul's sum.
+TEST(Ops, OperatorsAfterAHalfSumReadTheFloat32Sum) {
+  const DataType f16 = DataType::float16();
+  // The same DAG in float16 and in float32 on the same (exactly widened)
+  // values: each float16 output is its float32 twin's, rounded once.
+  auto build = [](DataType t) {
+    Tensor a = placeholder({3, 40}, t, "a"), b = placeholder({40, 6}, t, "b");
+    Tensor c = placeholder({6, 6}, t, "c");
+    Tensor product = matmul(a, b);
+    std::vector<Tensor> outs = {multiply(product, sigmoid(product)), relu(product),
+                                softmax(product, -1), matmul(product, c)};
+    return std::pair{std::vector<Tensor>{a, b, c}, outs};
+  };
+  auto [in16, out16] = build(f16);
+  auto [in32, out32] = build(kF32);
+  Tensor widened = cast(matmul(in16[0], in16[1]), kF32);
+  std::vector<NDArray> values = {NDArray::random(f16, {3, 40}, 1, -1, 1),
+                                 NDArray::random(f16, {40, 6}, 2, -1, 1),
+                                 NDArray::random(f16, {6, 6}, 3, -1, 1)};
+  std::vector<NDArray> wide_values;
+  for (const NDArray& v : values) wide_values.push_back(v.converted(kF32));
+  out16.push_back(widened);
+  std::vector<NDArray> got = evaluate(out16, in16, values);
+  std::vector<NDArray> wide = evaluate(out32, in32, wide_values);
+  for (size_t i = 0; i + 1 < got.size(); ++i) {
+    EXPECT_EQ(got[i].dtype(), f16) << out16[i].name();
+    EXPECT_EQ(max_abs_diff(got[i], wide[i].converted(f16)), 0.0) << out16[i].name();
+  }
+  // A cast back to float32 is the sum itself, not its rounding.
+  EXPECT_EQ(max_abs_diff(got.back(), evaluate({matmul(in32[0], in32[1])}, in32, wide_values)[0]),
+            0.0);
+  // A step function reads the stored half value, arithmetic the sum:
+  // 2047 + 0.5 rounds to 2048 in half (ties to even).
+  Tensor pair = placeholder({1, 2}, f16, "pair"), ones = placeholder({2, 1}, f16, "ones");
+  Tensor halfway = matmul(pair, ones);
+  Tensor base = placeholder({1, 1}, f16, "base");
+  std::vector<NDArray> steps =
+      evaluate({floor(halfway), subtract(halfway, base)}, {pair, ones, base},
+               {make_array(f16, {1, 2}, [](const Index& i) { return i[1] == 0 ? 2047.0 : 0.5; }),
+                make_array(f16, {2, 1}, [](const Index&) { return 1.0; }),
+                make_array(f16, {1, 1}, [](const Index&) { return 2047.0; })});
+  EXPECT_EQ(steps[0].get(0), 2048.0);
+  EXPECT_EQ(steps[1].get(0), 0.5);
+}
+
 TEST(Ops, BroadcastingBinary) {
   struct Case {
     Index a, b, out;

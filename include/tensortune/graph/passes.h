@@ -67,9 +67,9 @@ Graph int_conv2d_as_float(const Graph& graph);
 /// float16 after: the values the float16 operator gives (it sums widened
 /// products in float32), without widening both operands of every product
 /// inside its loops, and open to the float32 passes after it (Winograd). It
-/// rounds by `narrow`, which the elementwise operators fused after it (bias,
-/// residual add) read through, so they round once, as they do after the
-/// float16 operator.
+/// rounds by `narrow`, which what is fused after it (bias, activations,
+/// residual add, a cast to float32) reads through, so it rounds once, as
+/// after the float16 operator.
 Graph float16_conv2d_in_float32(const Graph& graph);
 
 /// Float16 dense layers, matmuls, softmax and layer normalisation, which

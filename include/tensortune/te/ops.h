@@ -168,8 +168,14 @@ Tensor lrn(const Tensor& data, int64_t size, double alpha = 1e-4, double beta = 
 // ---- elementwise -------------------------------------------------------------
 
 /// out[i...] = f(x[i...]): the generic elementwise stage (tag "elemwise").
+/// Where x rounds a float32 sum, f reads the sum: f makes its constants in
+/// its operand's type.
 Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
                 nlohmann::json attrs = nlohmann::json::object());
+/// elemwise for a step function (floor, round, sign): f reads x as stored,
+/// since a sum just off a step may round onto it.
+Tensor step_elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
+                     nlohmann::json attrs = nlohmann::json::object());
 
 Tensor exp(const Tensor& x);       ///< e^x
 Tensor log(const Tensor& x);       ///< natural logarithm
