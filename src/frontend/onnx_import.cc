@@ -21,6 +21,7 @@
 #include "tensortune/support/shape.h"
 #include "tensortune/support/strings.h"
 #include "tensortune/te/npy.h"
+#include "tensortune/te/ops.h"
 
 namespace tensortune::frontend {
 namespace {
@@ -615,6 +616,58 @@ class Importer {
   static Value nothing(std::vector<int64_t> shape, DataType dtype, const std::string& name) {
     return graph::constant(te::NDArray(dtype, std::move(shape)), name);
   }
+  /// Reduction `onnx_op` of `x`, which holds no elements, over `axes`
+  /// (normalised; none: all): the reduction's identity where an output
+  /// reduces only nothing, as ONNX Runtime gives (a mean too is 0).
+  static Value reduction_of_nothing(const std::string& onnx_op, const Value& x,
+                                    const std::vector<int64_t>& axes, bool keepdims,
+                                    const onnx::NodeProto& n) {
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < static_cast<int64_t>(x->shape.size()); ++d) {
+      const bool reduced = axes.empty() || std::count(axes.begin(), axes.end(), d) > 0;
+      if (!reduced) shape.push_back(x->shape[static_cast<size_t>(d)]);
+      if (reduced && keepdims) shape.push_back(1);
+    }
+    te::NDArray out(x->dtype, shape);  // zeros: a sum's identity
+    const bool lowest =
+        onnx_op == "ReduceMax" || onnx_op == "ReduceLogSum" || onnx_op == "ReduceLogSumExp";
+    const bool highest = onnx_op == "ReduceMin";
+    const int bits = x->dtype.bits();
+    // The integer limits as their bits: set_int keeps the low bytes.
+    const uint64_t sign = uint64_t{1} << (bits - 1);
+    const int64_t limit = x->dtype.is_uint() ? (highest ? -1 : 0)
+                          : highest          ? static_cast<int64_t>(sign - 1)
+                                             : static_cast<int64_t>(~(sign - 1));
+    for (int64_t i = 0; i < out.size(); ++i) {
+      if (onnx_op == "ReduceProd") {
+        out.set(i, 1);
+      } else if ((lowest || highest) && x->dtype.is_float()) {
+        out.set(i, lowest ? -std::numeric_limits<double>::infinity()
+                          : std::numeric_limits<double>::infinity());
+      } else if (lowest || highest) {
+        out.set_int(i, limit);
+      }
+    }
+    return graph::constant(std::move(out), n.output(0));
+  }
+
+  /// MatMul of `a` and `b`, one of which holds no elements: zeros where the
+  /// shared extent is 0, else an output of no elements.
+  static Value matmul_of_nothing(const Value& a, const Value& b, const onnx::NodeProto& n) {
+    std::vector<int64_t> sa = a->shape, sb = b->shape;
+    TT_CHECK(!sa.empty() && !sb.empty(), kInvalidArgument, "needs operands of rank 1 or more, got ",
+             shape_text(sa), " and ", shape_text(sb));
+    // 1-D operands as numpy treats them: a row, or a column, then dropped.
+    if (a->shape.size() == 1) sa.insert(sa.begin(), 1);
+    if (b->shape.size() == 1) sb.push_back(1);
+    TT_CHECK(sa.back() == sb[sb.size() - 2], kInvalidArgument, "A ", shape_text(a->shape),
+             " and B ", shape_text(b->shape), " differ in the extent they share");
+    std::vector<int64_t> shape =
+        te::broadcast_shape({sa.begin(), sa.end() - 2}, {sb.begin(), sb.end() - 2});
+    if (a->shape.size() > 1) shape.push_back(sa[sa.size() - 2]);
+    if (b->shape.size() > 1) shape.push_back(sb.back());
+    return graph::constant(te::NDArray(a->dtype, shape), n.output(0));  // zeros, or nothing
+  }
   /// The constant input `i` of `n` as integers; an error naming it when it is not one.
   std::vector<int64_t> const_ints(const onnx::NodeProto& n, const std::vector<Value>& in, size_t i,
                                   const char* what) const {
@@ -767,11 +820,16 @@ class Importer {
       in.push_back(it->second);
     }
     // Empty tensors pass through the operators that move or join data, and
-    // give shapes; elementwise operators make empty outputs of them. Any
-    // other reads one as an omitted input, as it reads an empty
-    // initializer (empty axes are the default axes).
-    static const std::set<std::string> reads_nothing = {"Concat", "Reshape",  "Slice", "Split",
-                                                        "Trilu",  "Identity", "Shape", "Size"};
+    // give shapes; elementwise operators make empty outputs of them, and
+    // reductions and MatMul their identities. Any other reads one as an
+    // omitted input, as it reads an empty initializer (empty axes are the
+    // default axes).
+    // clang-format off
+    static const std::set<std::string> reads_nothing = {
+        "Concat", "Reshape", "Slice", "Split", "Trilu", "Identity", "Shape", "Size", "MatMul",
+        "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
+    // clang-format on
     std::vector<std::string> omitted;
     std::vector<Value> out;
     try {
@@ -2193,6 +2251,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   h["MatMul"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    if (holds_nothing(a) || holds_nothing(b)) return one(matmul_of_nothing(a, b, n));
     // 1-D operands as numpy treats them: a row, or a column, then dropped.
     bool a_vector = a->shape.size() == 1, b_vector = b->shape.size() == 1;
     if (a_vector) a = make("reshape", {a}, reshape_attrs({1, a->shape[0]}), n);
@@ -3242,12 +3301,13 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       auto a = make_node<te::ReduceAttrsNode>();
       const bool keepdims = attr_int(n, "keepdims", 1) != 0;
       if (opset_ >= (onnx_op == "ReduceSum" ? 13 : 18)) {
-        if (in.size() > 1 && in[1]) a->axes = const_ints(n, in, 1, "axes");
+        if (in.size() > 1 && in[1] && !holds_nothing(in[1])) a->axes = const_ints(n, in, 1, "axes");
         if (a->axes.empty() && attr_int(n, "noop_with_empty_axes", 0)) return one(x);
       } else {
         a->axes = attr_ints(n, "axes", {});
       }
       for (auto& axis : a->axes) axis = normalise(axis, x->shape.size());
+      if (holds_nothing(x)) return one(reduction_of_nothing(onnx_op, x, a->axes, keepdims, n));
       auto unary = [&](const char* name, const Value& v) {
         return make(name, {v}, te::Attrs(), n);
       };

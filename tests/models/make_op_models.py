@@ -866,6 +866,25 @@ def _(g):
     g.output(g.node("Halve", ["past"], ["halved"], domain="custom"), shape=[1, 2, 0, 4])
 
 
+@case("empty_reductions_and_matmul", opset=13)
+def _(g):
+    # A reduction of nothing is its identity (a mean's too is 0 in ONNX
+    # Runtime), a product over an extent of 0 is zeros; where an output
+    # extent is 0 the output is empty.
+    x = g.input("x", [3, 0])
+    for op in ("ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceLogSumExp", "ReduceL2"):
+        g.output(g.node(op, [x], axes=[1], keepdims=0))
+    g.output(g.node("ReduceSum", [x, g.const("axes", np.array([1], np.int64))], keepdims=1))
+    g.output(g.node("ReduceSum", [x, g.const("first", np.array([0], np.int64))], keepdims=0), shape=[0])
+    ints = g.input("ints", [0, 2], dtype=np.int32)
+    g.output(g.node("ReduceMax", [ints], axes=[0], keepdims=0), g.node("ReduceMin", [ints], axes=[0], keepdims=0),
+             elem=TensorProto.INT32)
+    g.output(g.node("MatMul", [x, g.const("w", np.zeros((0, 4), np.float32))]))
+    g.output(g.node("MatMul", [g.input("bx", [2, 3, 0]), g.input("by", [2, 0, 4])]))
+    g.output(g.node("MatMul", [g.input("u", [0]), g.input("v", [0])]), shape=[])
+    g.output(g.node("MatMul", [g.input("rows", [0, 3]), g.input("m", [3, 4])]), shape=[0, 4])
+
+
 @case("slice_backward_from_before_the_start")
 def _(g):
     # ONNX clamps a backward walk's start into [0, extent - 1]: from index 0.
@@ -1752,7 +1771,12 @@ def _(g):
 
 @bad("bad_reads_empty", "needs its A input (inputs of no elements, read as omitted: 'x' [2, 0], 'y' [0, 3])")
 def _(g):
-    g.output(g.node("MatMul", [g.input("x", [2, 0]), g.input("y", [0, 3])]), shape=[2, 3])
+    g.output(g.node("Gemm", [g.input("x", [2, 0]), g.input("y", [0, 3])]), shape=[2, 3])
+
+
+@bad("bad_matmul_empty", "A [2, 0] and B [3, 4] differ in the extent they share")
+def _(g):
+    g.output(g.node("MatMul", [g.input("x", [2, 0]), g.input("y", [3, 4])]), shape=[2, 4])
 
 
 @bad("bad_broadcast_empty", "cannot broadcast [2, 0] and [3] together")
