@@ -1754,6 +1754,36 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return one(graph::constant(std::move(out), n.output(0)));
   };
+  // NonZero's output shape is its input's count of non-zero values: known
+  // at compile time only for a constant input (a mask computed from static
+  // shapes, or one fixed with --input-value), which it folds.
+  h["NonZero"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    const Value& x = need(in, 0, "X");
+    const graph::ConstantNode* k = constant_of(x);
+    TT_CHECK(
+        k, kInvalidArgument,
+        "its output's shape is the count of its input's non-zero values, so the input must "
+        "be a constant (or computed from static shapes; fix a model input with --input-value)");
+    const te::NDArray& a = k->data.array();
+    // A scalar as ONNX Runtime takes it: one axis of extent 1.
+    const std::vector<int64_t> shape = a.shape().empty() ? std::vector<int64_t>{1} : a.shape();
+    std::vector<int64_t> found;
+    for (int64_t i = 0; i < a.size(); ++i) {
+      if (a.get(i) != 0) found.push_back(i);
+    }
+    const auto rank = static_cast<int64_t>(shape.size());
+    const auto count = static_cast<int64_t>(found.size());
+    te::NDArray out(DataType::int64(), {rank, count});
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t rest = found[static_cast<size_t>(j)];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        const int64_t extent = shape[static_cast<size_t>(d)];
+        out.set_int(d * count + j, rest % extent);
+        rest /= extent;
+      }
+    }
+    return one(graph::constant(std::move(out), n.output(0)));
+  };
   // DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
   for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
     bool to_space = std::string(op) == "DepthToSpace";

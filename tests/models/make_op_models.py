@@ -885,6 +885,19 @@ def _(g):
     g.output(g.node("MatMul", [g.input("rows", [0, 3]), g.input("m", [3, 4])]), shape=[0, 4])
 
 
+@case("nonzero_of_constants", opset=13)
+def _(g):
+    # NonZero folds where its input is known: a constant, a scalar (one
+    # axis of extent 1, as ONNX Runtime takes it), an input fixed at import,
+    # a mask with no non-zero value (an empty output).
+    g.output(g.node("NonZero", [g.const("c", np.array([[0, 1.5, 0], [2, 0, -1]], np.float32))]),
+             g.node("NonZero", [g.const("s", np.array(3, np.int32))]), elem=TensorProto.INT64)
+    mask = g.input("mask", [2, 3, 2], 0, 2, dtype=np.int32)
+    g.fixed = ["mask"]
+    g.output(g.node("NonZero", [g.node("Cast", [mask], to=TensorProto.BOOL)]), elem=TensorProto.INT64)
+    g.output(g.node("NonZero", [g.const("none", np.zeros([2, 2], np.float32))]), elem=TensorProto.INT64)
+
+
 @case("slice_backward_from_before_the_start")
 def _(g):
     # ONNX clamps a backward walk's start into [0, extent - 1]: from index 0.
@@ -1772,6 +1785,11 @@ def _(g):
 @bad("bad_reads_empty", "needs its A input (inputs of no elements, read as omitted: 'x' [2, 0], 'y' [0, 3])")
 def _(g):
     g.output(g.node("Gemm", [g.input("x", [2, 0]), g.input("y", [0, 3])]), shape=[2, 3])
+
+
+@bad("bad_nonzero_of_input", "the input must be a constant (or computed from static shapes; fix a model input")
+def _(g):
+    g.output(g.node("NonZero", [g.input("x", [2, 3])]), elem=TensorProto.INT64)
 
 
 @bad("bad_matmul_empty", "A [2, 0] and B [3, 4] differ in the extent they share")
