@@ -622,6 +622,10 @@ class Importer {
   static Value reduction_of_nothing(const std::string& onnx_op, const Value& x,
                                     const std::vector<int64_t>& axes, bool keepdims,
                                     const onnx::NodeProto& n) {
+    for (int64_t axis : axes) {
+      TT_CHECK(std::count(axes.begin(), axes.end(), axis) == 1, kInvalidArgument, "axis ", axis,
+               " is listed twice");
+    }
     std::vector<int64_t> shape;
     for (int64_t d = 0; d < static_cast<int64_t>(x->shape.size()); ++d) {
       const bool reduced = axes.empty() || std::count(axes.begin(), axes.end(), d) > 0;
@@ -632,20 +636,21 @@ class Importer {
     const bool lowest =
         onnx_op == "ReduceMax" || onnx_op == "ReduceLogSum" || onnx_op == "ReduceLogSumExp";
     const bool highest = onnx_op == "ReduceMin";
-    const int bits = x->dtype.bits();
-    // The integer limits as their bits: set_int keeps the low bytes.
-    const uint64_t sign = uint64_t{1} << (bits - 1);
-    const int64_t limit = x->dtype.is_uint() ? (highest ? -1 : 0)
-                          : highest          ? static_cast<int64_t>(sign - 1)
-                                             : static_cast<int64_t>(~(sign - 1));
+    // An integer or bool type's limit, as set_int stores it (its low bytes:
+    // uint64's highest is -1).
+    std::optional<int64_t> limit;
+    if (!x->dtype.is_float() && (lowest || highest)) {
+      limit = ir::as_const_int(highest ? ir::max_value(x->dtype) : ir::min_value(x->dtype));
+      TT_ICHECK(limit, "no integer limit of ", x->dtype.str());
+    }
     for (int64_t i = 0; i < out.size(); ++i) {
       if (onnx_op == "ReduceProd") {
         out.set(i, 1);
       } else if ((lowest || highest) && x->dtype.is_float()) {
         out.set(i, lowest ? -std::numeric_limits<double>::infinity()
                           : std::numeric_limits<double>::infinity());
-      } else if (lowest || highest) {
-        out.set_int(i, limit);
+      } else if (limit) {
+        out.set_int(i, *limit);
       }
     }
     return graph::constant(std::move(out), n.output(0));
@@ -657,6 +662,8 @@ class Importer {
     std::vector<int64_t> sa = a->shape, sb = b->shape;
     TT_CHECK(!sa.empty() && !sb.empty(), kInvalidArgument, "needs operands of rank 1 or more, got ",
              shape_text(sa), " and ", shape_text(sb));
+    TT_CHECK(a->dtype == b->dtype, kTypeMismatch, "A (", a->dtype.str(), ") and B (",
+             b->dtype.str(), ") differ in type");
     // 1-D operands as numpy treats them: a row, or a column, then dropped.
     if (a->shape.size() == 1) sa.insert(sa.begin(), 1);
     if (b->shape.size() == 1) sb.push_back(1);
@@ -826,7 +833,7 @@ class Importer {
     // default axes).
     // clang-format off
     static const std::set<std::string> reads_nothing = {
-        "Concat", "Reshape", "Slice", "Split", "Trilu", "Identity", "Shape", "Size", "MatMul",
+        "Concat", "Reshape", "Slice", "Split", "Trilu", "Identity", "Shape", "Size", "MatMul", "NonZero",
         "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
         "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
     // clang-format on

@@ -872,13 +872,21 @@ def _(g):
     # Runtime), a product over an extent of 0 is zeros; where an output
     # extent is 0 the output is empty.
     x = g.input("x", [3, 0])
-    for op in ("ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceLogSumExp", "ReduceL2"):
+    for op in ("ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceLogSumExp", "ReduceL2", "ReduceL1",
+               "ReduceSumSquare", "ReduceLogSum"):
         g.output(g.node(op, [x], axes=[1], keepdims=0))
+    g.output(g.node("ReduceMax", [x], keepdims=1))  # no axes: all of them
     g.output(g.node("ReduceSum", [x, g.const("axes", np.array([1], np.int64))], keepdims=1))
     g.output(g.node("ReduceSum", [x, g.const("first", np.array([0], np.int64))], keepdims=0), shape=[0])
-    ints = g.input("ints", [0, 2], dtype=np.int32)
-    g.output(g.node("ReduceMax", [ints], axes=[0], keepdims=0), g.node("ReduceMin", [ints], axes=[0], keepdims=0),
-             elem=TensorProto.INT32)
+    for dtype, elem in ((np.int32, TensorProto.INT32), (np.uint8, TensorProto.UINT8), (np.int64, TensorProto.INT64)):
+        ints = g.input(f"ints{elem}", [0, 2], dtype=dtype)
+        g.output(g.node("ReduceMax", [ints], axes=[0], keepdims=0),
+                 g.node("ReduceMin", [ints], axes=[0], keepdims=0), elem=elem)
+    # An empty axes input on a tensor with elements: every axis, or none.
+    y = g.input("y", [2, 3])
+    none = g.const("none", np.array([], np.int64))
+    g.output(g.node("ReduceSum", [y, none], keepdims=0), shape=[])
+    g.output(g.node("ReduceSum", [y, none], noop_with_empty_axes=1), shape=[2, 3])
     g.output(g.node("MatMul", [x, g.const("w", np.zeros((0, 4), np.float32))]))
     g.output(g.node("MatMul", [g.input("bx", [2, 3, 0]), g.input("by", [2, 0, 4])]))
     g.output(g.node("MatMul", [g.input("u", [0]), g.input("v", [0])]), shape=[])
@@ -896,6 +904,7 @@ def _(g):
     g.fixed = ["mask"]
     g.output(g.node("NonZero", [g.node("Cast", [mask], to=TensorProto.BOOL)]), elem=TensorProto.INT64)
     g.output(g.node("NonZero", [g.const("none", np.zeros([2, 2], np.float32))]), elem=TensorProto.INT64)
+    g.output(g.node("NonZero", [g.const("empty", np.zeros([3, 0], np.float32))]), elem=TensorProto.INT64)
 
 
 @case("slice_backward_from_before_the_start")
@@ -1790,6 +1799,11 @@ def _(g):
 @bad("bad_nonzero_of_input", "the input must be a constant (or computed from static shapes; fix a model input")
 def _(g):
     g.output(g.node("NonZero", [g.input("x", [2, 3])]), elem=TensorProto.INT64)
+
+
+@bad("bad_reduce_empty_twice", "axis 1 is listed twice")
+def _(g):
+    g.output(g.node("ReduceSum", [g.input("x", [3, 0]), g.const("a", np.array([1, -1], np.int64))]), shape=[3, 1])
 
 
 @bad("bad_matmul_empty", "A [2, 0] and B [3, 4] differ in the extent they share")
