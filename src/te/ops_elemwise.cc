@@ -154,12 +154,12 @@ Tensor gelu(const Tensor& x) {
 
 Tensor cast(const Tensor& x, DataType dtype) {
   check_defined(x, "cast", "the operand");
-  // A rounded float sum cast back to the sum's type is the sum: ONNX
-  // Runtime runs a float16 operator without a float16 kernel in float32,
-  // and drops its cast to float16 where a cast to float32 follows.
+  // A cast of a rounded float sum converts the sum: ONNX Runtime runs a
+  // float16 operator without a float16 kernel in float32, and where a Cast
+  // follows drops its own cast to float16 (to float32 or float64, to an
+  // integer: 2047.5 truncates to 2047, not to half's 2048).
   Tensor source = x;
-  if (Tensor wide = wide_source(x);
-      x.dtype().is_float() && wide.dtype().is_float() && wide.dtype() == dtype) {
+  if (Tensor wide = wide_source(x); x.dtype().is_float() && wide.dtype().is_float()) {
     source = wide;
   }
   return compute(x.shape(),

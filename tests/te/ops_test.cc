@@ -560,18 +560,20 @@ TEST(Ops, OperatorsAfterAHalfSumReadTheFloat32Sum) {
   // A cast back to float32 is the sum itself, not its rounding.
   EXPECT_EQ(max_abs_diff(got.back(), evaluate({matmul(in32[0], in32[1])}, in32, wide_values)[0]),
             0.0);
-  // A step function reads the stored half value, arithmetic the sum:
-  // 2047 + 0.5 rounds to 2048 in half (ties to even).
+  // A step function reads the stored half value, arithmetic and casts the
+  // sum: 2047 + 0.5 rounds to 2048 in half (ties to even).
   Tensor pair = placeholder({1, 2}, f16, "pair"), ones = placeholder({2, 1}, f16, "ones");
   Tensor halfway = matmul(pair, ones);
   Tensor base = placeholder({1, 1}, f16, "base");
   std::vector<NDArray> steps =
-      evaluate({floor(halfway), subtract(halfway, base)}, {pair, ones, base},
+      evaluate({floor(halfway), subtract(halfway, base), cast(halfway, DataType::int32())},
+               {pair, ones, base},
                {make_array(f16, {1, 2}, [](const Index& i) { return i[1] == 0 ? 2047.0 : 0.5; }),
                 make_array(f16, {2, 1}, [](const Index&) { return 1.0; }),
                 make_array(f16, {1, 1}, [](const Index&) { return 2047.0; })});
   EXPECT_EQ(steps[0].get(0), 2048.0);
   EXPECT_EQ(steps[1].get(0), 0.5);
+  EXPECT_EQ(steps[2].get(0), 2047.0);  // a cast converts the sum, as ONNX Runtime does
 }
 
 TEST(Ops, BroadcastingBinary) {

@@ -68,7 +68,7 @@ Graph int_conv2d_as_float(const Graph& graph);
 /// products in float32), without widening both operands of every product
 /// inside its loops, and open to the float32 passes after it (Winograd). It
 /// rounds by `narrow`, which what is fused after it (bias, activations,
-/// residual add, a cast to float32) reads through, so it rounds once, as
+/// residual add, a cast) reads through, so it rounds once, as
 /// after the float16 operator.
 Graph float16_conv2d_in_float32(const Graph& graph);
 
