@@ -632,25 +632,21 @@ class Importer {
       if (!reduced) shape.push_back(x->shape[static_cast<size_t>(d)]);
       if (reduced && keepdims) shape.push_back(1);
     }
-    te::NDArray out(x->dtype, shape);  // zeros: a sum's identity
-    const bool lowest =
-        onnx_op == "ReduceMax" || onnx_op == "ReduceLogSum" || onnx_op == "ReduceLogSumExp";
-    const bool highest = onnx_op == "ReduceMin";
-    // An integer or bool type's limit, as set_int stores it (its low bytes:
-    // uint64's highest is -1).
-    std::optional<int64_t> limit;
-    if (!x->dtype.is_float() && (lowest || highest)) {
-      limit = ir::as_const_int(highest ? ir::max_value(x->dtype) : ir::min_value(x->dtype));
-      TT_ICHECK(limit, "no integer limit of ", x->dtype.str());
-    }
+    // The log of a sum of nothing is a maximum's identity, -inf.
+    const ir::ReduceOp op =
+        onnx_op == "ReduceProd"  ? ir::ReduceOp::kProd
+        : onnx_op == "ReduceMin" ? ir::ReduceOp::kMin
+        : onnx_op == "ReduceMax" || onnx_op == "ReduceLogSum" || onnx_op == "ReduceLogSumExp"
+            ? ir::ReduceOp::kMax
+            : ir::ReduceOp::kSum;
+    const ir::Expr identity = ir::reduce_identity(op, x->dtype);
+    te::NDArray out(x->dtype, shape);
     for (int64_t i = 0; i < out.size(); ++i) {
-      if (onnx_op == "ReduceProd") {
-        out.set(i, 1);
-      } else if ((lowest || highest) && x->dtype.is_float()) {
-        out.set(i, lowest ? -std::numeric_limits<double>::infinity()
-                          : std::numeric_limits<double>::infinity());
-      } else if (limit) {
-        out.set_int(i, *limit);
+      // An integer as its bits (set_int keeps the low bytes: uint64's highest is -1).
+      if (auto k = ir::as_const_int(identity)) {
+        out.set_int(i, *k);
+      } else {
+        out.set(i, ir::as_const_float(identity).value());
       }
     }
     return graph::constant(std::move(out), n.output(0));
@@ -1766,6 +1762,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // shapes, or one fixed with --input-value), which it folds.
   h["NonZero"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
     const Value& x = need(in, 0, "X");
+    if (holds_nothing(x)) {
+      return one(
+          nothing({static_cast<int64_t>(x->shape.size()), 0}, DataType::int64(), n.output(0)));
+    }
     const graph::ConstantNode* k = constant_of(x);
     TT_CHECK(
         k, kInvalidArgument,
@@ -1782,12 +1782,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const auto count = static_cast<int64_t>(found.size());
     te::NDArray out(DataType::int64(), {rank, count});
     for (int64_t j = 0; j < count; ++j) {
-      int64_t rest = found[static_cast<size_t>(j)];
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        const int64_t extent = shape[static_cast<size_t>(d)];
-        out.set_int(d * count + j, rest % extent);
-        rest /= extent;
-      }
+      const std::vector<int64_t> index =
+          a.shape().empty() ? std::vector<int64_t>{0} : a.unflatten(found[static_cast<size_t>(j)]);
+      for (int64_t d = 0; d < rank; ++d) out.set_int(d * count + j, index[static_cast<size_t>(d)]);
     }
     return one(graph::constant(std::move(out), n.output(0)));
   };

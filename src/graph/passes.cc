@@ -761,8 +761,9 @@ class Float32Copies {
 /// `c`, a float16 operator that widens its operands, works in float32 and
 /// rounds once, computed on operands widened once: the same values. It
 /// rounds as the operator does: by `narrow` where the operator ends in
-/// detail::narrow (the products: a bias or residual add fused after it
-/// reads the float32 sum and rounds once), else by `cast` (softmax and
+/// detail::narrow (the products: what is fused after it, a bias, an
+/// activation, a residual add, reads the float32 sum and rounds once), else
+/// by `cast` (softmax and
 /// layer norm round in their last stage, and what is fused after them
 /// reads the rounded value).
 Value float16_in_float32(Float32Copies& copies, const CallNode& c, const std::vector<Value>& args,

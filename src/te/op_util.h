@@ -67,10 +67,13 @@ Tensor narrow(const Tensor& wide, DataType dtype, std::string name);
 
 /// What an operator working in the wider type reads in place of `t`: when
 /// `t` only rounds a wider sum (a `narrow` stage), that sum, so a chain
-/// after a convolution or matmul (bias, activation, residual add, a cast
-/// back, a softmax) rounds once, at its end, as ONNX Runtime does (it runs
+/// after a convolution or matmul (bias, activation, residual add, a cast,
+/// a softmax) rounds once, at its end, as ONNX Runtime does (it runs
 /// float16 operators without a half kernel in float32, dropping the casts
-/// between them); `t` itself otherwise.
+/// between them); `t` itself otherwise. (A matmul, softmax or layer norm
+/// reads through it too, so that a float16 graph evaluated whole gives the
+/// values of its float16_ops_in_float32 rewrite; compiled, they start their
+/// kernels.)
 Tensor wide_source(const Tensor& t);
 
 /// `x` padded by `before`/`after` (one entry per dimension) with `pad_value`

@@ -473,9 +473,9 @@ bool register_all() {
                }});
   // What a float16 product computed in float32 ends with (the graph passes
   // float16_conv2d_in_float32 and float16_ops_in_float32 make it): the
-  // elementwise operators fused after it read the float32 value and round
-  // once, at their end, as they do after the float16 operator itself. A
-  // Cast of the user's rounds.
+  // operators fused after it read the float32 value and round once, at
+  // their end, as they do after the float16 operator itself; a cast
+  // converts the float32 value.
   register_op({"narrow",
                "rounding to a narrower float type that fused operators after it read through", 1, 1,
                CastAttrsNode::kTypeKey, OpPattern::kElemwise, nullptr,

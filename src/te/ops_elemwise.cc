@@ -216,13 +216,20 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b,
       return f(widen(x(broadcast_index(x, v))), widen(y(broadcast_index(y, v))));
     };
   };
-  // Arithmetic on a rounded sum works on the sum and rounds once.
+  // Arithmetic on a rounded sum works on the sum and rounds once, and a
+  // comparison compares the sum: ONNX Runtime runs float16 Add, Less, ...
+  // in float32 on x86.
   Tensor wa = wide_source(a), wb = wide_source(b);
   if (!wa.same_as(a) || !wb.same_as(b)) {
-    Tensor wide =
-        compute(shape, body(wa, wb), accumulator_name(name, a.dtype()), "broadcast", attrs);
-    if (wide.dtype() == accumulation_type(a.dtype())) {
-      return narrow(wide, a.dtype(), std::move(name));
+    const DataType wide = accumulation_type(a.dtype());
+    const DataType result = f(ir::make_const(wide, 1), ir::make_const(wide, 1)).dtype();
+    if (result.is_bool()) {
+      return compute(shape, body(wa, wb), std::move(name), "broadcast", std::move(attrs));
+    }
+    if (result == wide) {
+      return narrow(
+          compute(shape, body(wa, wb), accumulator_name(name, a.dtype()), "broadcast", attrs),
+          a.dtype(), std::move(name));
     }
   }
   return compute(

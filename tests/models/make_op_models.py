@@ -905,6 +905,7 @@ def _(g):
     g.output(g.node("NonZero", [g.node("Cast", [mask], to=TensorProto.BOOL)]), elem=TensorProto.INT64)
     g.output(g.node("NonZero", [g.const("none", np.zeros([2, 2], np.float32))]), elem=TensorProto.INT64)
     g.output(g.node("NonZero", [g.const("empty", np.zeros([3, 0], np.float32))]), elem=TensorProto.INT64)
+    g.output(g.node("NonZero", [g.input("none_given", [0, 2])]), elem=TensorProto.INT64)
 
 
 @case("slice_backward_from_before_the_start")

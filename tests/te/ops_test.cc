@@ -538,7 +538,7 @@ TEST(Ops, OperatorsAfterAHalfSumReadTheFloat32Sum) {
     Tensor a = placeholder({3, 40}, t, "a"), b = placeholder({40, 6}, t, "b");
     Tensor c = placeholder({6, 6}, t, "c");
     Tensor product = matmul(a, b);
-    std::vector<Tensor> outs = {multiply(product, sigmoid(product)), relu(product),
+    std::vector<Tensor> outs = {multiply(product, sigmoid(product)), tanh(product),
                                 softmax(product, -1), matmul(product, c)};
     return std::pair{std::vector<Tensor>{a, b, c}, outs};
   };
@@ -560,20 +560,23 @@ TEST(Ops, OperatorsAfterAHalfSumReadTheFloat32Sum) {
   // A cast back to float32 is the sum itself, not its rounding.
   EXPECT_EQ(max_abs_diff(got.back(), evaluate({matmul(in32[0], in32[1])}, in32, wide_values)[0]),
             0.0);
-  // A step function reads the stored half value, arithmetic and casts the
-  // sum: 2047 + 0.5 rounds to 2048 in half (ties to even).
+  // A step function reads the stored half value; arithmetic, comparisons
+  // and casts read the sum: 2047 + 0.5 rounds to 2048 in half (ties to
+  // even).
   Tensor pair = placeholder({1, 2}, f16, "pair"), ones = placeholder({2, 1}, f16, "ones");
   Tensor halfway = matmul(pair, ones);
-  Tensor base = placeholder({1, 1}, f16, "base");
-  std::vector<NDArray> steps =
-      evaluate({floor(halfway), subtract(halfway, base), cast(halfway, DataType::int32())},
-               {pair, ones, base},
-               {make_array(f16, {1, 2}, [](const Index& i) { return i[1] == 0 ? 2047.0 : 0.5; }),
-                make_array(f16, {2, 1}, [](const Index&) { return 1.0; }),
-                make_array(f16, {1, 1}, [](const Index&) { return 2047.0; })});
+  Tensor base = placeholder({1, 1}, f16, "base"), top = placeholder({1, 1}, f16, "top");
+  auto value = [&](double v) { return make_array(f16, {1, 1}, [v](const Index&) { return v; }); };
+  std::vector<NDArray> steps = evaluate(
+      {floor(halfway), subtract(halfway, base), cast(halfway, DataType::int32()),
+       less(halfway, top)},
+      {pair, ones, base, top},
+      {make_array(f16, {1, 2}, [](const Index& i) { return i[1] == 0 ? 2047.0 : 0.5; }),
+       make_array(f16, {2, 1}, [](const Index&) { return 1.0; }), value(2047), value(2048)});
   EXPECT_EQ(steps[0].get(0), 2048.0);
   EXPECT_EQ(steps[1].get(0), 0.5);
   EXPECT_EQ(steps[2].get(0), 2047.0);  // a cast converts the sum, as ONNX Runtime does
+  EXPECT_EQ(steps[3].get(0), 1.0);     // 2047.5 < 2048, where 2048 < 2048 is not
 }
 
 TEST(Ops, BroadcastingBinary) {

@@ -6,7 +6,8 @@
 ///  - Every op checks its operands (ranks, shapes, matching dtypes) and throws
 ///    kInvalidArgument / kTypeMismatch naming the op and the operand.
 ///  - The result has the operands' dtype (comparisons aside); constants are
-///    made in that dtype, so every op works on float16/bfloat16/float64 too.
+///    made in the type the op computes in, so every op works on
+///    float16/bfloat16/float64 too.
 ///  - Each stage carries a `tag` naming its family and `attrs` with the op's
 ///    parameters. Tags: "matmul", "dense", "batch_matmul", "conv2d_nchw",
 ///    "conv2d_nhwc", "depthwise_conv2d_nchw", "conv2d_transpose_nchw",
@@ -20,7 +21,9 @@
 ///    pads, so that schedules can inline it or compute it at the consumer; a
 ///    padded read clamps its index into the input, so the select that picks
 ///    the pad value never reads out of bounds (see evaluator.h).
-///  - Reductions accumulate in the operands' dtype.
+///  - Reductions accumulate in the operands' dtype, float16 and bfloat16 in
+///    float32, rounded once (detail::narrow); what reads such a rounded sum
+///    in the same DAG reads the float32 sum (see elemwise).
 ///  - Axis arguments may be negative (counted from the end, as in numpy).
 ///  - Convolutions and pools take the operator's attribute node (te/attrs.h)
 ///    as the graph holds it; their layout is the builder's, not the node's.
@@ -168,8 +171,8 @@ Tensor lrn(const Tensor& data, int64_t size, double alpha = 1e-4, double beta = 
 // ---- elementwise -------------------------------------------------------------
 
 /// out[i...] = f(x[i...]): the generic elementwise stage (tag "elemwise").
-/// Where x rounds a float32 sum, f reads the sum: f makes its constants in
-/// its operand's type.
+/// Where x rounds a float32 sum, f reads the sum and its stage is rounded
+/// by a narrow stage after it: f makes its constants in its operand's type.
 Tensor elemwise(const Tensor& x, const std::function<Expr(const Expr&)>& f, std::string name,
                 nlohmann::json attrs = nlohmann::json::object());
 /// elemwise for a step function (floor, round, sign): f reads x as stored,
@@ -199,7 +202,8 @@ Tensor leaky_relu(const Tensor& x, double alpha = 0.01);
 Tensor clip(const Tensor& x, double low, double high);
 /// The exact (erf) GELU: 0.5 * x * (1 + erf(x / sqrt(2))).
 Tensor gelu(const Tensor& x);
-/// x converted to `dtype` (tag "injective": a conversion, not arithmetic).
+/// x converted to `dtype` (tag "injective": a conversion, not arithmetic);
+/// where x rounds a float32 sum, the sum converted.
 Tensor cast(const Tensor& x, DataType dtype);
 
 /// The shape two shapes broadcast to under numpy's rules (aligned at the
