@@ -2309,8 +2309,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       std::vector<int64_t> shape = out->shape;
       if (b_vector) shape.pop_back();
       if (a_vector) shape.erase(shape.end() - (b_vector ? 1 : 2));
-      out =
-          make("reshape", {out}, reshape_attrs(shape.empty() ? std::vector<int64_t>{1} : shape), n);
+      out = make("reshape", {out}, reshape_attrs(shape), n);  // a scalar for two vectors
     }
     return one(out);
   };

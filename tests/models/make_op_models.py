@@ -203,7 +203,10 @@ def _(g):
 
 @case("matmul_vector")
 def _(g):
-    g.output(g.node("MatMul", [g.input("a", [5]), g.weight("b", [5, 3])]))
+    a = g.input("a", [5])
+    g.output(g.node("MatMul", [a, g.weight("b", [5, 3])]))
+    # Two vectors: a scalar, as numpy and ONNX Runtime give.
+    g.output(g.node("MatMul", [a, g.input("v", [5])]), shape=[])
 
 
 # ---- elementwise ----------------------------------------------------------------
