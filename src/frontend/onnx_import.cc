@@ -752,25 +752,21 @@ class Importer {
         std::none_of(in.begin(), in.end(), holds_nothing)) {
       return false;
     }
-    size_t rank = 0;
     std::vector<std::string> shapes;
     for (const auto& v : in) {
-      rank = std::max(rank, v ? v->shape.size() : 0);
       if (v) shapes.push_back(shape_text(v->shape));
     }
-    std::vector<int64_t> shape(rank, 1);
+    std::vector<int64_t> shape;
     std::vector<Value> probe;
     for (const auto& v : in) {
       if (!v) {
         probe.emplace_back();
         continue;
       }
-      for (size_t d = 0; d < v->shape.size(); ++d) {
-        int64_t& out = shape[rank - v->shape.size() + d];
-        const int64_t e = v->shape[d];
-        TT_CHECK(e == out || e == 1 || out == 1, kInvalidArgument, "cannot broadcast ",
-                 join(shapes, " and "), " together");
-        if (out == 1) out = e;
+      try {
+        shape = te::broadcast_shape(shape, v->shape);
+      } catch (const UserError&) {
+        fail(ErrorKind::kInvalidArgument, "cannot broadcast ", join(shapes, " and "), " together");
       }
       te::NDArray one(v->dtype, std::vector<int64_t>(v->shape.size(), 1));
       one.set(0, 1);

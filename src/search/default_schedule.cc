@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "search/parallel_work.h"
@@ -263,19 +264,14 @@ schedule::State default_schedule(const te::Task& task) {
   // convolution's output channels, its input stored channels last), the
   // first of those: the 64-channel 56x56 3x3 convolution in NCHW ran at
   // 63-67 GFLOP/s vectorized over its 56 columns, 247-250 so (2 threads).
-  size_t first = 0;
-  for (size_t i = 0; i < sketches.size(); ++i) {
-    if (sketches[i].description.find("tile_with_fusion") != std::string::npos) {
-      first = i;
-      break;
+  auto first_with = [&](const char* text) -> std::optional<size_t> {
+    for (size_t i = 0; i < sketches.size(); ++i) {
+      if (sketches[i].description.find(text) != std::string::npos) return i;
     }
-  }
-  for (size_t i = 0; i < sketches.size(); ++i) {
-    if (sketches[i].description.find(", vectorized over ") != std::string::npos) {
-      first = i;
-      break;
-    }
-  }
+    return std::nullopt;
+  };
+  const size_t first =
+      first_with(", vectorized over ").value_or(first_with("tile_with_fusion").value_or(0));
   const Sketch* sketch = &sketches[first];
   if (first + 1 < sketches.size() &&
       sketches[first + 1].description.rfind(sketch->description + " layout_rewrite", 0) == 0) {

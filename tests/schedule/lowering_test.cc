@@ -163,9 +163,13 @@ std::pair<std::string, std::string> lowered_at_and_below(const te::WorkloadTenso
 }
 
 /// Whether `loop` unrolls in the first of `lowered` (lowered_at_and_below)
-/// and stays rolled in the second.
+/// and stays rolled in the second; with `guarded`, under a guard (an if).
 ::testing::AssertionResult unrolls_at_the_limit_only(
-    const std::pair<std::string, std::string>& lowered, const std::string& loop) {
+    const std::pair<std::string, std::string>& lowered, const std::string& loop,
+    bool guarded = false) {
+  if (guarded && lowered.first.find("if (") == std::string::npos) {
+    return ::testing::AssertionFailure() << "no guard:\n" << lowered.first;
+  }
   const std::string unrolled = "unrolled for (" + loop;
   if (lowered.first.find(unrolled) == std::string::npos) {
     return ::testing::AssertionFailure() << loop << " stays rolled at the limit:\n"
@@ -203,12 +207,12 @@ TEST(Lowering, PragmaUnrollCountsAWideVectorizedLoopByItsWidestVectors) {
 TEST(Lowering, PragmaUnrollCountsTheLanesOfAGuardedVectorizedLoop) {
   // j split by 48 over 64 columns: the vectorized j.1 is guarded
   // (j.0 * 48 + j.1 < 64), a loop over lanes in C, and counts its 48 lanes.
-  auto lowered = lowered_at_and_below(matmul_tensors(2, 64, 2),
-                                      {split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
-                                       annotate(kMatmul, 3, IterAnnotation::kVectorize)},
-                                      96);
-  EXPECT_NE(lowered.first.find("if ("), std::string::npos) << lowered.first;
-  EXPECT_TRUE(unrolls_at_the_limit_only(lowered, "k"));
+  EXPECT_TRUE(unrolls_at_the_limit_only(
+      lowered_at_and_below(matmul_tensors(2, 64, 2),
+                           {split(kMatmul, 1, {48}), reorder(kMatmul, {0, 1, 3, 2}),
+                            annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                           96),
+      "k", true));
 }
 
 TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
@@ -217,12 +221,12 @@ TEST(Lowering, PragmaUnrollCountsAVectorizedLoopUnderARowGuardByItsVectors) {
   // statements, not lanes. So the 3-row tile counts 3 statements and
   // unrolls, as a dense layer's ragged register tile must for its
   // accumulators to stay in registers.
-  auto lowered = lowered_at_and_below(matmul_tensors(8, 16, 2),
-                                      {split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
-                                       annotate(kMatmul, 3, IterAnnotation::kVectorize)},
-                                      3);
-  EXPECT_NE(lowered.first.find("if ("), std::string::npos) << lowered.first;
-  EXPECT_TRUE(unrolls_at_the_limit_only(lowered, "i"));
+  EXPECT_TRUE(unrolls_at_the_limit_only(
+      lowered_at_and_below(matmul_tensors(8, 16, 2),
+                           {split(kMatmul, 0, {3}), reorder(kMatmul, {0, 3, 1, 2}),
+                            annotate(kMatmul, 3, IterAnnotation::kVectorize)},
+                           3),
+      "i", true));
 }
 
 TEST(Lowering, TileLevelsTheConsumerCoversShrinkToOneIteration) {
