@@ -20,7 +20,9 @@
 # environment: TT_BUILD_DIR (default build), TT_MODELS (any of
 #   tests/models/make_models.py's: resnet18 transformer bert_base_block by
 #   default; mobilenetv2 efficientnet_b0 unet crnn audio bert_mask yolo too;
-#   NAME_float16, NAME_qdq, NAME_qoperator: their float16 and int8 variants,
+#   NAME_float16, NAME_qdq, NAME_qoperator, NAME_dynamic: their float16 and
+#   int8 variants (static QDQ, static QOperator, ONNX Runtime's
+#   quantize_dynamic),
 #   tests/models/convert_models.py's, each against ONNX Runtime running the
 #   same variant), TT_REPEAT (timed runs per round,
 #   default 30), TT_ROUNDS (alternating rounds of the three builds, default 5),
@@ -49,13 +51,14 @@ mkdir -p "$dir"
 "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j 2 --target tensortune-cli tensortune-worker fma_peak
-# NAME_float16, NAME_qdq and NAME_qoperator are NAME's variants, converted
+# NAME_float16, NAME_qdq, NAME_qoperator and NAME_dynamic are NAME's variants, converted
 # as tests/models/convert_models.py writes them.
 base_of() {
   case $1 in
     *_float16) echo "${1%_float16}" ;;
     *_qdq) echo "${1%_qdq}" ;;
     *_qoperator) echo "${1%_qoperator}" ;;
+    *_dynamic) echo "${1%_dynamic}" ;;
     *) echo "$1" ;;
   esac
 }

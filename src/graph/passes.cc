@@ -607,10 +607,13 @@ Graph scale_conv_weights(const Graph& graph) {
 
 namespace {
 
-/// Bytes `bytes` (uint8) and a zero point with value == bytes - zero_point.
+/// Bytes `bytes` (uint8) and a zero point with value == bytes - zero_point
+/// - runtime_zero_point: a constant, plus, where the zero point is known
+/// only at run time (a DynamicQuantizeLinear's), an int32 scalar.
 struct CentredBytes {
   Value bytes;
   int64_t zero_point = 0;
+  Value runtime_zero_point;
 };
 
 /// The single value of a constant whose elements are all equal.
@@ -631,30 +634,50 @@ te::Attrs cast_attrs(ir::DataType t) {
   return te::Attrs(attrs_node(std::move(a)));
 }
 
+/// `v`, cast(z) of one int8 or uint8 value z to int32, as an int32 scalar:
+/// a zero point known only at run time.
+Value runtime_zero_point(const Value& v) {
+  const CallNode* c = as_call(v);
+  if (!c || c->op != "cast" || c->dtype != ir::DataType::int32() ||
+      (c->args[0]->dtype != ir::DataType::uint(8) && c->args[0]->dtype != ir::DataType::int_(8)) ||
+      !std::all_of(v->shape.begin(), v->shape.end(), [](int64_t e) { return e == 1; })) {
+    return Value();
+  }
+  return v->shape.empty() ? v : reshape_call(v, {}, c->name + ".scalar");
+}
+
 /// `data` (int32) as centred int8 or uint8 bytes, as the ONNX importer
-/// writes ConvInteger's and QLinearConv's operand: cast(x) or
-/// subtract(cast(x), zero point), maybe seen through a transpose. int8
-/// bytes are moved up by 128 to uint8, and their zero point with them.
+/// writes ConvInteger's, MatMulInteger's and QLinearConv's operand: cast(x)
+/// or subtract(cast(x), zero point), the zero point a constant or one value
+/// of x's type, maybe seen through a transpose or reshape. int8 bytes are
+/// moved up by 128 to uint8, and their zero point with them.
 std::optional<CentredBytes> centred_bytes(const Value& data) {
   const CallNode* c = as_call(data);
   if (!c) return std::nullopt;
-  if (c->op == "transpose") {
+  if (c->op == "transpose" || c->op == "reshape") {
     auto inner = centred_bytes(c->args[0]);
     if (!inner) return std::nullopt;
-    inner->bytes = call("transpose", {inner->bytes}, c->attrs, c->name + ".bytes");
+    inner->bytes = call(c->op, {inner->bytes}, c->attrs, c->name + ".bytes");
     return inner;
   }
-  int64_t zero_point = 0;
+  CentredBytes out;
   if (c->op == "subtract") {
-    auto z = uniform_integer(c->args[1]);
-    if (!z) return std::nullopt;
-    zero_point = *z;
+    if (auto z = uniform_integer(c->args[1])) {
+      out.zero_point = *z;
+    } else if (!(out.runtime_zero_point = runtime_zero_point(c->args[1]))) {
+      return std::nullopt;
+    }
     c = as_call(c->args[0]);
     if (!c) return std::nullopt;
   }
-  if (c->op != "cast" || c->dtype != ir::DataType::int32()) return std::nullopt;
+  if (c->op != "cast" || c->dtype != ir::DataType::int32() || c->shape != data->shape) {
+    return std::nullopt;
+  }
   const Value& x = c->args[0];
-  if (x->dtype == ir::DataType::uint(8)) return CentredBytes{x, zero_point};
+  if (x->dtype == ir::DataType::uint(8)) {
+    out.bytes = x;
+    return out;
+  }
   if (x->dtype != ir::DataType::int_(8)) return std::nullopt;
   te::NDArray offset(ir::DataType::int32(), {});
   offset.set(0, 128);
@@ -662,11 +685,34 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
                      {call("cast", {x}, cast_attrs(ir::DataType::int32()), c->name + ".wide"),
                       constant(std::move(offset), c->name + ".offset")},
                      te::Attrs(), c->name + ".offset");
-  return CentredBytes{call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes"),
-                      zero_point + 128};
+  out.bytes = call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes");
+  out.zero_point += 128;
+  return out;
 }
 
 }  // namespace
+
+Graph integer_matmul_as_conv2d(const Graph& graph) {
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.matmul" || c.dtype != ir::DataType::int32()) return Value();
+    const ConstantNode* weight = as_constant(args[1]);
+    const std::vector<int64_t>& a = args[0]->shape;
+    if (!weight || weight->shape.size() != 2 || a.size() < 2 || !centred_bytes(args[0])) {
+      return Value();
+    }
+    const int64_t k = weight->shape[0], n = weight->shape[1];
+    if (k == 0 || n == 0) return Value();
+    const int64_t rows = checked_elements(a, "the matrix") / k;
+    auto conv = make_node<te::Conv2dAttrsNode>();
+    conv->data_layout = "NHWC";
+    Value y =
+        call("nn.conv2d",
+             {reshape_call(args[0], {1, 1, rows, k}, c.name + ".rows"),
+              constant(reshape_array(weight->data.array(), {1, 1, k, n}), weight->name + ".hwio")},
+             te::Attrs(attrs_node(std::move(conv))), c.name + ".conv");
+    return reshape_call(y, c.shape, c.name);
+  });
+}
 
 Graph int8_conv2d_words(const Graph& graph) {
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
@@ -679,7 +725,15 @@ Graph int8_conv2d_words(const Graph& graph) {
       if (w.get(i) < -128 || w.get(i) > 127) return Value();
     }
     std::optional<CentredBytes> data = centred_bytes(args[0]);
-    if (!data || data->zero_point < 0 || data->zero_point > 255) return Value();
+    // The padding holds the zero point: a constant byte. (A zero point
+    // known only at run time is taken where nothing is padded: a 1x1
+    // convolution, a matmul.)
+    const bool padded =
+        std::any_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p != 0; });
+    if (!data ||
+        (data->runtime_zero_point ? padded : data->zero_point < 0 || data->zero_point > 255)) {
+      return Value();
+    }
     // The kernel in words, and per output channel the sum of its weights:
     // sum((x - z) * w) = sum(x * w) - z * sum(w), padding included, since
     // the data is padded with z.
@@ -702,13 +756,30 @@ Graph int8_conv2d_words(const Graph& graph) {
     }
     // The padding holds the zero point in each byte.
     te::NDArray pad_word(ir::DataType::int32(), {});
-    pad_word.set_int(0,
-                     static_cast<int32_t>(static_cast<uint32_t>(data->zero_point) * 0x01010101u));
+    if (!data->runtime_zero_point) {
+      pad_word.set_int(0,
+                       static_cast<int32_t>(static_cast<uint32_t>(data->zero_point) * 0x01010101u));
+    }
     Value out = call("nn.conv2d_int8x4",
                      {call("nn.pack_int8x4", {data->bytes}, te::Attrs(), c.name + ".words"),
                       constant(std::move(packed), weight->name + ".words"),
                       constant(std::move(pad_word), c.name + ".pad_word")},
                      c.attrs, c.name);
+    if (data->runtime_zero_point) {
+      te::NDArray sums(ir::DataType::int32(), {k});
+      for (int64_t o = 0; o < k; ++o) sums.set_int(o, weight_sums[static_cast<size_t>(o)]);
+      Value zero_point = data->runtime_zero_point;
+      if (data->zero_point != 0) {
+        te::NDArray offset(ir::DataType::int32(), {});
+        offset.set_int(0, static_cast<int32_t>(data->zero_point));
+        zero_point = call("add", {zero_point, constant(std::move(offset), c.name + ".offset")},
+                          te::Attrs(), c.name + ".zero_point");
+      }
+      Value correction =
+          call("multiply", {zero_point, constant(std::move(sums), c.name + ".weight_sums")},
+               te::Attrs(), c.name + ".zero_point_sums");
+      return call("subtract", {out, correction}, te::Attrs(), c.name + ".centred");
+    }
     if (data->zero_point == 0) return out;
     te::NDArray correction(ir::DataType::int32(), {k});
     for (int64_t o = 0; o < k; ++o) {
@@ -1073,6 +1144,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"simplify_inference", any_target<simplify_inference>},
       {"fold_constants", any_target<fold_constants>},
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
+      {"integer_matmul_as_conv2d", any_target<integer_matmul_as_conv2d>},
       {"int8_conv2d_words", any_target<int8_conv2d_words>},
       {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
       {"exact_integer_casts", any_target<exact_integer_casts>},

@@ -182,6 +182,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"fold_constants", fold_constants},
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
+           {"integer_matmul_as_conv2d", integer_matmul_as_conv2d},
            {"int8_conv2d_words", int8_conv2d_words},
            {"int_conv2d_as_float", int_conv2d_as_float},
            {"exact_integer_casts", exact_integer_casts},
@@ -209,10 +210,10 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
   EXPECT_EQ(optimize_pass_names(),
             (std::vector<std::string>{
-                "simplify_inference", "fold_constants", "convert_layout_nhwc", "int8_conv2d_words",
-                "int_conv2d_as_float", "exact_integer_casts", "float16_conv2d_in_float32",
-                "float16_ops_in_float32", "winograd_conv2d", "pad_output_channels",
-                "scale_conv_weights", "sink_reshapes"}));
+                "simplify_inference", "fold_constants", "convert_layout_nhwc",
+                "integer_matmul_as_conv2d", "int8_conv2d_words", "int_conv2d_as_float",
+                "exact_integer_casts", "float16_conv2d_in_float32", "float16_ops_in_float32",
+                "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -514,6 +515,68 @@ TEST(GraphPasses, Int8ConvolutionsComputeOnWordsOfFourChannels) {
   // Left as they are: a kernel beyond int8, a grouped convolution.
   Graph wide_kernel = centred_int8_conv(u8, 3, false, attrs({0, 0, 0, 0}, {1, 1}, {1, 1}), 200);
   EXPECT_EQ(ops_of(int8_conv2d_words(wide_kernel)), "cast subtract nn.conv2d");
+}
+
+// MatMulInteger and QLinearMatMul by a constant int8 matrix: a 1x1
+// convolution over the rows, on words of four bytes, its zero point a
+// constant or (DynamicQuantizeLinear's) one value known only at run time.
+TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
+  const DataType i32 = DataType::int32(), u8 = DataType::uint(8), i8 = DataType::int_(8);
+  auto cast_to_i32 = [&](const Value& v, const char* name) {
+    auto a = make_node<te::CastAttrsNode>();
+    a->dtype = i32;
+    return call("cast", {v}, te::Attrs(a), name);
+  };
+  struct Case {
+    DataType bytes;
+    std::vector<int64_t> shape;
+    int zero_point;  // 0: none; 1: a constant; 2: a graph input, as at run time
+  };
+  for (const Case& c : {Case{u8, {2, 3, 12}, 2}, Case{i8, {5, 7}, 2}, Case{u8, {4, 9}, 1},
+                        Case{i8, {1, 2, 3, 8}, 0}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.bytes.str() << " " << shape_text(c.shape) << " zero point " << c.zero_point);
+    auto x = input("x", c.shape, c.bytes);
+    auto z = input("z", {1}, c.bytes);
+    te::NDArray constant_z(i32, {});
+    constant_z.set_int(0, c.bytes == u8 ? 131 : -9);
+    Value a = cast_to_i32(x, "wide");
+    if (c.zero_point == 1) a = call("subtract", {a, constant(constant_z, "zp")}, te::Attrs(), "a");
+    if (c.zero_point == 2) a = call("subtract", {a, cast_to_i32(z, "zp")}, te::Attrs(), "a");
+    const int64_t k = c.shape.back();
+    Value w = constant(te::NDArray::random(i32, {k, 6}, 4, -128, 127.99), "w");
+    std::vector<Ref<InputNode>> inputs = {x};
+    if (c.zero_point == 2) inputs.push_back(z);
+    Graph g = Graph::make(inputs, {call("nn.matmul", {a, w}, te::Attrs(), "mm")}, {"out"});
+    const std::string before = save_string(g);
+    Graph words = int8_conv2d_words(integer_matmul_as_conv2d(g));
+    EXPECT_EQ(save_string(g), before);
+    const std::string ops = ops_of(words);
+    EXPECT_NE(ops.find("nn.conv2d_int8x4"), std::string::npos) << ops;
+    EXPECT_EQ(ops.find("nn.matmul"), std::string::npos) << ops;
+    const double low = c.bytes == u8 ? 0 : -128, high = c.bytes == u8 ? 255.99 : 127.99;
+    std::vector<te::NDArray> in = {te::NDArray::random(c.bytes, c.shape, 9, low, high)};
+    if (c.zero_point == 2) in.push_back(te::NDArray::random(c.bytes, {1}, 10, low, high));
+    EXPECT_TRUE(
+        te::allclose(evaluate_graph(words, in)[0], evaluate_graph(g, in)[0], te::Tolerance{0, 0}));
+  }
+  // A padded convolution pads with the zero point's byte, which a zero point
+  // known only at run time does not give: left to int_conv2d_as_float.
+  auto x = input("x", {1, 5, 5, 8}, u8);
+  auto z = input("z", {}, u8);
+  auto padded = make_node<te::Conv2dAttrsNode>();
+  padded->padding = {1, 1, 1, 1};
+  padded->data_layout = "NHWC";
+  Value a = call("subtract", {cast_to_i32(x, "wide"), cast_to_i32(z, "zp")}, te::Attrs(), "a");
+  Value w = constant(te::NDArray::random(i32, {3, 3, 8, 4}, 4, -128, 127.99), "w");
+  Graph conv = Graph::make({x, z}, {call("nn.conv2d", {a, w}, te::Attrs(padded), "conv")}, {"out"});
+  EXPECT_EQ(ops_of(int8_conv2d_words(conv)), "cast cast subtract nn.conv2d");
+  std::vector<te::NDArray> in = {te::NDArray::random(u8, {1, 5, 5, 8}, 9, 0, 255.99),
+                                 te::NDArray::random(u8, {}, 10, 0, 255.99)};
+  Graph as_float = int_conv2d_as_float(conv);
+  EXPECT_NE(ops_of(as_float).find("cast nn.conv2d cast"), std::string::npos) << ops_of(as_float);
+  EXPECT_TRUE(te::allclose(evaluate_graph(as_float, in)[0], evaluate_graph(conv, in)[0],
+                           te::Tolerance{0, 0}));
 }
 
 TEST(GraphPasses, GroupedIntegerConvolutionsComputeExactlyInFloat) {

@@ -4,6 +4,7 @@ converters and ONNX Runtime's quantizer write them.
 
     /usr/bin/python3 convert_models.py float16|bfloat16 IN.onnx OUT.onnx [--inputs IN.inputs] [--wide]
     /usr/bin/python3 convert_models.py qdq|qoperator IN.onnx OUT.onnx --inputs IN.inputs
+    /usr/bin/python3 convert_models.py dynamic IN.onnx OUT.onnx [--inputs IN.inputs]
 
 float16:
 Every float32 tensor becomes float16: weights, Constant nodes, Cast targets,
@@ -26,6 +27,10 @@ qdq and qoperator: static quantization as ONNX Runtime's quantizer does it
 (see quantize()), calibrated on the inputs --inputs lists, by running the
 float32 model in ONNX Runtime (tools/ort, Node.js) with every tensor that
 needs a range as an output. The inputs are written again beside OUT.
+
+dynamic: as ONNX Runtime's quantize_dynamic writes it (see
+quantize_dynamic()): no calibration, the activations' ranges taken at run
+time by DynamicQuantizeLinear.
 
 Uses only Debian's python3-onnx (1.12) and python3-numpy.
 """
@@ -335,9 +340,74 @@ def quantize(model, inputs, form, near):
     return model, len(targets)
 
 
+def quantize_dynamic(model):
+    """`model` quantized as ONNX Runtime's `quantize_dynamic` writes it with
+    its defaults (IntegerOps; int8 weights, symmetric, one scale per
+    tensor): each Conv and MatMul with a constant weight reads its input
+    through a DynamicQuantizeLinear (one per value, uint8, the range taken
+    at run time) and becomes ConvInteger or MatMulInteger, a Cast of the
+    int32 product to float, and a Mul by the product of the two scales; a
+    Conv's bias is added after, reshaped to [1, C, 1, ...]. Recurrent
+    layers stay float here (the quantizer would write com.microsoft's
+    DynamicQuantizeLSTM)."""
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    inits, nodes, quantized = [], [], {}
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def dynamic(x):
+        """x's DynamicQuantizeLinear outputs (value, scale, zero point)."""
+        if x not in quantized:
+            outs = [x + ".quantized", x + ".scale", x + ".zero_point"]
+            nodes.append(helper.make_node("DynamicQuantizeLinear", [x], outs, name=x + ".quantize"))
+            quantized[x] = outs
+        return quantized[x]
+
+    count = 0
+    for n in g.node:
+        w = weights.get(n.input[1]) if len(n.input) > 1 else None
+        if n.op_type not in ("Conv", "MatMul") or w is None or w.dtype != np.float32 or \
+                n.input[0] in weights:
+            nodes.append(n)
+            continue
+        count += 1
+        scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
+        wname = n.input[1]
+        wq = const(wname + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
+        wz = const(wname + ".zero_point", np.int8(0))
+        ws = const(wname + ".scale", scale)
+        xq, xs, xz = dynamic(n.input[0])
+        op = "ConvInteger" if n.op_type == "Conv" else "MatMulInteger"
+        out = n.output[0]
+        integer = helper.make_node(op, [xq, wq, xz, wz], [out + ".int32"], name=n.name + ".quant")
+        if op == "ConvInteger":
+            integer.attribute.extend(n.attribute)
+        nodes.append(integer)
+        nodes.append(helper.make_node("Cast", [out + ".int32"], [out + ".cast"], to=F32, name=out + ".cast"))
+        nodes.append(helper.make_node("Mul", [xs, ws], [out + ".scales"], name=out + ".scales_mul"))
+        bias = n.input[2] if op == "ConvInteger" and len(n.input) > 2 and n.input[2] else None
+        scaled = out + ".scaled" if bias else out
+        nodes.append(helper.make_node("Mul", [out + ".cast", out + ".scales"], [scaled], name=out + ".scale_mul"))
+        if bias:
+            shape = const(out + ".bias_shape", np.array([1, -1] + [1] * (w.ndim - 2), np.int64))
+            nodes.append(helper.make_node("Reshape", [bias, shape], [out + ".bias"], name=out + ".bias_reshape"))
+            nodes.append(helper.make_node("Add", [scaled, out + ".bias"], [out], name=out + ".bias_add"))
+    used = {i for n in nodes for i in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(keep + inits)
+    del g.value_info[:]
+    return model, count
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["float16", "bfloat16", "qdq", "qoperator"])
+    ap.add_argument("kind", choices=["float16", "bfloat16", "qdq", "qoperator", "dynamic"])
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--inputs", help="the source model's NAME.inputs list, to convert its inputs too")
@@ -346,6 +416,10 @@ def main():
     args = ap.parse_args()
     if args.kind in ("float16", "bfloat16"):
         model = to_float16(onnx.load(args.src), F16 if args.kind == "float16" else BF16)
+    elif args.kind == "dynamic":
+        model, count = quantize_dynamic(onnx.load(args.src))
+        if count == 0:
+            raise SystemExit(f"{args.src}: nothing to quantize")
     else:
         if not args.inputs:
             raise SystemExit("quantizing needs --inputs (the calibration data)")

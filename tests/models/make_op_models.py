@@ -1270,6 +1270,31 @@ def _(g):
                                       g.const("bzp", np.uint8([9, 0, 200]))], ["acc2"]), elem=TensorProto.INT32)
 
 
+@case("dynamic_quantize_on_words")
+def _(g):
+    # Zero points known only at run time, on VNNI words (integer_matmul_as_conv2d,
+    # int8_conv2d_words): a batched MatMulInteger and a 1x1 ConvInteger after a
+    # DynamicQuantizeLinear, each scaled back as quantize_dynamic writes it; a
+    # padded ConvInteger (left to float32); MatMulInteger of int8 data by an
+    # int8 zero point that is a graph input.
+    x = g.input("x", [1, 12, 6, 5], -2, 3)
+    q, s, zp = g.node("DynamicQuantizeLinear", [x], ["q", "q_scale", "q_zp"])
+    w = g.const("w", g.rng.integers(-127, 128, [5, 8]).astype(np.int8))
+    ws = g.const("ws", np.float32(0.02))
+    scales = g.node("Mul", [s, ws])
+    acc = g.node("MatMulInteger", [q, w, zp, g.const("wzp", np.int8(0))])
+    g.output(g.node("Mul", [g.node("Cast", [acc], to=F), scales]))
+    k1 = g.const("k1", g.rng.integers(-127, 128, [7, 12, 1, 1]).astype(np.int8))
+    conv = g.node("ConvInteger", [q, k1, zp])
+    g.output(g.node("Mul", [g.node("Cast", [conv], to=F), scales]))
+    k3 = g.const("k3", g.rng.integers(-127, 128, [4, 12, 3, 3]).astype(np.int8))
+    g.output(g.node("ConvInteger", [q, k3, zp], pads=[1, 1, 1, 1]), elem=TensorProto.INT32)
+    a = g.input("a", [2, 3, 9], -128, 127.99, dtype=np.int8)
+    azp = g.input("azp", [], -128, 127.99, dtype=np.int8)
+    b = g.const("b", g.rng.integers(-128, 128, [9, 6]).astype(np.int8))
+    g.output(g.node("MatMulInteger", [a, b, azp]), elem=TensorProto.INT32)
+
+
 @case("conv_integer")
 def _(g):
     x = g.input("x", [1, 3, 7, 7], 0, 255.99, dtype=np.uint8)

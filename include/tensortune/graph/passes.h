@@ -49,11 +49,19 @@ Graph simplify_inference(const Graph& graph);
 /// depth-to-space shuffle, not a convolution of the stride-spread input.
 Graph convert_layout_nhwc(const Graph& graph);
 
+/// An int32 matmul of centred int8 or uint8 data (as MatMulInteger and
+/// QLinearMatMul import) by a constant 2-D matrix becomes a 1x1 NHWC
+/// conv2d over its rows, which int8_conv2d_words (VNNI) or
+/// int_conv2d_as_float then computes.
+Graph integer_matmul_as_conv2d(const Graph& graph);
+
 /// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
 /// cast, minus one zero point, as ConvInteger and QLinearConv import) with
 /// a constant kernel of int8 values becomes nn.conv2d_int8x4 on the bytes
 /// packed four channels to a word (VNNI's operands), padded with the zero
-/// point, minus the zero point times each output channel's weight sum.
+/// point, minus the zero point times each output channel's weight sum. A
+/// zero point known only at run time (DynamicQuantizeLinear's) is taken
+/// where nothing is padded.
 Graph int8_conv2d_words(const Graph& graph);
 
 /// An int32 NHWC conv2d of centred int8 or uint8 data with a constant
@@ -133,7 +141,8 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), int8_conv2d_words, int_conv2d_as_float, exact_integer_casts,
+/// folding constants again), integer_matmul_as_conv2d, int8_conv2d_words, int_conv2d_as_float,
+/// exact_integer_casts,
 /// float16_conv2d_in_float32, float16_ops_in_float32,
 /// winograd_conv2d and
 /// pad_output_channels (skipped without a target), scale_conv_weights, sink_reshapes. Runs under
