@@ -634,12 +634,11 @@ te::Attrs cast_attrs(ir::DataType t) {
   return te::Attrs(attrs_node(std::move(a)));
 }
 
-/// `v`, cast(z) of one int8 or uint8 value z to int32, as an int32 scalar:
-/// a zero point known only at run time.
-Value runtime_zero_point(const Value& v) {
+/// `v`, cast(z) of one value z of type `bytes` to int32, as an int32
+/// scalar: a zero point known only at run time.
+Value runtime_zero_point(const Value& v, ir::DataType bytes) {
   const CallNode* c = as_call(v);
-  if (!c || c->op != "cast" || c->dtype != ir::DataType::int32() ||
-      (c->args[0]->dtype != ir::DataType::uint(8) && c->args[0]->dtype != ir::DataType::int_(8)) ||
+  if (!c || c->op != "cast" || c->dtype != ir::DataType::int32() || c->args[0]->dtype != bytes ||
       !std::all_of(v->shape.begin(), v->shape.end(), [](int64_t e) { return e == 1; })) {
     return Value();
   }
@@ -661,12 +660,9 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
     return inner;
   }
   CentredBytes out;
+  Value zero_point;
   if (c->op == "subtract") {
-    if (auto z = uniform_integer(c->args[1])) {
-      out.zero_point = *z;
-    } else if (!(out.runtime_zero_point = runtime_zero_point(c->args[1]))) {
-      return std::nullopt;
-    }
+    zero_point = c->args[1];
     c = as_call(c->args[0]);
     if (!c) return std::nullopt;
   }
@@ -674,6 +670,14 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
     return std::nullopt;
   }
   const Value& x = c->args[0];
+  if (zero_point) {
+    // A zero point of the data's own type keeps |x - z| <= 255.
+    if (auto z = uniform_integer(zero_point)) {
+      out.zero_point = *z;
+    } else if (!(out.runtime_zero_point = runtime_zero_point(zero_point, x->dtype))) {
+      return std::nullopt;
+    }
+  }
   if (x->dtype == ir::DataType::uint(8)) {
     out.bytes = x;
     return out;
@@ -690,48 +694,122 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
   return out;
 }
 
+/// Whether every value of `kernel` is an int8 one.
+bool fits_int8(const te::NDArray& kernel) {
+  for (int64_t i = 0; i < kernel.size(); ++i) {
+    if (kernel.get(i) < -128 || kernel.get(i) > 127) return false;
+  }
+  return true;
+}
+
+/// Whether a convolution of centred bytes (|x| <= 255) with `kernel` (its
+/// last axis the output channels) sums exactly in float32: every product
+/// and partial sum an integer below 2^24, whatever the order of summation.
+bool sums_exact_in_float32(const te::NDArray& kernel) {
+  double largest = 0;
+  for (int64_t i = 0; i < kernel.size(); ++i) largest = std::max(largest, std::abs(kernel.get(i)));
+  const double terms =
+      static_cast<double>(kernel.size() / std::max<int64_t>(kernel.shape().back(), 1));
+  return terms * 255.0 * largest < 16777216.0;
+}
+
+te::Attrs shape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<te::ReshapeAttrsNode>();
+  a->shape = std::move(shape);
+  return te::Attrs(attrs_node(std::move(a)));
+}
+
 }  // namespace
 
 Graph integer_matmul_as_conv2d(const Graph& graph) {
+  // One view of the rows per value, however many matmuls read it (a
+  // transformer's Q, K and V projections): the passes after key on it.
+  std::unordered_map<const Object*, std::pair<Value, Value>> rows_of;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.matmul" || c.dtype != ir::DataType::int32()) return Value();
     const ConstantNode* weight = as_constant(args[1]);
     const std::vector<int64_t>& a = args[0]->shape;
-    if (!weight || weight->shape.size() != 2 || a.size() < 2 || !centred_bytes(args[0])) {
+    if (!weight || weight->shape.size() != 2 || a.size() < 2 || weight->shape[0] == 0 ||
+        weight->shape[1] == 0 || !centred_bytes(args[0])) {
       return Value();
     }
+    // Only where a pass after takes the convolution: on words, or in float32.
+    const te::NDArray& w = weight->data.array();
+    if (!fits_int8(w) && !sums_exact_in_float32(w)) return Value();
     const int64_t k = weight->shape[0], n = weight->shape[1];
-    if (k == 0 || n == 0) return Value();
-    const int64_t rows = checked_elements(a, "the matrix") / k;
+    auto [it, fresh] = rows_of.try_emplace(args[0].get());
+    if (fresh) {
+      const int64_t rows = checked_elements(a, "the matrix") / k;
+      it->second = {args[0], reshape_call(args[0], {1, 1, rows, k}, c.name + ".rows")};
+    }
     auto conv = make_node<te::Conv2dAttrsNode>();
     conv->data_layout = "NHWC";
     Value y =
         call("nn.conv2d",
-             {reshape_call(args[0], {1, 1, rows, k}, c.name + ".rows"),
-              constant(reshape_array(weight->data.array(), {1, 1, k, n}), weight->name + ".hwio")},
+             {it->second.second, constant(reshape_array(w, {1, 1, k, n}), weight->name + ".hwio")},
              te::Attrs(attrs_node(std::move(conv))), c.name + ".conv");
     return reshape_call(y, c.shape, c.name);
   });
 }
 
+namespace {
+
+/// A convolution's data as conv2d_int8x4 reads it: centred bytes in words
+/// of four, the word its padding holds (the zero point in each byte), and
+/// the zero point as a value where it is known only at run time.
+struct WordOperand {
+  Value data;  // keeps the object the operands are keyed by alive
+  std::optional<CentredBytes> bytes;
+  Value words, pad_word, runtime_zero_point;
+};
+
+WordOperand word_operand(const Value& data, const std::string& name) {
+  WordOperand out{data, centred_bytes(data), Value(), Value(), Value()};
+  if (!out.bytes) return out;
+  out.words = call("nn.pack_int8x4", {out.bytes->bytes}, te::Attrs(), name + ".words");
+  if (!out.bytes->runtime_zero_point) {
+    te::NDArray word(ir::DataType::int32(), {});
+    word.set_int(0,
+                 static_cast<int32_t>(static_cast<uint32_t>(out.bytes->zero_point) * 0x01010101u));
+    out.pad_word = constant(std::move(word), name + ".pad_word");
+    return out;
+  }
+  Value z = out.bytes->runtime_zero_point;
+  if (out.bytes->zero_point != 0) {
+    te::NDArray offset(ir::DataType::int32(), {});
+    offset.set_int(0, static_cast<int32_t>(out.bytes->zero_point));
+    z = call("add", {z, constant(std::move(offset), name + ".offset")}, te::Attrs(),
+             name + ".zero_point");
+  }
+  out.runtime_zero_point = z;
+  // The zero point's byte four times, packed as the data is (z * 0x01010101
+  // would overflow int32 where z >= 128).
+  Value bytes = call(
+      "expand", {call("cast", {z}, cast_attrs(ir::DataType::uint(8)), name + ".zero_point_byte")},
+      shape_attrs({4}), name + ".zero_point_bytes");
+  out.pad_word = reshape_call(call("nn.pack_int8x4", {bytes}, te::Attrs(), name + ".pad_words"), {},
+                              name + ".pad_word");
+  return out;
+}
+
+}  // namespace
+
 Graph int8_conv2d_words(const Graph& graph) {
+  // One packing per value, however many convolutions read it (a
+  // transformer's Q, K and V projections).
+  std::unordered_map<const Object*, WordOperand> operands;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
     const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
     const ConstantNode* weight = as_constant(args[1]);
     if (conv.data_layout != "NHWC" || conv.groups != 1 || !weight) return Value();
     const te::NDArray& w = weight->data.array();
-    for (int64_t i = 0; i < w.size(); ++i) {
-      if (w.get(i) < -128 || w.get(i) > 127) return Value();
-    }
-    std::optional<CentredBytes> data = centred_bytes(args[0]);
-    // The padding holds the zero point: a constant byte. (A zero point
-    // known only at run time is taken where nothing is padded: a 1x1
-    // convolution, a matmul.)
-    const bool padded =
-        std::any_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p != 0; });
-    if (!data ||
-        (data->runtime_zero_point ? padded : data->zero_point < 0 || data->zero_point > 255)) {
+    if (!fits_int8(w)) return Value();
+    auto [it, fresh] = operands.try_emplace(args[0].get());
+    if (fresh) it->second = word_operand(args[0], c.name);
+    const WordOperand& data = it->second;
+    if (!data.bytes || (!data.runtime_zero_point &&
+                        (data.bytes->zero_point < 0 || data.bytes->zero_point > 255))) {
       return Value();
     }
     // The kernel in words, and per output channel the sum of its weights:
@@ -740,53 +818,39 @@ Graph int8_conv2d_words(const Graph& graph) {
     const int64_t r = w.shape()[0], s = w.shape()[1], channels = w.shape()[2], k = w.shape()[3];
     const int64_t words = (channels + 3) / 4;
     te::NDArray packed(ir::DataType::int32(), {r, s, words, k});
-    std::vector<int64_t> weight_sums(static_cast<size_t>(k), 0);
+    te::NDArray weight_sums(ir::DataType::int32(), {k});  // zeros
     for (int64_t rs = 0; rs < r * s; ++rs) {
       for (int64_t word = 0; word < words; ++word) {
         for (int64_t o = 0; o < k; ++o) {
           uint32_t bits = 0;
           for (int64_t j = 0; j < 4 && 4 * word + j < channels; ++j) {
             const auto v = static_cast<int64_t>(w.get((rs * channels + 4 * word + j) * k + o));
-            weight_sums[static_cast<size_t>(o)] += v;
+            weight_sums.set_int(o, static_cast<int32_t>(weight_sums.get(o) + v));
             bits |= (static_cast<uint32_t>(v) & 0xffu) << (8 * j);
           }
           packed.set_int((rs * words + word) * k + o, static_cast<int32_t>(bits));
         }
       }
     }
-    // The padding holds the zero point in each byte.
-    te::NDArray pad_word(ir::DataType::int32(), {});
-    if (!data->runtime_zero_point) {
-      pad_word.set_int(0,
-                       static_cast<int32_t>(static_cast<uint32_t>(data->zero_point) * 0x01010101u));
-    }
-    Value out = call("nn.conv2d_int8x4",
-                     {call("nn.pack_int8x4", {data->bytes}, te::Attrs(), c.name + ".words"),
-                      constant(std::move(packed), weight->name + ".words"),
-                      constant(std::move(pad_word), c.name + ".pad_word")},
-                     c.attrs, c.name);
-    if (data->runtime_zero_point) {
-      te::NDArray sums(ir::DataType::int32(), {k});
-      for (int64_t o = 0; o < k; ++o) sums.set_int(o, weight_sums[static_cast<size_t>(o)]);
-      Value zero_point = data->runtime_zero_point;
-      if (data->zero_point != 0) {
-        te::NDArray offset(ir::DataType::int32(), {});
-        offset.set_int(0, static_cast<int32_t>(data->zero_point));
-        zero_point = call("add", {zero_point, constant(std::move(offset), c.name + ".offset")},
-                          te::Attrs(), c.name + ".zero_point");
-      }
-      Value correction =
-          call("multiply", {zero_point, constant(std::move(sums), c.name + ".weight_sums")},
+    Value out =
+        call("nn.conv2d_int8x4",
+             {data.words, constant(std::move(packed), weight->name + ".words"), data.pad_word},
+             c.attrs, c.name);
+    Value correction;
+    if (data.runtime_zero_point) {
+      correction =
+          call("multiply",
+               {data.runtime_zero_point, constant(std::move(weight_sums), c.name + ".weight_sums")},
                te::Attrs(), c.name + ".zero_point_sums");
-      return call("subtract", {out, correction}, te::Attrs(), c.name + ".centred");
+    } else if (data.bytes->zero_point != 0) {
+      const auto z = static_cast<int32_t>(data.bytes->zero_point);
+      for (int64_t o = 0; o < k; ++o)
+        weight_sums.set_int(o, z * static_cast<int32_t>(weight_sums.get(o)));
+      correction = constant(std::move(weight_sums), c.name + ".zero_point_sums");
+    } else {
+      return out;
     }
-    if (data->zero_point == 0) return out;
-    te::NDArray correction(ir::DataType::int32(), {k});
-    for (int64_t o = 0; o < k; ++o) {
-      correction.set_int(o, data->zero_point * weight_sums[static_cast<size_t>(o)]);
-    }
-    return call("subtract", {out, constant(std::move(correction), c.name + ".zero_point_sums")},
-                te::Attrs(), c.name + ".centred");
+    return call("subtract", {out, correction}, te::Attrs(), c.name + ".centred");
   });
 }
 
@@ -852,14 +916,7 @@ Graph int_conv2d_as_float(const Graph& graph) {
     const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
     const ConstantNode* weight = as_constant(args[1]);
     if (conv.data_layout != "NHWC" || !weight || !centred_bytes(args[0])) return Value();
-    // Every product and partial sum is an integer below 2^24, which
-    // float32 holds exactly, whatever order the sums are taken in: the data
-    // is bytes less a zero point of 0..255, |x| <= 255.
-    const te::NDArray& w = weight->data.array();
-    double largest = 0;
-    for (int64_t i = 0; i < w.size(); ++i) largest = std::max(largest, std::abs(w.get(i)));
-    const double terms = static_cast<double>(w.shape()[0] * w.shape()[1] * w.shape()[2]);
-    if (terms * 255.0 * largest >= 16777216.0) return Value();
+    if (!sums_exact_in_float32(weight->data.array())) return Value();
     return call("cast", {copies.call_in_float32(c, args)}, cast_attrs(ir::DataType::int32()),
                 c.name);
   });

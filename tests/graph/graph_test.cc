@@ -560,23 +560,65 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
     EXPECT_TRUE(
         te::allclose(evaluate_graph(words, in)[0], evaluate_graph(g, in)[0], te::Tolerance{0, 0}));
   }
-  // A padded convolution pads with the zero point's byte, which a zero point
-  // known only at run time does not give: left to int_conv2d_as_float.
-  auto x = input("x", {1, 5, 5, 8}, u8);
-  auto z = input("z", {}, u8);
-  auto padded = make_node<te::Conv2dAttrsNode>();
-  padded->padding = {1, 1, 1, 1};
-  padded->data_layout = "NHWC";
-  Value a = call("subtract", {cast_to_i32(x, "wide"), cast_to_i32(z, "zp")}, te::Attrs(), "a");
-  Value w = constant(te::NDArray::random(i32, {3, 3, 8, 4}, 4, -128, 127.99), "w");
-  Graph conv = Graph::make({x, z}, {call("nn.conv2d", {a, w}, te::Attrs(padded), "conv")}, {"out"});
-  EXPECT_EQ(ops_of(int8_conv2d_words(conv)), "cast cast subtract nn.conv2d");
-  std::vector<te::NDArray> in = {te::NDArray::random(u8, {1, 5, 5, 8}, 9, 0, 255.99),
-                                 te::NDArray::random(u8, {}, 10, 0, 255.99)};
-  Graph as_float = int_conv2d_as_float(conv);
-  EXPECT_NE(ops_of(as_float).find("cast nn.conv2d cast"), std::string::npos) << ops_of(as_float);
-  EXPECT_TRUE(te::allclose(evaluate_graph(as_float, in)[0], evaluate_graph(conv, in)[0],
-                           te::Tolerance{0, 0}));
+  // Two readers of one value share its conversion (a transformer's Q, K and
+  // V projections); a matrix neither on words nor exact in float32 stays.
+  auto rows = input("rows", {6, 7}, i8);
+  Value centred_rows =
+      call("subtract",
+           {cast_to_i32(rows, "wide"), constant(te::NDArray::random(i32, {}, 3, 5, 6), "zp")},
+           te::Attrs(), "a");
+  auto product = [&](const char* name, double high) {
+    return call("nn.matmul",
+                {centred_rows, constant(te::NDArray::random(i32, {7, 4}, 4, -128, high), "w")},
+                te::Attrs(), name);
+  };
+  Graph shared = Graph::make({rows}, {product("q", 127.99), product("k", 127.99)}, {"q", "k"});
+  const std::string ops = ops_of(int8_conv2d_words(integer_matmul_as_conv2d(shared)));
+  auto count = [&](const std::string& op) {
+    size_t n = 0;
+    for (size_t at = ops.find(op + " "); at != std::string::npos; at = ops.find(op + " ", at + 1)) {
+      n += at == 0 || ops[at - 1] == ' ';
+    }
+    return n;
+  };
+  EXPECT_EQ(count("nn.conv2d_int8x4"), 2u) << ops;
+  EXPECT_EQ(count("nn.pack_int8x4"), 1u) << ops;
+  EXPECT_EQ(count("add"), 1u) << ops;  // int8 moved up by 128 once
+  auto wide = input("wide", {2, 1024}, u8);
+  Value centred = call(
+      "subtract", {cast_to_i32(wide, "w32"), constant(te::NDArray::random(i32, {}, 3, 5, 6), "zp")},
+      te::Attrs(), "centred");
+  Value beyond = constant(te::NDArray::random(i32, {1024, 4}, 4, 0, 255.99), "beyond");
+  Graph stays =
+      Graph::make({wide}, {call("nn.matmul", {centred, beyond}, te::Attrs(), "mm")}, {"out"});
+  EXPECT_EQ(ops_of(integer_matmul_as_conv2d(stays)), "cast subtract nn.matmul");
+
+  // A padded convolution pads with the zero point's byte, computed at run
+  // time here; a grouped one is left to int_conv2d_as_float.
+  for (int64_t groups : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << groups << " groups");
+    auto x = input("x", {1, 5, 5, 8}, u8);
+    auto z = input("z", {}, u8);
+    auto padded = make_node<te::Conv2dAttrsNode>();
+    padded->padding = {1, 2, 1, 0};
+    padded->groups = groups;
+    padded->data_layout = "NHWC";
+    Value a = call("subtract", {cast_to_i32(x, "wide"), cast_to_i32(z, "zp")}, te::Attrs(), "a");
+    Value w = constant(te::NDArray::random(i32, {3, 3, 8 / groups, 4}, 4, -128, 127.99), "w");
+    Graph conv =
+        Graph::make({x, z}, {call("nn.conv2d", {a, w}, te::Attrs(padded), "conv")}, {"out"});
+    Graph out = int_conv2d_as_float(int8_conv2d_words(conv));
+    const std::string ops = ops_of(out);
+    EXPECT_EQ(ops.find("nn.conv2d_int8x4") != std::string::npos, groups == 1) << ops;
+    EXPECT_EQ(ops.find("cast nn.conv2d cast") != std::string::npos, groups == 2) << ops;
+    for (double zero_point : {0.0, 131.0, 255.0}) {  // 128 and more: a negative pad word
+      te::NDArray zp(u8, {});
+      zp.set(0, zero_point);
+      std::vector<te::NDArray> in = {te::NDArray::random(u8, {1, 5, 5, 8}, 9, 0, 255.99), zp};
+      EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], evaluate_graph(conv, in)[0],
+                               te::Tolerance{0, 0}));
+    }
+  }
 }
 
 TEST(GraphPasses, GroupedIntegerConvolutionsComputeExactlyInFloat) {

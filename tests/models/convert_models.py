@@ -347,9 +347,10 @@ def quantize_dynamic(model):
     through a DynamicQuantizeLinear (one per value, uint8, the range taken
     at run time) and becomes ConvInteger or MatMulInteger, a Cast of the
     int32 product to float, and a Mul by the product of the two scales; a
-    Conv's bias is added after, reshaped to [1, C, 1, ...]. Recurrent
-    layers stay float here (the quantizer would write com.microsoft's
-    DynamicQuantizeLSTM)."""
+    Conv's bias is added after, reshaped to [1, C, 1, ...]. Two things the
+    quantizer would also do stay float here: recurrent layers (it writes
+    com.microsoft's DynamicQuantizeLSTM) and Gathers of constant tables
+    (embeddings, which it stores as uint8 and dequantizes after)."""
     g = model.graph
     weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     inits, nodes, quantized = [], [], {}
@@ -374,11 +375,13 @@ def quantize_dynamic(model):
             nodes.append(n)
             continue
         count += 1
-        scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
         wname = n.input[1]
-        wq = const(wname + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
-        wz = const(wname + ".zero_point", np.int8(0))
-        ws = const(wname + ".scale", scale)
+        if wname + ".quantized" not in {t.name for t in inits}:  # a weight two nodes share: once
+            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
+            const(wname + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
+            const(wname + ".zero_point", np.int8(0))
+            const(wname + ".scale", scale)
+        wq, wz, ws = wname + ".quantized", wname + ".zero_point", wname + ".scale"
         xq, xs, xz = dynamic(n.input[0])
         op = "ConvInteger" if n.op_type == "Conv" else "MatMulInteger"
         out = n.output[0]

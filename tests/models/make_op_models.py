@@ -1274,9 +1274,9 @@ def _(g):
 def _(g):
     # Zero points known only at run time, on VNNI words (integer_matmul_as_conv2d,
     # int8_conv2d_words): a batched MatMulInteger and a 1x1 ConvInteger after a
-    # DynamicQuantizeLinear, each scaled back as quantize_dynamic writes it; a
-    # padded ConvInteger (left to float32); MatMulInteger of int8 data by an
-    # int8 zero point that is a graph input.
+    # DynamicQuantizeLinear, each scaled back as quantize_dynamic writes it;
+    # padded ConvIntegers; MatMulInteger of int8 data by an int8 zero point
+    # that is a graph input.
     x = g.input("x", [1, 12, 6, 5], -2, 3)
     q, s, zp = g.node("DynamicQuantizeLinear", [x], ["q", "q_scale", "q_zp"])
     w = g.const("w", g.rng.integers(-127, 128, [5, 8]).astype(np.int8))
@@ -1287,8 +1287,12 @@ def _(g):
     k1 = g.const("k1", g.rng.integers(-127, 128, [7, 12, 1, 1]).astype(np.int8))
     conv = g.node("ConvInteger", [q, k1, zp])
     g.output(g.node("Mul", [g.node("Cast", [conv], to=F), scales]))
+    # Padded: the padding holds the zero point, here below and above 128.
     k3 = g.const("k3", g.rng.integers(-127, 128, [4, 12, 3, 3]).astype(np.int8))
     g.output(g.node("ConvInteger", [q, k3, zp], pads=[1, 1, 1, 1]), elem=TensorProto.INT32)
+    q2, _, zp2 = g.node("DynamicQuantizeLinear", [g.input("x2", [1, 12, 6, 5], -3, 1)],
+                        ["q2", "q2_scale", "q2_zp"])
+    g.output(g.node("ConvInteger", [q2, k3, zp2], pads=[2, 1, 0, 1]), elem=TensorProto.INT32)
     a = g.input("a", [2, 3, 9], -128, 127.99, dtype=np.int8)
     azp = g.input("azp", [], -128, 127.99, dtype=np.int8)
     b = g.const("b", g.rng.integers(-128, 128, [9, 6]).astype(np.int8))

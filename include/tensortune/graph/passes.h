@@ -51,8 +51,8 @@ Graph convert_layout_nhwc(const Graph& graph);
 
 /// An int32 matmul of centred int8 or uint8 data (as MatMulInteger and
 /// QLinearMatMul import) by a constant 2-D matrix becomes a 1x1 NHWC
-/// conv2d over its rows, which int8_conv2d_words (VNNI) or
-/// int_conv2d_as_float then computes.
+/// conv2d over its rows where int8_conv2d_words (an int8 matrix, on VNNI)
+/// or int_conv2d_as_float (sums float32 holds exactly) then takes it.
 Graph integer_matmul_as_conv2d(const Graph& graph);
 
 /// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
@@ -61,11 +61,11 @@ Graph integer_matmul_as_conv2d(const Graph& graph);
 /// packed four channels to a word (VNNI's operands), padded with the zero
 /// point, minus the zero point times each output channel's weight sum. A
 /// zero point known only at run time (DynamicQuantizeLinear's) is taken
-/// where nothing is padded.
+/// too, its pad word packed at run time.
 Graph int8_conv2d_words(const Graph& graph);
 
 /// An int32 NHWC conv2d of centred int8 or uint8 data with a constant
-/// kernel that int8_conv2d_words leaves (grouped, depthwise) computes in
+/// kernel that int8_conv2d_words leaves (grouped, depthwise, wider than int8) computes in
 /// float32 and is cast back, where every partial sum is an integer that
 /// float32 holds exactly: float vector kernels run faster than int32 ones.
 Graph int_conv2d_as_float(const Graph& graph);
