@@ -1013,6 +1013,11 @@ class Importer {
   /// product of the scales, plus the bias; what ONNX Runtime computes for
   /// it. Null when the operands are not so (defined below).
   Value integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in);
+  /// The same for a MatMul of dequantized data (one scale and zero point)
+  /// and a dequantized constant matrix (one scale, or one per column): as
+  /// MatMulInteger computes it, times the product of the scales, as ONNX
+  /// Runtime's fused QDQ kernels do (null where the pattern does not hold).
+  Value integer_qdq_matmul(const onnx::NodeProto& n, const std::vector<Value>& in);
 
   /// GridSample of a 4-D `x` at `grid`'s points: each tap of the
   /// interpolation gathered from x by a computed index and weighted, as
@@ -1025,7 +1030,8 @@ class Importer {
                   const Value& batch_indices);
 
   /// What DequantizeLinear computed a value from, by the value: the QDQ
-  /// form's Conv computes on the integers (integer_qdq_conv).
+  /// form's Conv and MatMul compute on the integers (integer_qdq_conv,
+  /// integer_qdq_matmul).
   struct Dequantization {
     Value result, q, scale, zero_point;
     int64_t axis = 1;  ///< of a per-axis scale
@@ -2280,6 +2286,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(out);
   };
   h["MatMul"] = [this, need, one](const onnx::NodeProto& n, const std::vector<Value>& in) {
+    if (Value integer = integer_qdq_matmul(n, in)) return one(integer);
     Value a = need(in, 0, "A"), b = need(in, 1, "B");
     if (holds_nothing(a) || holds_nothing(b)) return one(matmul_of_nothing(a, b, n));
     // 1-D operands as numpy treats them: a row, or a column, then dropped.
@@ -4507,6 +4514,37 @@ Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Val
                    te::Attrs(), n);
   if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
   return out;
+}
+
+Value Importer::integer_qdq_matmul(const onnx::NodeProto& n, const std::vector<Value>& in) {
+  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() < 2 || in[1]->shape.size() != 2 ||
+      holds_nothing(in[0]) || holds_nothing(in[1])) {
+    return Value();
+  }
+  auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
+  if (x == dequantized_.end() || w == dequantized_.end()) return Value();
+  auto elements = [](const Value& v) {
+    return checked_elements(v->shape, "a scale or zero point");
+  };
+  const int64_t columns = in[1]->shape[1];
+  const Value &xs = x->second.scale, &ws = w->second.scale, &wz = w->second.zero_point;
+  auto per_column = [&](const Value& v) {
+    return elements(v) == 1 || (elements(v) == columns && w->second.axis == 1);
+  };
+  if (!xs || !ws || elements(xs) != 1 || !per_column(ws) || (wz && !per_column(wz)) ||
+      (x->second.zero_point && elements(x->second.zero_point) != 1) || !constant_of(w->second.q)) {
+    return Value();
+  }
+  auto scalar = [&](const Value& v) { return make("reshape", {v}, reshape_attrs({}), n); };
+  Value x_zero_point = x->second.zero_point ? scalar(x->second.zero_point) : Value();
+  Value w_zero_point = wz ? make("reshape", {wz}, reshape_attrs({elements(wz)}), n) : Value();
+  Value acc =
+      handlers_.at("MatMulInteger")(n, {x->second.q, w->second.q, x_zero_point, w_zero_point})[0];
+  Value scale =
+      make("multiply", {scalar(xs), make("reshape", {ws}, reshape_attrs({elements(ws)}), n)},
+           te::Attrs(), n);
+  return make("multiply", {make("cast", {acc}, cast_attrs(DataType::float32()), n), scale},
+              te::Attrs(), n);
 }
 
 Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const Value& w) {

@@ -844,8 +844,7 @@ Graph int8_conv2d_words(const Graph& graph) {
                te::Attrs(), c.name + ".zero_point_sums");
     } else if (data.bytes->zero_point != 0) {
       const auto z = static_cast<int32_t>(data.bytes->zero_point);
-      for (int64_t o = 0; o < k; ++o)
-        weight_sums.set_int(o, z * static_cast<int32_t>(weight_sums.get(o)));
+      for (int64_t o = 0; o < k; ++o) weight_sums.set_int(o, int64_t{z} * weight_sums.get_int(o));
       correction = constant(std::move(weight_sums), c.name + ".zero_point_sums");
     } else {
       return out;

@@ -567,13 +567,19 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
       call("subtract",
            {cast_to_i32(rows, "wide"), constant(te::NDArray::random(i32, {}, 3, 5, 6), "zp")},
            te::Attrs(), "a");
-  auto product = [&](const char* name, double high) {
+  auto product = [&](const char* name, uint64_t seed) {
     return call("nn.matmul",
-                {centred_rows, constant(te::NDArray::random(i32, {7, 4}, 4, -128, high), "w")},
+                {centred_rows, constant(te::NDArray::random(i32, {7, 4}, seed, -128, 127.99), "w")},
                 te::Attrs(), name);
   };
-  Graph shared = Graph::make({rows}, {product("q", 127.99), product("k", 127.99)}, {"q", "k"});
-  const std::string ops = ops_of(int8_conv2d_words(integer_matmul_as_conv2d(shared)));
+  Graph shared = Graph::make({rows}, {product("q", 4), product("k", 5)}, {"q", "k"});
+  Graph shared_words = int8_conv2d_words(integer_matmul_as_conv2d(shared));
+  const std::string ops = ops_of(shared_words);
+  std::vector<te::NDArray> shared_in = {te::NDArray::random(i8, {6, 7}, 9, -128, 127.99)};
+  for (size_t o = 0; o < 2; ++o) {
+    EXPECT_TRUE(te::allclose(evaluate_graph(shared_words, shared_in)[o],
+                             evaluate_graph(shared, shared_in)[o], te::Tolerance{0, 0}));
+  }
   auto count = [&](const std::string& op) {
     size_t n = 0;
     for (size_t at = ops.find(op + " "); at != std::string::npos; at = ops.find(op + " ", at + 1)) {
@@ -594,11 +600,12 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
   EXPECT_EQ(ops_of(integer_matmul_as_conv2d(stays)), "cast subtract nn.matmul");
 
   // A padded convolution pads with the zero point's byte, computed at run
-  // time here; a grouped one is left to int_conv2d_as_float.
-  for (int64_t groups : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << groups << " groups");
-    auto x = input("x", {1, 5, 5, 8}, u8);
-    auto z = input("z", {}, u8);
+  // time here (int8 data and zero point moved up by 128); a grouped one is
+  // left to int_conv2d_as_float.
+  for (auto [bytes, groups] : {std::pair{u8, 1}, std::pair{i8, 1}, std::pair{u8, 2}}) {
+    SCOPED_TRACE(::testing::Message() << bytes.str() << ", " << groups << " groups");
+    auto x = input("x", {1, 5, 5, 8}, bytes);
+    auto z = input("z", {}, bytes);
     auto padded = make_node<te::Conv2dAttrsNode>();
     padded->padding = {1, 2, 1, 0};
     padded->groups = groups;
@@ -611,10 +618,15 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
     const std::string ops = ops_of(out);
     EXPECT_EQ(ops.find("nn.conv2d_int8x4") != std::string::npos, groups == 1) << ops;
     EXPECT_EQ(ops.find("cast nn.conv2d cast") != std::string::npos, groups == 2) << ops;
-    for (double zero_point : {0.0, 131.0, 255.0}) {  // 128 and more: a negative pad word
-      te::NDArray zp(u8, {});
+    // A byte of 128 or more (as uint8) makes a negative pad word.
+    const bool is_u8 = bytes == u8;
+    for (double zero_point :
+         is_u8 ? std::vector<double>{0, 131, 255} : std::vector<double>{-128, -1, 0, 127}) {
+      te::NDArray zp(bytes, {});
       zp.set(0, zero_point);
-      std::vector<te::NDArray> in = {te::NDArray::random(u8, {1, 5, 5, 8}, 9, 0, 255.99), zp};
+      std::vector<te::NDArray> in = {
+          te::NDArray::random(bytes, {1, 5, 5, 8}, 9, is_u8 ? 0 : -128, is_u8 ? 255.99 : 127.99),
+          zp};
       EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], evaluate_graph(conv, in)[0],
                                te::Tolerance{0, 0}));
     }

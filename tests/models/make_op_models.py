@@ -1368,6 +1368,27 @@ def _(g):
     g.output(g.node("DequantizeLinear", [yq, g.const("ys_d", np.float32(0.04)), g.const("yzp_d", np.uint8(0))]))
 
 
+@case("qdq_matmul")
+def _(g):
+    # MatMul in QDQ form (a transformer quantized by ONNX Runtime): an integer
+    # product here too, per-column weight scales and one per tensor; the
+    # un-requantized output matches ONNX Runtime's to float rounding, the
+    # requantized one to a quantum (y's scale).
+    g.atol = 0.05
+    x = g.input("x", [2, 5, 12], -1, 1)
+    xq = g.node("QuantizeLinear", [x, g.const("xs", np.float32(0.008)), g.const("xzp", np.uint8(131))])
+    xd = g.node("DequantizeLinear", [xq, g.const("xs_d", np.float32(0.008)), g.const("xzp_d", np.uint8(131))])
+    ws = g.rng.uniform(0.002, 0.006, [6]).astype(np.float32)
+    wq = g.const("wq", g.rng.integers(-127, 128, [12, 6]).astype(np.int8))
+    wd = g.node("DequantizeLinear", [wq, g.const("ws", ws), g.const("wzp", np.int8([0] * 6))], axis=1)
+    y = g.node("MatMul", [xd, wd])
+    yq = g.node("QuantizeLinear", [y, g.const("ys", np.float32(0.05)), g.const("yzp", np.uint8(128))])
+    g.output(g.node("DequantizeLinear", [yq, g.const("ys_d", np.float32(0.05)), g.const("yzp_d", np.uint8(128))]))
+    vq = g.const("vq", g.rng.integers(-127, 128, [12, 7]).astype(np.int8))
+    vd = g.node("DequantizeLinear", [vq, g.const("vs", np.float32(0.004)), g.const("vzp", np.int8(0))])
+    g.output(g.node("MatMul", [xd, vd]))
+
+
 @case("qdq_depthwise_conv")
 def _(g):
     # A depthwise and a grouped convolution in QDQ form, as a MobileNet's
