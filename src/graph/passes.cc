@@ -648,15 +648,17 @@ Value runtime_zero_point(const Value& v, ir::DataType bytes) {
 /// `data` (int32) as centred int8 or uint8 bytes, as the ONNX importer
 /// writes ConvInteger's, MatMulInteger's and QLinearConv's operand: cast(x)
 /// or subtract(cast(x), zero point), the zero point a constant or one value
-/// of x's type, maybe seen through a transpose or reshape. int8 bytes are
+/// of x's type, maybe seen through a transpose, reshape or take. int8 bytes are
 /// moved up by 128 to uint8, and their zero point with them.
 std::optional<CentredBytes> centred_bytes(const Value& data) {
   const CallNode* c = as_call(data);
   if (!c) return std::nullopt;
-  if (c->op == "transpose" || c->op == "reshape") {
+  if (c->op == "transpose" || c->op == "reshape" || c->op == "take") {
     auto inner = centred_bytes(c->args[0]);
     if (!inner) return std::nullopt;
-    inner->bytes = call(c->op, {inner->bytes}, c->attrs, c->name + ".bytes");
+    std::vector<Value> moved = c->args;
+    moved[0] = inner->bytes;
+    inner->bytes = call(c->op, std::move(moved), c->attrs, c->name + ".bytes");
     return inner;
   }
   CentredBytes out;
@@ -793,6 +795,52 @@ WordOperand word_operand(const Value& data, const std::string& name) {
 }
 
 }  // namespace
+
+Graph integer_conv2d_as_patches(const Graph& graph) {
+  // The patches' bytes: a copy, and its index a constant four times that.
+  constexpr int64_t kMaxPatchBytes = int64_t{1} << 20;
+  return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
+    if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
+    const auto& conv = dynamic_cast<const te::Conv2dAttrsNode&>(*c.attrs);
+    const ConstantNode* weight = as_constant(args[1]);
+    if (conv.data_layout != "NHWC" || conv.groups != 1 || !weight) return Value();
+    const std::vector<int64_t>& in = args[0]->shape;  // N, H, W, C
+    const te::NDArray& w = weight->data.array();      // HWIO
+    const int64_t r = w.shape()[0], s = w.shape()[1], channels = w.shape()[2], k = w.shape()[3];
+    const int64_t oh = c.shape[1], ow = c.shape[2], taps = r * s * channels;
+    const bool padded =
+        std::any_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p != 0; });
+    if (channels % 4 == 0 || r * s == 1 || padded || in[0] * oh * ow * taps > kMaxPatchBytes ||
+        !fits_int8(w) || !centred_bytes(args[0])) {
+      return Value();
+    }
+    auto [sh, sw] = std::pair{conv.strides[0], conv.strides[1]};
+    auto [dh, dw] = std::pair{conv.dilation[0], conv.dilation[1]};
+    te::NDArray index(ir::DataType::int32(), {oh * ow, taps});
+    int64_t at = 0;
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t x = 0; x < ow; ++x) {
+        for (int64_t ry = 0; ry < r; ++ry) {
+          for (int64_t rx = 0; rx < s; ++rx) {
+            const int64_t first = ((y * sh + ry * dh) * in[2] + x * sw + rx * dw) * in[3];
+            for (int64_t ch = 0; ch < channels; ++ch) {
+              index.set_int(at++, static_cast<int32_t>(first + ch));
+            }
+          }
+        }
+      }
+    }
+    Value flat = reshape_call(args[0], {in[0], in[1] * in[2] * in[3]}, c.name + ".flat");
+    Value patches = call("take", {flat, constant(std::move(index), c.name + ".patch_index")},
+                         axis_attrs(1), c.name + ".patches");
+    auto pointwise = make_node<te::Conv2dAttrsNode>();
+    pointwise->data_layout = "NHWC";
+    return call("nn.conv2d",
+                {reshape_call(patches, {in[0], oh, ow, taps}, c.name + ".patch_rows"),
+                 constant(reshape_array(w, {1, 1, taps, k}), weight->name + ".taps")},
+                te::Attrs(attrs_node(std::move(pointwise))), c.name);
+  });
+}
 
 Graph int8_conv2d_words(const Graph& graph) {
   // One packing per value, however many convolutions read it (a
@@ -1201,6 +1249,7 @@ const std::vector<PipelinePass>& pipeline() {
       {"fold_constants", any_target<fold_constants>},
       {"convert_layout_nhwc", any_target<convert_layout_nhwc>},
       {"integer_matmul_as_conv2d", any_target<integer_matmul_as_conv2d>},
+      {"integer_conv2d_as_patches", any_target<integer_conv2d_as_patches>},
       {"int8_conv2d_words", any_target<int8_conv2d_words>},
       {"int_conv2d_as_float", any_target<int_conv2d_as_float>},
       {"exact_integer_casts", any_target<exact_integer_casts>},

@@ -183,6 +183,7 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
            {"simplify_inference", simplify_inference},
            {"convert_layout_nhwc", convert_layout_nhwc},
            {"integer_matmul_as_conv2d", integer_matmul_as_conv2d},
+           {"integer_conv2d_as_patches", integer_conv2d_as_patches},
            {"int8_conv2d_words", int8_conv2d_words},
            {"int_conv2d_as_float", int_conv2d_as_float},
            {"exact_integer_casts", exact_integer_casts},
@@ -208,12 +209,13 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
     }
   }
   EXPECT_EQ(ops.find("batch_norm"), std::string::npos) << ops;
-  EXPECT_EQ(optimize_pass_names(),
-            (std::vector<std::string>{
-                "simplify_inference", "fold_constants", "convert_layout_nhwc",
-                "integer_matmul_as_conv2d", "int8_conv2d_words", "int_conv2d_as_float",
-                "exact_integer_casts", "float16_conv2d_in_float32", "float16_ops_in_float32",
-                "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
+  EXPECT_EQ(
+      optimize_pass_names(),
+      (std::vector<std::string>{
+          "simplify_inference", "fold_constants", "convert_layout_nhwc", "integer_matmul_as_conv2d",
+          "integer_conv2d_as_patches", "int8_conv2d_words", "int_conv2d_as_float",
+          "exact_integer_casts", "float16_conv2d_in_float32", "float16_ops_in_float32",
+          "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
 }
 
 // Output channels no vector width divides: a few zero channels more, sliced
@@ -630,6 +632,46 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
       EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], evaluate_graph(conv, in)[0],
                                te::Tolerance{0, 0}));
     }
+  }
+}
+
+// An int8 convolution of few channels (an STFT's one) over a wide window:
+// a 1x1 convolution over its patches, whose words of four are full.
+TEST(GraphPasses, FewChannelIntegerConvolutionsComputeOnPatches) {
+  const DataType i32 = DataType::int32(), u8 = DataType::uint(8), i8 = DataType::int_(8);
+  auto conv_attrs_of = [](std::vector<int64_t> strides, std::vector<int64_t> dilation) {
+    auto a = make_node<te::Conv2dAttrsNode>();
+    a->strides = std::move(strides);
+    a->dilation = std::move(dilation);
+    a->data_layout = "NHWC";
+    return te::Attrs(a);
+  };
+  struct Case {
+    DataType bytes;
+    std::vector<int64_t> data, kernel;
+    te::Attrs attrs;
+  };
+  for (const Case& c : {Case{u8, {1, 1, 200, 1}, {1, 32, 1, 10}, conv_attrs_of({1, 16}, {1, 1})},
+                        Case{i8, {2, 9, 8, 3}, {2, 3, 3, 5}, conv_attrs_of({2, 1}, {2, 2})}}) {
+    SCOPED_TRACE(c.bytes.str());
+    auto x = input("x", c.data, c.bytes);
+    auto cast = make_node<te::CastAttrsNode>();
+    cast->dtype = i32;
+    Value centred = call("subtract",
+                         {call("cast", {x}, te::Attrs(cast), "wide"),
+                          constant(te::NDArray::random(i32, {}, 3, -9, 9), "zp")},
+                         te::Attrs(), "centred");
+    Value w = constant(te::NDArray::random(i32, c.kernel, 4, -128, 127.99), "w");
+    Graph g = Graph::make({x}, {call("nn.conv2d", {centred, w}, c.attrs, "conv")}, {"out"});
+    Graph words = int8_conv2d_words(integer_conv2d_as_patches(g));
+    const std::string ops = ops_of(words);
+    EXPECT_NE(ops.find("take"), std::string::npos) << ops;
+    EXPECT_NE(ops.find("nn.conv2d_int8x4"), std::string::npos) << ops;
+    const bool is_u8 = c.bytes == u8;
+    std::vector<te::NDArray> in = {
+        te::NDArray::random(c.bytes, c.data, 9, is_u8 ? 0 : -128, is_u8 ? 255.99 : 127.99)};
+    EXPECT_TRUE(
+        te::allclose(evaluate_graph(words, in)[0], evaluate_graph(g, in)[0], te::Tolerance{0, 0}));
   }
 }
 

@@ -1299,6 +1299,21 @@ def _(g):
     g.output(g.node("MatMulInteger", [a, b, azp]), elem=TensorProto.INT32)
 
 
+@case("integer_conv_patches")
+def _(g):
+    # Few channels over a wide window (an STFT's one channel; an image's
+    # three): 1x1 convolutions over the patches (integer_conv2d_as_patches).
+    x = g.input("x", [1, 1, 200], 0, 255.99, dtype=np.uint8)
+    w = g.const("w", g.rng.integers(-127, 128, [10, 1, 32]).astype(np.int8))
+    g.output(g.node("ConvInteger", [x, w, g.const("xzp", np.uint8(128))], strides=[16]), elem=TensorProto.INT32)
+    image = g.input("image", [1, 3, 9, 8], 0, 255.99, dtype=np.uint8)
+    k = g.const("k", g.rng.integers(-127, 128, [5, 3, 3, 3]).astype(np.int8))
+    ins = [image, g.const("is", np.float32(0.02)), g.const("izp", np.uint8(120)), k,
+           g.const("ks", np.float32(0.004)), g.const("kzp", np.int8(0)), g.const("ys", np.float32(0.2)),
+           g.const("yzp", np.uint8(100))]
+    g.output(g.node("QLinearConv", ins, strides=[2, 1]), elem=U8)
+
+
 @case("conv_integer")
 def _(g):
     x = g.input("x", [1, 3, 7, 7], 0, 255.99, dtype=np.uint8)

@@ -55,6 +55,13 @@ Graph convert_layout_nhwc(const Graph& graph);
 /// or int_conv2d_as_float (sums float32 holds exactly) then takes it.
 Graph integer_matmul_as_conv2d(const Graph& graph);
 
+/// An int32 NHWC conv2d (ungrouped, unpadded) of centred int8 or uint8 data
+/// with a constant int8 kernel over a window of channels that words of four
+/// do not fill (an STFT's one-channel signal) becomes a 1x1 conv2d over its
+/// patches (each window's bytes gathered into one row; at most 1 MiB of
+/// them), whose words are full.
+Graph integer_conv2d_as_patches(const Graph& graph);
+
 /// An int32 NHWC conv2d (ungrouped) of centred int8 or uint8 data (the
 /// cast, minus one zero point, as ConvInteger and QLinearConv import) with
 /// a constant kernel of int8 values becomes nn.conv2d_int8x4 on the bytes
@@ -141,7 +148,8 @@ std::string failing_pass_for_testing();
 
 /// The pipeline of the compile path (and of task extraction) for `target`:
 /// simplify_inference, fold_constants, convert_layout_nhwc (which ends by
-/// folding constants again), integer_matmul_as_conv2d, int8_conv2d_words, int_conv2d_as_float,
+/// folding constants again), integer_matmul_as_conv2d, integer_conv2d_as_patches,
+/// int8_conv2d_words, int_conv2d_as_float,
 /// exact_integer_casts,
 /// float16_conv2d_in_float32, float16_ops_in_float32,
 /// winograd_conv2d and
