@@ -4488,10 +4488,23 @@ Value Importer::roi_align(const onnx::NodeProto& n, const Value& x, const Value&
   return x->dtype == f32 ? value : make("cast", {value}, cast_attrs(x->dtype), n);
 }
 
+namespace {
+
+/// Whether `v` holds int8 or uint8 values: what the integer products take
+/// (DequantizeLinear also takes int32, a bias).
+bool bytes(const Value& v) {
+  return v->dtype == DataType::int_(8) || v->dtype == DataType::uint(8);
+}
+
+}  // namespace
+
 Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {
   if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
-  if (x == dequantized_.end() || w == dequantized_.end()) return Value();
+  if (x == dequantized_.end() || w == dequantized_.end() || !bytes(x->second.q) ||
+      !bytes(w->second.q)) {
+    return Value();
+  }
   auto elements = [](const Value& v) {
     return checked_elements(v->shape, "a scale or zero point");
   };
@@ -4522,7 +4535,10 @@ Value Importer::integer_qdq_matmul(const onnx::NodeProto& n, const std::vector<V
     return Value();
   }
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
-  if (x == dequantized_.end() || w == dequantized_.end()) return Value();
+  if (x == dequantized_.end() || w == dequantized_.end() || !bytes(x->second.q) ||
+      !bytes(w->second.q)) {
+    return Value();
+  }
   auto elements = [](const Value& v) {
     return checked_elements(v->shape, "a scale or zero point");
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -810,8 +811,11 @@ Graph integer_conv2d_as_patches(const Graph& graph) {
     const int64_t oh = c.shape[1], ow = c.shape[2], taps = r * s * channels;
     const bool padded =
         std::any_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p != 0; });
+    // Only where int8_conv2d_words then takes it; the index is int32.
+    std::optional<CentredBytes> data = centred_bytes(args[0]);
     if (channels % 4 == 0 || r * s == 1 || padded || in[0] * oh * ow * taps > kMaxPatchBytes ||
-        !fits_int8(w) || !centred_bytes(args[0])) {
+        in[1] * in[2] * in[3] > std::numeric_limits<int32_t>::max() || !fits_int8(w) || !data ||
+        (!data->runtime_zero_point && (data->zero_point < 0 || data->zero_point > 255))) {
       return Value();
     }
     auto [sh, sw] = std::pair{conv.strides[0], conv.strides[1]};
