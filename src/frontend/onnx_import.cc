@@ -1037,6 +1037,15 @@ class Importer {
     int64_t axis = 1;  ///< of a per-axis scale
   };
   std::map<const Object*, Dequantization> dequantized_;
+  /// The dequantizations of a QDQ product's data in[0] and constant weight
+  /// in[1] where the product can compute on their bytes: one scale and zero
+  /// point for the data; one, or one per `channels` along `axis`, for the
+  /// weight (null otherwise).
+  std::optional<std::pair<Dequantization, Dequantization>> integer_operands(
+      const std::vector<Value>& in, int64_t channels, int64_t axis) const;
+  /// The data's scale times the weight's (one per channel, or one).
+  Value scales_product(const Dequantization& data, const Dequantization& weight,
+                       const onnx::NodeProto& n);
 
   const OnnxImportOptions& options_;
   const std::string model_dir_;
@@ -4492,38 +4501,53 @@ namespace {
 
 /// Whether `v` holds int8 or uint8 values: what the integer products take
 /// (DequantizeLinear also takes int32, a bias).
-bool bytes(const Value& v) {
+bool holds_bytes(const Value& v) {
   return v->dtype == DataType::int_(8) || v->dtype == DataType::uint(8);
 }
 
 }  // namespace
 
-Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {
-  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
+std::optional<std::pair<Importer::Dequantization, Importer::Dequantization>>
+Importer::integer_operands(const std::vector<Value>& in, int64_t channels, int64_t axis) const {
   auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
-  if (x == dequantized_.end() || w == dequantized_.end() || !bytes(x->second.q) ||
-      !bytes(w->second.q)) {
-    return Value();
+  if (x == dequantized_.end() || w == dequantized_.end() || !holds_bytes(x->second.q) ||
+      !holds_bytes(w->second.q) || !constant_of(w->second.q)) {
+    return std::nullopt;
   }
   auto elements = [](const Value& v) {
     return checked_elements(v->shape, "a scale or zero point");
   };
-  const int64_t k = in[1]->shape[0];
-  const Value &xs = x->second.scale, &ws = w->second.scale;
-  if (!xs || !ws || elements(xs) != 1 || (elements(ws) != 1 && elements(ws) != k) ||
-      (elements(ws) > 1 && w->second.axis != 0) ||
-      (x->second.zero_point && elements(x->second.zero_point) != 1) || !constant_of(w->second.q)) {
-    return Value();
+  auto per_channel = [&](const Value& v) {
+    return elements(v) == 1 || (elements(v) == channels && w->second.axis == axis);
+  };
+  const Dequantization &data = x->second, &weight = w->second;
+  if (!data.scale || !weight.scale || elements(data.scale) != 1 ||
+      (data.zero_point && elements(data.zero_point) != 1) || !per_channel(weight.scale) ||
+      (weight.zero_point && !per_channel(weight.zero_point))) {
+    return std::nullopt;
   }
-  Value acc = handlers_.at("ConvInteger")(
-      n, {x->second.q, w->second.q, x->second.zero_point, w->second.zero_point})[0];
-  Value scale = make("multiply",
-                     {make("reshape", {xs}, reshape_attrs({}), n),
-                      make("reshape", {ws}, reshape_attrs({elements(ws)}), n)},
-                     te::Attrs(), n);
+  return std::pair{data, weight};
+}
+
+Value Importer::scales_product(const Dequantization& data, const Dequantization& weight,
+                               const onnx::NodeProto& n) {
+  const int64_t channels = checked_elements(weight.scale->shape, "a scale");
+  return make("multiply",
+              {make("reshape", {data.scale}, reshape_attrs({}), n),
+               make("reshape", {weight.scale}, reshape_attrs({channels}), n)},
+              te::Attrs(), n);
+}
+
+Value Importer::integer_qdq_conv(const onnx::NodeProto& n, const std::vector<Value>& in) {
+  if (in.size() < 2 || !in[0] || !in[1] || in[0]->shape.size() != 4) return Value();
+  auto operands = integer_operands(in, in[1]->shape[0], 0);
+  if (!operands) return Value();
+  const auto& [x, w] = *operands;
+  Value acc = handlers_.at("ConvInteger")(n, {x.q, w.q, x.zero_point, w.zero_point})[0];
+  Value scale = scales_product(x, w, n);
   Value out = make("multiply",
                    {make("cast", {acc}, cast_attrs(DataType::float32()), n),
-                    make("reshape", {scale}, reshape_attrs({1, elements(ws), 1, 1}), n)},
+                    make("reshape", {scale}, reshape_attrs({1, scale->shape[0], 1, 1}), n)},
                    te::Attrs(), n);
   if (in.size() > 2 && in[2]) out = make("nn.bias_add", {out, in[2]}, axis_attrs(1), n);
   return out;
@@ -4534,32 +4558,20 @@ Value Importer::integer_qdq_matmul(const onnx::NodeProto& n, const std::vector<V
       holds_nothing(in[0]) || holds_nothing(in[1])) {
     return Value();
   }
-  auto x = dequantized_.find(in[0].get()), w = dequantized_.find(in[1].get());
-  if (x == dequantized_.end() || w == dequantized_.end() || !bytes(x->second.q) ||
-      !bytes(w->second.q)) {
-    return Value();
-  }
-  auto elements = [](const Value& v) {
-    return checked_elements(v->shape, "a scale or zero point");
+  auto operands = integer_operands(in, in[1]->shape[1], 1);
+  if (!operands) return Value();
+  const auto& [x, w] = *operands;
+  // MatMulInteger takes A's zero point as one value, B's per column or one.
+  auto flat = [&](const Value& v, bool scalar) {
+    if (!v) return Value();
+    std::vector<int64_t> shape;
+    if (!scalar) shape.push_back(checked_elements(v->shape, "a zero point"));
+    return make("reshape", {v}, reshape_attrs(std::move(shape)), n);
   };
-  const int64_t columns = in[1]->shape[1];
-  const Value &xs = x->second.scale, &ws = w->second.scale, &wz = w->second.zero_point;
-  auto per_column = [&](const Value& v) {
-    return elements(v) == 1 || (elements(v) == columns && w->second.axis == 1);
-  };
-  if (!xs || !ws || elements(xs) != 1 || !per_column(ws) || (wz && !per_column(wz)) ||
-      (x->second.zero_point && elements(x->second.zero_point) != 1) || !constant_of(w->second.q)) {
-    return Value();
-  }
-  auto scalar = [&](const Value& v) { return make("reshape", {v}, reshape_attrs({}), n); };
-  Value x_zero_point = x->second.zero_point ? scalar(x->second.zero_point) : Value();
-  Value w_zero_point = wz ? make("reshape", {wz}, reshape_attrs({elements(wz)}), n) : Value();
-  Value acc =
-      handlers_.at("MatMulInteger")(n, {x->second.q, w->second.q, x_zero_point, w_zero_point})[0];
-  Value scale =
-      make("multiply", {scalar(xs), make("reshape", {ws}, reshape_attrs({elements(ws)}), n)},
-           te::Attrs(), n);
-  return make("multiply", {make("cast", {acc}, cast_attrs(DataType::float32()), n), scale},
+  Value acc = handlers_.at("MatMulInteger")(
+      n, {x.q, w.q, flat(x.zero_point, true), flat(w.zero_point, false)})[0];
+  return make("multiply",
+              {make("cast", {acc}, cast_attrs(DataType::float32()), n), scales_product(x, w, n)},
               te::Attrs(), n);
 }
 

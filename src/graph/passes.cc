@@ -38,11 +38,33 @@ te::Attrs transpose_attrs(std::vector<int64_t> perm) {
   return te::Attrs(attrs_node(std::move(a)));
 }
 
+te::Attrs shape_attrs(std::vector<int64_t> shape) {
+  auto a = make_node<te::ReshapeAttrsNode>();
+  a->shape = std::move(shape);
+  return te::Attrs(attrs_node(std::move(a)));
+}
+
 /// `v` seen in another shape.
 Value reshape_call(const Value& v, const std::vector<int64_t>& shape, const std::string& name) {
-  auto a = make_node<te::ReshapeAttrsNode>();
-  a->shape = shape;
-  return call("reshape", {v}, te::Attrs(attrs_node(std::move(a))), name);
+  return call("reshape", {v}, shape_attrs(shape), name);
+}
+
+/// A constant int32 scalar.
+Value int32_scalar(int64_t value, const std::string& name) {
+  te::NDArray a(ir::DataType::int32(), {});
+  a.set_int(0, value);
+  return constant(std::move(a), name);
+}
+
+bool all_zero(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; });
+}
+
+/// An NHWC 1x1 convolution of `data` by the constant `kernel` [1, 1, C, K].
+Value pointwise_conv(const Value& data, const Value& kernel, const std::string& name) {
+  auto a = make_node<te::Conv2dAttrsNode>();
+  a->data_layout = "NHWC";
+  return call("nn.conv2d", {data, kernel}, te::Attrs(attrs_node(std::move(a))), name);
 }
 
 /// `a` with its dimensions permuted: out dimension d is a's dimension perm[d].
@@ -239,11 +261,8 @@ namespace {
 bool tiles_output_exactly(const CallNode& c) {
   const auto& attrs = dynamic_cast<const te::Conv2dTransposeAttrsNode&>(*c.attrs);
   const ConstantNode* kernel = as_constant(c.args[1]);
-  auto zeros = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t p) { return p == 0; });
-  };
   return kernel && attrs.strides == std::vector<int64_t>{kernel->shape[2], kernel->shape[3]} &&
-         zeros(attrs.padding) && zeros(attrs.output_padding);
+         all_zero(attrs.padding) && all_zero(attrs.output_padding);
 }
 
 /// conv2d_transpose `c` (tiles_output_exactly) of NHWC data `x` as
@@ -256,10 +275,7 @@ Value conv2d_transpose_as_tiles(const CallNode& c, const Value& x) {
   const int64_t channels = w[0], filters = w[1], r = w[2], s = w[3];
   te::NDArray hwio = reshape_array(transpose_array(kernel.data.array(), {0, 2, 3, 1}),
                                    {1, 1, channels, r * s * filters});
-  auto conv = make_node<te::Conv2dAttrsNode>();
-  conv->data_layout = "NHWC";
-  Value y = call("nn.conv2d", {x, constant(std::move(hwio), kernel.name + ".tiles")},
-                 te::Attrs(attrs_node(std::move(conv))), c.name + ".tiles");
+  Value y = pointwise_conv(x, constant(std::move(hwio), kernel.name + ".tiles"), c.name + ".tiles");
   const std::vector<int64_t>& in = x->shape;  // N, H, W, C
   Value split = reshape_call(y, {in[0], in[1], in[2], r, s, filters}, c.name + ".positions");
   Value moved =
@@ -580,8 +596,7 @@ Graph scale_conv_weights(const Graph& graph) {
         bool finite = true;
         for (int64_t i = 0; i < values.size() && finite; ++i) finite = std::isfinite(values.get(i));
         if (!finite) continue;
-      } else if (std::any_of(conv.padding.begin(), conv.padding.end(),
-                             [](int64_t p) { return p != 0; })) {
+      } else if (!all_zero(conv.padding)) {
         continue;  // the same, for a scale whose values are not known
       }
       // A scale that does not fold into a constant weight costs a pass over
@@ -669,6 +684,7 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
     c = as_call(c->args[0]);
     if (!c) return std::nullopt;
   }
+  // A zero point that broadcast the data wider is not one per byte.
   if (c->op != "cast" || c->dtype != ir::DataType::int32() || c->shape != data->shape) {
     return std::nullopt;
   }
@@ -681,19 +697,23 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
       return std::nullopt;
     }
   }
+  // A constant zero point must be a byte too: |x - z| <= 255, and the
+  // padding of words holds it.
   if (x->dtype == ir::DataType::uint(8)) {
     out.bytes = x;
+    if (!out.runtime_zero_point && (out.zero_point < 0 || out.zero_point > 255)) {
+      return std::nullopt;
+    }
     return out;
   }
   if (x->dtype != ir::DataType::int_(8)) return std::nullopt;
-  te::NDArray offset(ir::DataType::int32(), {});
-  offset.set(0, 128);
   Value moved = call("add",
                      {call("cast", {x}, cast_attrs(ir::DataType::int32()), c->name + ".wide"),
-                      constant(std::move(offset), c->name + ".offset")},
+                      int32_scalar(128, c->name + ".offset")},
                      te::Attrs(), c->name + ".offset");
   out.bytes = call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes");
   out.zero_point += 128;
+  if (!out.runtime_zero_point && (out.zero_point < 0 || out.zero_point > 255)) return std::nullopt;
   return out;
 }
 
@@ -714,12 +734,6 @@ bool sums_exact_in_float32(const te::NDArray& kernel) {
   const double terms =
       static_cast<double>(kernel.size() / std::max<int64_t>(kernel.shape().back(), 1));
   return terms * 255.0 * largest < 16777216.0;
-}
-
-te::Attrs shape_attrs(std::vector<int64_t> shape) {
-  auto a = make_node<te::ReshapeAttrsNode>();
-  a->shape = std::move(shape);
-  return te::Attrs(attrs_node(std::move(a)));
 }
 
 }  // namespace
@@ -745,12 +759,9 @@ Graph integer_matmul_as_conv2d(const Graph& graph) {
       const int64_t rows = checked_elements(a, "the matrix") / k;
       it->second = {args[0], reshape_call(args[0], {1, 1, rows, k}, c.name + ".rows")};
     }
-    auto conv = make_node<te::Conv2dAttrsNode>();
-    conv->data_layout = "NHWC";
-    Value y =
-        call("nn.conv2d",
-             {it->second.second, constant(reshape_array(w, {1, 1, k, n}), weight->name + ".hwio")},
-             te::Attrs(attrs_node(std::move(conv))), c.name + ".conv");
+    Value y = pointwise_conv(it->second.second,
+                             constant(reshape_array(w, {1, 1, k, n}), weight->name + ".hwio"),
+                             c.name + ".conv");
     return reshape_call(y, c.shape, c.name);
   });
 }
@@ -771,17 +782,13 @@ WordOperand word_operand(const Value& data, const std::string& name) {
   if (!out.bytes) return out;
   out.words = call("nn.pack_int8x4", {out.bytes->bytes}, te::Attrs(), name + ".words");
   if (!out.bytes->runtime_zero_point) {
-    te::NDArray word(ir::DataType::int32(), {});
-    word.set_int(0,
-                 static_cast<int32_t>(static_cast<uint32_t>(out.bytes->zero_point) * 0x01010101u));
-    out.pad_word = constant(std::move(word), name + ".pad_word");
+    const uint32_t word = static_cast<uint32_t>(out.bytes->zero_point) * 0x01010101u;
+    out.pad_word = int32_scalar(static_cast<int32_t>(word), name + ".pad_word");
     return out;
   }
   Value z = out.bytes->runtime_zero_point;
   if (out.bytes->zero_point != 0) {
-    te::NDArray offset(ir::DataType::int32(), {});
-    offset.set_int(0, static_cast<int32_t>(out.bytes->zero_point));
-    z = call("add", {z, constant(std::move(offset), name + ".offset")}, te::Attrs(),
+    z = call("add", {z, int32_scalar(out.bytes->zero_point, name + ".offset")}, te::Attrs(),
              name + ".zero_point");
   }
   out.runtime_zero_point = z;
@@ -798,7 +805,8 @@ WordOperand word_operand(const Value& data, const std::string& name) {
 }  // namespace
 
 Graph integer_conv2d_as_patches(const Graph& graph) {
-  // The patches' bytes: a copy, and its index a constant four times that.
+  // The patches' bytes: a copy (its index, an int32 constant of one
+  // image's patches, is four times one image's share).
   constexpr int64_t kMaxPatchBytes = int64_t{1} << 20;
   return rewrite(graph, [&](const CallNode& c, const std::vector<Value>& args) -> Value {
     if (c.op != "nn.conv2d" || c.dtype != ir::DataType::int32()) return Value();
@@ -809,17 +817,15 @@ Graph integer_conv2d_as_patches(const Graph& graph) {
     const te::NDArray& w = weight->data.array();      // HWIO
     const int64_t r = w.shape()[0], s = w.shape()[1], channels = w.shape()[2], k = w.shape()[3];
     const int64_t oh = c.shape[1], ow = c.shape[2], taps = r * s * channels;
-    const bool padded =
-        std::any_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p != 0; });
     // Only where int8_conv2d_words then takes it; the index is int32.
-    std::optional<CentredBytes> data = centred_bytes(args[0]);
-    if (channels % 4 == 0 || r * s == 1 || padded || in[0] * oh * ow * taps > kMaxPatchBytes ||
-        in[1] * in[2] * in[3] > std::numeric_limits<int32_t>::max() || !fits_int8(w) || !data ||
-        (!data->runtime_zero_point && (data->zero_point < 0 || data->zero_point > 255))) {
+    if (channels % 4 == 0 || r * s == 1 || !all_zero(conv.padding) ||
+        in[0] * oh * ow * taps > kMaxPatchBytes ||
+        in[1] * in[2] * in[3] > std::numeric_limits<int32_t>::max() || !fits_int8(w) ||
+        !centred_bytes(args[0])) {
       return Value();
     }
-    auto [sh, sw] = std::pair{conv.strides[0], conv.strides[1]};
-    auto [dh, dw] = std::pair{conv.dilation[0], conv.dilation[1]};
+    const int64_t sh = conv.strides[0], sw = conv.strides[1];
+    const int64_t dh = conv.dilation[0], dw = conv.dilation[1];
     te::NDArray index(ir::DataType::int32(), {oh * ow, taps});
     int64_t at = 0;
     for (int64_t y = 0; y < oh; ++y) {
@@ -837,12 +843,9 @@ Graph integer_conv2d_as_patches(const Graph& graph) {
     Value flat = reshape_call(args[0], {in[0], in[1] * in[2] * in[3]}, c.name + ".flat");
     Value patches = call("take", {flat, constant(std::move(index), c.name + ".patch_index")},
                          axis_attrs(1), c.name + ".patches");
-    auto pointwise = make_node<te::Conv2dAttrsNode>();
-    pointwise->data_layout = "NHWC";
-    return call("nn.conv2d",
-                {reshape_call(patches, {in[0], oh, ow, taps}, c.name + ".patch_rows"),
-                 constant(reshape_array(w, {1, 1, taps, k}), weight->name + ".taps")},
-                te::Attrs(attrs_node(std::move(pointwise))), c.name);
+    return pointwise_conv(reshape_call(patches, {in[0], oh, ow, taps}, c.name + ".patch_rows"),
+                          constant(reshape_array(w, {1, 1, taps, k}), weight->name + ".taps"),
+                          c.name);
   });
 }
 
@@ -860,10 +863,7 @@ Graph int8_conv2d_words(const Graph& graph) {
     auto [it, fresh] = operands.try_emplace(args[0].get());
     if (fresh) it->second = word_operand(args[0], c.name);
     const WordOperand& data = it->second;
-    if (!data.bytes || (!data.runtime_zero_point &&
-                        (data.bytes->zero_point < 0 || data.bytes->zero_point > 255))) {
-      return Value();
-    }
+    if (!data.bytes) return Value();
     // The kernel in words, and per output channel the sum of its weights:
     // sum((x - z) * w) = sum(x * w) - z * sum(w), padding included, since
     // the data is padded with z.
@@ -877,7 +877,7 @@ Graph int8_conv2d_words(const Graph& graph) {
           uint32_t bits = 0;
           for (int64_t j = 0; j < 4 && 4 * word + j < channels; ++j) {
             const auto v = static_cast<int64_t>(w.get((rs * channels + 4 * word + j) * k + o));
-            weight_sums.set_int(o, static_cast<int32_t>(weight_sums.get(o) + v));
+            weight_sums.set_int(o, weight_sums.get_int(o) + v);
             bits |= (static_cast<uint32_t>(v) & 0xffu) << (8 * j);
           }
           packed.set_int((rs * words + word) * k + o, static_cast<int32_t>(bits));
@@ -895,8 +895,8 @@ Graph int8_conv2d_words(const Graph& graph) {
                {data.runtime_zero_point, constant(std::move(weight_sums), c.name + ".weight_sums")},
                te::Attrs(), c.name + ".zero_point_sums");
     } else if (data.bytes->zero_point != 0) {
-      const auto z = static_cast<int32_t>(data.bytes->zero_point);
-      for (int64_t o = 0; o < k; ++o) weight_sums.set_int(o, int64_t{z} * weight_sums.get_int(o));
+      const int64_t z = data.bytes->zero_point;
+      for (int64_t o = 0; o < k; ++o) weight_sums.set_int(o, z * weight_sums.get_int(o));
       correction = constant(std::move(weight_sums), c.name + ".zero_point_sums");
     } else {
       return out;

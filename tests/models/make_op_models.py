@@ -1366,9 +1366,10 @@ def _(g):
 @case("qdq_conv_relu")
 def _(g):
     # The QDQ form: float operators between QuantizeLinear/DequantizeLinear
-    # pairs; ONNX Runtime fuses them into integer kernels, we compute the
-    # float operators. A result may land on the other side of a rounding
-    # step: one quantum (y's scale) apart is allowed.
+    # pairs; ONNX Runtime fuses them into integer kernels, and so do we for
+    # the Conv (integer_qdq_conv), but it requantizes in one step. A result
+    # may land on the other side of a rounding step: one quantum (y's
+    # scale) apart is allowed.
     g.atol = 0.04
     x = g.input("x", [1, 3, 8, 8], -1, 1)
     xq = g.node("QuantizeLinear", [x, g.const("xs", np.float32(0.008)), g.const("xzp", np.uint8(128))])
@@ -1386,9 +1387,10 @@ def _(g):
 @case("qdq_matmul")
 def _(g):
     # MatMul in QDQ form (a transformer quantized by ONNX Runtime): an integer
-    # product here too, per-column weight scales and one per tensor; the
-    # un-requantized output matches ONNX Runtime's to float rounding, the
-    # requantized one to a quantum (y's scale).
+    # product here too (integer_qdq_matmul; QuantizedProductsComputeOnWords
+    # checks it is), per-column weight scales and one per tensor. The
+    # requantized output may be a quantum (y's scale) apart, which the
+    # case's tolerance allows for both outputs.
     g.atol = 0.05
     x = g.input("x", [2, 5, 12], -1, 1)
     xq = g.node("QuantizeLinear", [x, g.const("xs", np.float32(0.008)), g.const("xzp", np.uint8(131))])
