@@ -456,6 +456,17 @@ TEST(GraphPasses, WinogradComputesTheConvolutionWhereItPays) {
   EXPECT_TRUE(direct(nhwc_conv_block(64, 64, 8, 1), ir::Target()));
 }
 
+/// NHWC conv2d attributes: padding (top, left, bottom, right), strides, dilation.
+te::Attrs nhwc_conv_attrs(std::vector<int64_t> padding, std::vector<int64_t> strides,
+                          std::vector<int64_t> dilation) {
+  auto a = make_node<te::Conv2dAttrsNode>();
+  a->padding = std::move(padding);
+  a->strides = std::move(strides);
+  a->dilation = std::move(dilation);
+  a->data_layout = "NHWC";
+  return te::Attrs(a);
+}
+
 // An int32 NHWC convolution of centred bytes, as ConvInteger imports.
 Graph centred_int8_conv(DataType bytes, int64_t zero_point, bool through_transpose, te::Attrs attrs,
                         double kernel_high = 127.99,
@@ -480,15 +491,7 @@ Graph centred_int8_conv(DataType bytes, int64_t zero_point, bool through_transpo
 }
 
 TEST(GraphPasses, Int8ConvolutionsComputeOnWordsOfFourChannels) {
-  auto attrs = [](std::vector<int64_t> padding, std::vector<int64_t> strides,
-                  std::vector<int64_t> dilation) {
-    auto a = make_node<te::Conv2dAttrsNode>();
-    a->padding = std::move(padding);
-    a->strides = std::move(strides);
-    a->dilation = std::move(dilation);
-    a->data_layout = "NHWC";
-    return te::Attrs(a);
-  };
+  const auto& attrs = nhwc_conv_attrs;
   struct Case {
     DataType bytes;
     int64_t zero_point;
@@ -638,20 +641,14 @@ TEST(GraphPasses, IntegerMatmulsComputeOnWordsWithZeroPointsKnownAtRunTime) {
 // a 1x1 convolution over its patches, whose words of four are full.
 TEST(GraphPasses, FewChannelIntegerConvolutionsComputeOnPatches) {
   const DataType i32 = DataType::int32(), u8 = DataType::uint(8), i8 = DataType::int_(8);
-  auto conv_attrs_of = [](std::vector<int64_t> strides, std::vector<int64_t> dilation) {
-    auto a = make_node<te::Conv2dAttrsNode>();
-    a->strides = std::move(strides);
-    a->dilation = std::move(dilation);
-    a->data_layout = "NHWC";
-    return te::Attrs(a);
-  };
   struct Case {
     DataType bytes;
     std::vector<int64_t> data, kernel;
     te::Attrs attrs;
   };
-  for (const Case& c : {Case{u8, {1, 1, 200, 1}, {1, 32, 1, 10}, conv_attrs_of({1, 16}, {1, 1})},
-                        Case{i8, {2, 9, 8, 3}, {2, 3, 3, 5}, conv_attrs_of({2, 1}, {2, 2})}}) {
+  for (const Case& c :
+       {Case{u8, {1, 1, 200, 1}, {1, 32, 1, 10}, nhwc_conv_attrs({0, 0, 0, 0}, {1, 16}, {1, 1})},
+        Case{i8, {2, 9, 8, 3}, {2, 3, 3, 5}, nhwc_conv_attrs({0, 0, 0, 0}, {2, 1}, {2, 2})}}) {
     SCOPED_TRACE(c.bytes.str());
     auto x = input("x", c.data, c.bytes);
     auto cast = make_node<te::CastAttrsNode>();

@@ -236,6 +236,18 @@ def fold_batch_norms(model):
     return model
 
 
+def rebuild(g, nodes, inits):
+    """Graph `g` with `nodes`, the initializers they read and `inits`; its
+    value_info dropped (the shapes it held no longer hold)."""
+    used = {i for n in nodes for i in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(keep + inits)
+    del g.value_info[:]
+
+
 def quantize(model, inputs, form, near):
     """`model` quantized as ONNX Runtime's static quantizer writes it (after
     its pre-processing folds batch norms into convolutions): uint8
@@ -330,13 +342,7 @@ def quantize(model, inputs, form, near):
             q = helper.make_node("QLinearMatMul", ins, [out + ".q"], name=n.name)
         nodes.append(q)
         nodes.append(helper.make_node("DequantizeLinear", [out + ".q", ys, yz], [out], name=out + ".dequantize"))
-    used = {i for n in nodes for i in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    del g.node[:]
-    g.node.extend(nodes)
-    del g.initializer[:]
-    g.initializer.extend(keep + inits)
-    del g.value_info[:]
+    rebuild(g, nodes, inits)
     return model, len(targets)
 
 
@@ -398,13 +404,7 @@ def quantize_dynamic(model):
             shape = const(out + ".bias_shape", np.array([1, -1] + [1] * (w.ndim - 2), np.int64))
             nodes.append(helper.make_node("Reshape", [bias, shape], [out + ".bias"], name=out + ".bias_reshape"))
             nodes.append(helper.make_node("Add", [scaled, out + ".bias"], [out], name=out + ".bias_add"))
-    used = {i for n in nodes for i in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    del g.node[:]
-    g.node.extend(nodes)
-    del g.initializer[:]
-    g.initializer.extend(keep + inits)
-    del g.value_info[:]
+    rebuild(g, nodes, inits)
     return model, count
 
 
