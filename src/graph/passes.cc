@@ -655,7 +655,7 @@ te::Attrs cast_attrs(ir::DataType t) {
 Value runtime_zero_point(const Value& v, ir::DataType bytes) {
   const CallNode* c = as_call(v);
   if (!c || c->op != "cast" || c->dtype != ir::DataType::int32() || c->args[0]->dtype != bytes ||
-      !std::all_of(v->shape.begin(), v->shape.end(), [](int64_t e) { return e == 1; })) {
+      checked_elements(v->shape, "a zero point") != 1) {
     return Value();
   }
   return v->shape.empty() ? v : reshape_call(v, {}, c->name + ".scalar");
@@ -697,22 +697,20 @@ std::optional<CentredBytes> centred_bytes(const Value& data) {
       return std::nullopt;
     }
   }
-  // A constant zero point must be a byte too: |x - z| <= 255, and the
-  // padding of words holds it.
   if (x->dtype == ir::DataType::uint(8)) {
     out.bytes = x;
-    if (!out.runtime_zero_point && (out.zero_point < 0 || out.zero_point > 255)) {
-      return std::nullopt;
-    }
-    return out;
+  } else if (x->dtype == ir::DataType::int_(8)) {
+    Value moved = call("add",
+                       {call("cast", {x}, cast_attrs(ir::DataType::int32()), c->name + ".wide"),
+                        int32_scalar(128, c->name + ".offset")},
+                       te::Attrs(), c->name + ".offset");
+    out.bytes = call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes");
+    out.zero_point += 128;
+  } else {
+    return std::nullopt;
   }
-  if (x->dtype != ir::DataType::int_(8)) return std::nullopt;
-  Value moved = call("add",
-                     {call("cast", {x}, cast_attrs(ir::DataType::int32()), c->name + ".wide"),
-                      int32_scalar(128, c->name + ".offset")},
-                     te::Attrs(), c->name + ".offset");
-  out.bytes = call("cast", {moved}, cast_attrs(ir::DataType::uint(8)), c->name + ".bytes");
-  out.zero_point += 128;
+  // A constant zero point must be a byte too: |x - z| <= 255, and the
+  // padding of words holds it.
   if (!out.runtime_zero_point && (out.zero_point < 0 || out.zero_point > 255)) return std::nullopt;
   return out;
 }
@@ -769,12 +767,13 @@ Graph integer_matmul_as_conv2d(const Graph& graph) {
 namespace {
 
 /// A convolution's data as conv2d_int8x4 reads it: centred bytes in words
-/// of four, the word its padding holds (the zero point in each byte), and
-/// the zero point as a value where it is known only at run time.
+/// of four, the word its padding holds (the zero point in each byte), and,
+/// where part of the zero point is known only at run time, the whole of it
+/// as a value (the bytes' run-time part plus their constant one).
 struct WordOperand {
   Value data;  // keeps the object the operands are keyed by alive
   std::optional<CentredBytes> bytes;
-  Value words, pad_word, runtime_zero_point;
+  Value words, pad_word, zero_point_value;
 };
 
 WordOperand word_operand(const Value& data, const std::string& name) {
@@ -791,7 +790,7 @@ WordOperand word_operand(const Value& data, const std::string& name) {
     z = call("add", {z, int32_scalar(out.bytes->zero_point, name + ".offset")}, te::Attrs(),
              name + ".zero_point");
   }
-  out.runtime_zero_point = z;
+  out.zero_point_value = z;
   // The zero point's byte four times, packed as the data is (z * 0x01010101
   // would overflow int32 where z >= 128).
   Value bytes = call(
@@ -889,10 +888,10 @@ Graph int8_conv2d_words(const Graph& graph) {
              {data.words, constant(std::move(packed), weight->name + ".words"), data.pad_word},
              c.attrs, c.name);
     Value correction;
-    if (data.runtime_zero_point) {
+    if (data.zero_point_value) {
       correction =
           call("multiply",
-               {data.runtime_zero_point, constant(std::move(weight_sums), c.name + ".weight_sums")},
+               {data.zero_point_value, constant(std::move(weight_sums), c.name + ".weight_sums")},
                te::Attrs(), c.name + ".zero_point_sums");
     } else if (data.bytes->zero_point != 0) {
       const int64_t z = data.bytes->zero_point;
