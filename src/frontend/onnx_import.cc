@@ -1004,9 +1004,15 @@ class Importer {
   Value conv_transpose3d(const onnx::NodeProto& n, const Value& x, const Value& w);
 
   enum class Recurrent { kRnn, kGru, kLstm };
+  /// com.microsoft's DynamicQuantizeLSTM: int8 W and R stored transposed
+  /// ([dirs, K, G * H]), with scales and zero points per direction ([dirs])
+  /// or per column ([dirs, G * H]).
+  struct QuantizedRecurrence {
+    Value w_scale, w_zero_point, r_scale, r_zero_point;
+  };
   /// An RNN, GRU or LSTM node unrolled over its sequence (defined below).
   std::vector<Value> recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
-                               Recurrent kind);
+                               Recurrent kind, const QuantizedRecurrence* quantized = nullptr);
 
   /// A Conv of dequantized operands (the QDQ form of an int8 convolution,
   /// 2-D, grouped or not): the integer convolution of ConvInteger, times the
@@ -2047,6 +2053,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value low = make("minimum", {whole("reduce_min"), scalar(0, ".zero")}, te::Attrs(), n);
     Value scale =
         make("divide", {make("subtract", {high, low}, te::Attrs(), n), scalar(255, ".levels")},
+             te::Attrs(), n);
+    // All zeros: ONNX Runtime takes scale 1 (zero point 0), not 0 and NaNs.
+    scale =
+        make("where", {make("equal", {high, low}, te::Attrs(), n), scalar(1, ".unit_scale"), scale},
              te::Attrs(), n);
     Value zero_point =
         saturate(make("negative", {make("divide", {low, scale}, te::Attrs(), n)}, te::Attrs(), n),
@@ -3967,6 +3977,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(arrange(out, batch + left + right, out_term));
   };
 
+  // What ONNX Runtime's quantize_dynamic writes for an LSTM.
+  h["com.microsoft.DynamicQuantizeLSTM"] = [this, need](const onnx::NodeProto& n,
+                                                        const std::vector<Value>& in) {
+    QuantizedRecurrence q{need(in, 8, "W_scale"), need(in, 9, "W_zero_point"),
+                          need(in, 10, "R_scale"), need(in, 11, "R_zero_point")};
+    return recurrent(n, in, Recurrent::kLstm, &q);
+  };
+
   // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
   h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,
                                               const std::vector<Value>& in) {
@@ -4686,7 +4704,7 @@ Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const
 /// sequence length shorter than the sequence holds the state and writes
 /// zeros past it, as ONNX says.
 std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
-                                       Recurrent kind) {
+                                       Recurrent kind, const QuantizedRecurrence* quantized) {
   const int gates = kind == Recurrent::kLstm ? 4 : kind == Recurrent::kGru ? 3 : 1;
   const int acts_per_dir = kind == Recurrent::kLstm ? 3 : kind == Recurrent::kGru ? 2 : 1;
   auto call = [&](const std::string& op, std::vector<Value> args, te::Attrs a = te::Attrs()) {
@@ -4706,17 +4724,31 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
   TT_CHECK(x->shape.size() == 3, kInvalidArgument, "needs X of rank 3, got ", shape_text(x->shape));
   if (batch_first) x = call("transpose", {x}, transpose_attrs({1, 0, 2}));
   const int64_t seq = x->shape[0], batch = x->shape[1], isize = x->shape[2];
-  const int64_t hidden = attr_int(n, "hidden_size", w->shape.size() == 3 ? w->shape[1] / gates : 0);
+  const size_t gate_axis = quantized ? 2 : 1;  // W: [dirs, G * H, K], or quantized [dirs, K, G * H]
+  const int64_t hidden =
+      attr_int(n, "hidden_size", w->shape.size() == 3 ? w->shape[gate_axis] / gates : 0);
   const int64_t gh = gates * hidden;
   TT_CHECK(hidden > 0, kInvalidArgument, "needs hidden_size");
   auto check_shape = [&](const Value& v, std::vector<int64_t> want, const char* what) {
     TT_CHECK(v->shape == want, kInvalidArgument, "its ", what, " is ", shape_text(v->shape),
              "; it must be ", shape_text(want));
   };
-  check_shape(w, {dirs, gh, isize}, "W");
-  check_shape(r, {dirs, gh, hidden}, "R");
-  TT_CHECK(attr_int(n, "input_forget", 0) == 0, kInvalidArgument,
-           "input_forget = 1 (coupled input and forget gates) is not supported");
+  if (quantized) {
+    check_shape(w, {dirs, isize, gh}, "W");
+    check_shape(r, {dirs, hidden, gh}, "R");
+    for (const Value* v : {&quantized->w_scale, &quantized->w_zero_point, &quantized->r_scale,
+                           &quantized->r_zero_point}) {
+      TT_CHECK((*v)->shape == std::vector<int64_t>{dirs} ||
+                   (*v)->shape == (std::vector<int64_t>{dirs, gh}),
+               kInvalidArgument, "its scales and zero points must be per direction (",
+               shape_text({dirs}), ") or per column (", shape_text({dirs, gh}), "), got ",
+               shape_text((*v)->shape));
+    }
+  } else {
+    check_shape(w, {dirs, gh, isize}, "W");
+    check_shape(r, {dirs, gh, hidden}, "R");
+  }
+  const bool input_forget = attr_int(n, "input_forget", 0) != 0;
   const double clip = attr_float(n, "clip", 0);
   const int64_t linear_before_reset = attr_int(n, "linear_before_reset", 0);
 
@@ -4780,6 +4812,19 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
     std::vector<int64_t> rest(t->shape.begin() + 1, t->shape.end());
     return reshape(slice(t, 0, d, d + 1), rest);
   };
+  // `a` times direction d's input (W) or state (R) weights: [rows, G * H].
+  auto product = [&](const Value& a, int64_t d, bool state) {
+    Value weights = of_direction(state ? r : w, d, false);
+    if (!quantized) return call("nn.dense", {a, weights});
+    // As ONNX Runtime computes it: `a` quantized to uint8 over its whole
+    // range when it is known, the int32 product scaled back.
+    auto of = [&](const Value& v) { return of_direction(v, d, false); };
+    std::vector<Value> q = handlers_.at("DynamicQuantizeLinear")(n, {a});
+    Value acc = handlers_.at("MatMulInteger")(
+        n, {q[0], weights, q[2], of(state ? quantized->r_zero_point : quantized->w_zero_point)})[0];
+    Value scales = call("multiply", {q[1], of(state ? quantized->r_scale : quantized->w_scale)});
+    return call("multiply", {call("cast", {acc}, cast_attrs(x->dtype)), scales});
+  };
 
   Value b = optional(3), lengths = optional(4), h0 = optional(5), c0 = optional(6), p = optional(7);
   if (b) check_shape(b, {dirs, 2 * gh}, "B");
@@ -4800,11 +4845,15 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     const size_t act0 = static_cast<size_t>(d * acts_per_dir);
-    Value wd = of_direction(w, d, false), rd = of_direction(r, d, false);
-    // Every step's input projection at once, with the biases that add to it.
-    Value xw = call("nn.dense", {xs, wd});
+    // Every step's input projection at once, with the biases that add to
+    // it (LSTM: added to each step's gates, in ONNX Runtime's order).
+    Value xw = product(xs, d, false);
     Value recurrent_bias_h;  // GRU with linear_before_reset: Rb_h stays inside r * (...)
-    if (b) {
+    Value lstm_bias;
+    if (b && kind == Recurrent::kLstm) {
+      Value bd = of_direction(b, d, false);
+      lstm_bias = call("add", {slice(bd, 0, 0, gh), slice(bd, 0, gh, 2 * gh)});
+    } else if (b) {
       Value bd = of_direction(b, d, false);
       Value wb = slice(bd, 0, 0, gh), rb = slice(bd, 0, gh, 2 * gh);
       if (kind == Recurrent::kGru && linear_before_reset) {
@@ -4820,6 +4869,7 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
       c = c0 ? of_direction(c0, d, true) : filled({batch, hidden}, 0, ".c0");
     Value pd = kind == Recurrent::kLstm && p ? of_direction(p, d, false) : Value();
     // GRU: the update and reset gates' state weights, and the candidate's.
+    Value rd = kind == Recurrent::kGru ? of_direction(r, d, false) : Value();
     Value r_zr = kind == Recurrent::kGru ? slice(rd, 0, 0, 2 * hidden) : Value();
     Value r_h = kind == Recurrent::kGru ? slice(rd, 0, 2 * hidden, gh) : Value();
     for (int64_t step = 0; step < seq; ++step) {
@@ -4828,21 +4878,27 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
       Value xt = slice(xw, 0, t * batch, (t + 1) * batch);
       Value next_h, next_c;
       if (kind == Recurrent::kRnn) {
-        next_h = activate(act0, clipped(call("add", {xt, call("nn.dense", {h, rd})})));
+        next_h = activate(act0, clipped(call("add", {xt, product(h, d, true)})));
       } else if (kind == Recurrent::kLstm) {
-        Value gates_t = call("add", {xt, call("nn.dense", {h, rd})});
-        auto gate = [&](int k) { return slice(gates_t, 1, k * hidden, (k + 1) * hidden); };
-        auto peep = [&](Value v, int k, const Value& state) {
-          if (!pd) return v;
-          return call("add",
-                      {v, call("multiply", {slice(pd, 0, k * hidden, (k + 1) * hidden), state})});
+        Value gates_t = call("add", {xt, product(h, d, true)});
+        auto part = [&](const Value& v, int k) {
+          return slice(v, v->shape.size() - 1, k * hidden, (k + 1) * hidden);
+        };
+        // Each gate's sum, peephole, then bias, as ONNX Runtime adds them.
+        auto gate = [&](int k, const Value& state) {
+          Value v = part(gates_t, k);
+          if (state && pd) v = call("add", {v, call("multiply", {part(pd, k), state})});
+          return clipped(lstm_bias ? call("add", {v, part(lstm_bias, k)}) : v);
         };
         // ONNX's gate order: input, output, forget, cell; peepholes input, output, forget.
-        Value i = activate(act0, clipped(peep(gate(0), 0, c)));
-        Value f = activate(act0, clipped(peep(gate(2), 2, c)));
-        Value candidate = activate(act0 + 1, clipped(gate(3)));
+        Value i = activate(act0, gate(0, c));
+        // input_forget couples the gates: f = 1 - i.
+        Value f = input_forget
+                      ? call("subtract", {scalar_constant(x->dtype, 1, n.name() + ".one"), i})
+                      : activate(act0, gate(2, c));
+        Value candidate = activate(act0 + 1, gate(3, Value()));
         next_c = call("add", {call("multiply", {f, c}), call("multiply", {i, candidate})});
-        Value o = activate(act0, clipped(peep(gate(1), 1, next_c)));
+        Value o = activate(act0, gate(1, next_c));
         next_h = call("multiply", {o, activate(act0 + 2, next_c)});
       } else {
         Value zr = call("add", {slice(xt, 1, 0, 2 * hidden), call("nn.dense", {h, r_zr})});

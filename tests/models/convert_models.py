@@ -353,10 +353,11 @@ def quantize_dynamic(model):
     through a DynamicQuantizeLinear (one per value, uint8, the range taken
     at run time) and becomes ConvInteger or MatMulInteger, a Cast of the
     int32 product to float, and a Mul by the product of the two scales; a
-    Conv's bias is added after, reshaped to [1, C, 1, ...]. Two things the
-    quantizer would also do stay float here: recurrent layers (it writes
-    com.microsoft's DynamicQuantizeLSTM) and Gathers of constant tables
-    (embeddings, which it stores as uint8 and dequantizes after)."""
+    Conv's bias is added after, reshaped to [1, C, 1, ...]. An LSTM becomes
+    com.microsoft's DynamicQuantizeLSTM: its W and R int8, one scale per
+    direction, transposed to [dirs, K, 4H]. One thing the quantizer would
+    also do stays float here: Gathers of constant tables (embeddings, which
+    it stores as uint8 and dequantizes after)."""
     g = model.graph
     weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     inits, nodes, quantized = [], [], {}
@@ -373,8 +374,26 @@ def quantize_dynamic(model):
             quantized[x] = outs
         return quantized[x]
 
+    def lstm(n):
+        """n as DynamicQuantizeLSTM (ONNX Runtime's LSTMQuant)."""
+        ins = list(n.input) + [""] * (8 - len(n.input))
+        for k in (1, 2):
+            w = weights[n.input[k]]
+            scale = (np.abs(w).max(axis=(1, 2)).astype(np.float64) / 127).astype(np.float32)
+            q = np.clip(np.round(w / scale[:, None, None]), -127, 127).astype(np.int8)
+            ins[k] = const(n.input[k] + ".quantized", q.transpose(0, 2, 1))
+            ins += [const(n.input[k] + ".scale", scale), const(n.input[k] + ".zero_point", np.zeros(len(scale), np.int8))]
+        q = helper.make_node("DynamicQuantizeLSTM", ins, list(n.output), name=n.name + "_quant",
+                             domain="com.microsoft")
+        q.attribute.extend(n.attribute)
+        nodes.append(q)
+
     count = 0
     for n in g.node:
+        if n.op_type == "LSTM" and all(n.input[k] in weights for k in (1, 2)):
+            lstm(n)
+            count += 1
+            continue
         w = weights.get(n.input[1]) if len(n.input) > 1 else None
         if n.op_type not in ("Conv", "MatMul") or w is None or w.dtype != np.float32 or \
                 n.input[0] in weights:
@@ -423,6 +442,8 @@ def main():
         model, count = quantize_dynamic(onnx.load(args.src))
         if count == 0:
             raise SystemExit(f"{args.src}: nothing to quantize")
+        if any(n.domain == "com.microsoft" for n in model.graph.node):
+            model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     else:
         if not args.inputs:
             raise SystemExit("quantizing needs --inputs (the calibration data)")

@@ -1230,8 +1230,62 @@ def _(g):
                     activation_beta=[0.4])[0])
 
 
+@case("lstm_input_forget")
+def _(g):
+    # Coupled gates: the forget gate is 1 - the input gate.
+    ins = [g.input("x", [4, 2, 3])] + recurrent_weights(g, 4, 1, 5, 3)
+    g.output(*g.node("LSTM", ins, ["y", "y_h", "y_c"], hidden_size=5, input_forget=1))
+
+
 # ---- int8 and uint8: both forms ONNX Runtime's quantizer writes ----------------------
 U8, I8 = TensorProto.UINT8, TensorProto.INT8
+
+
+def lstm_quantized(g, name, w, per_column):
+    """An LSTM weight ([dirs, 4H, K]) as quantize_dynamic writes it for
+    DynamicQuantizeLSTM: symmetric int8 (scale = max |w| / 127) per
+    direction or per row, transposed to [dirs, K, 4H]; its scale and zero
+    point, [dirs] or [dirs, 4H]."""
+    axes = (2,) if per_column else (1, 2)
+    scale = (np.abs(w).max(axis=axes).astype(np.float64) / 127).astype(np.float32)
+    q = np.clip(np.round(w / scale.reshape(scale.shape + (1,) * len(axes))), -128, 127).astype(np.int8)
+    return (g.const(name, q.transpose(0, 2, 1)), g.const(name + "_scale", scale),
+            g.const(name + "_zp", np.zeros(scale.shape, np.int8)))
+
+
+@case("dynamic_quantize_lstm")
+def _(g):
+    # com.microsoft's DynamicQuantizeLSTM: the input and each step's state
+    # quantized to uint8 at run time (the first step's zero state too), int8
+    # weights with scales per direction (W) or per column (R). Batch 1:
+    # with more, ONNX Runtime's answer depends on its thread count (each
+    # thread's rows of the state get their own scale).
+    g.microsoft = True
+    dirs, hidden, isize, seq = 2, 6, 8, 5
+    rw = lambda shape: (g.rng.standard_normal(shape) * 0.5).astype(np.float32)
+    w, w_s, w_z = lstm_quantized(g, "W", rw([dirs, 4 * hidden, isize]), False)
+    r, r_s, r_z = lstm_quantized(g, "R", rw([dirs, 4 * hidden, hidden]), True)
+    ins = [g.input("x", [seq, 1, isize], -2, 2), w, r, g.weight("B", [dirs, 8 * hidden], 0.2), "",
+           g.input("h0", [dirs, 1, hidden]), g.input("c0", [dirs, 1, hidden]), g.weight("P", [dirs, 3 * hidden]),
+           w_s, w_z, r_s, r_z]
+    g.nodes.append(helper.make_node("DynamicQuantizeLSTM", ins, ["y", "y_h", "y_c"], name="dqlstm",
+                                    domain="com.microsoft", hidden_size=hidden, direction="bidirectional"))
+    g.output("y", shape=[seq, dirs, 1, hidden])
+    g.output("y_h", "y_c", shape=[dirs, 1, hidden])
+    w2, w2_s, w2_z = lstm_quantized(g, "W2", rw([1, 64, isize]), True)
+    r2, r2_s, r2_z = lstm_quantized(g, "R2", rw([1, 64, 16]), False)
+    g.nodes.append(helper.make_node("DynamicQuantizeLSTM", ["x", w2, r2, "", "", "", "", "", w2_s, w2_z, r2_s, r2_z],
+                                    ["y2"], name="dqlstm2", domain="com.microsoft", hidden_size=16))
+    g.output("y2", shape=[seq, 1, 1, 16])
+
+
+@case("dynamic_quantize_zeros")
+def _(g):
+    # All zeros: ONNX Runtime's scale is 1 (and its zero point 0).
+    y, s, zp = g.node("DynamicQuantizeLinear", [g.input("x", [2, 3])], ["y", "y_scale", "y_zp"])
+    g.data[-1] = np.zeros([2, 3], np.float32)
+    g.output(y, "y_zp", elem=U8)
+    g.output(s)
 
 
 @case("quantize_dequantize_linear")
