@@ -13,6 +13,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include "tensortune/frontend/onnx.h"
 #include "tensortune/graph/passes.h"
@@ -4734,15 +4735,29 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
              "; it must be ", shape_text(want));
   };
   if (quantized) {
+    TT_CHECK(!batch_first, kInvalidArgument,
+             "DynamicQuantizeLSTM has no layout 1 (its X is [seq, batch, input])");
     check_shape(w, {dirs, isize, gh}, "W");
     check_shape(r, {dirs, hidden, gh}, "R");
-    for (const Value* v : {&quantized->w_scale, &quantized->w_zero_point, &quantized->r_scale,
-                           &quantized->r_zero_point}) {
-      TT_CHECK((*v)->shape == std::vector<int64_t>{dirs} ||
-                   (*v)->shape == (std::vector<int64_t>{dirs, gh}),
-               kInvalidArgument, "its scales and zero points must be per direction (",
-               shape_text({dirs}), ") or per column (", shape_text({dirs, gh}), "), got ",
-               shape_text((*v)->shape));
+    for (const Value* v : {&w, &r}) {
+      TT_CHECK((*v)->dtype == DataType::int_(8) || (*v)->dtype == DataType::uint(8),
+               kInvalidArgument, "its ", v == &w ? "W" : "R", " is ", (*v)->dtype.str(),
+               "; int8 and uint8 are supported");
+    }
+    // Each scale is float32; each zero point of its weights' type.
+    const std::tuple<const char*, Value, DataType> params[] = {
+        {"W_scale", quantized->w_scale, DataType::float32()},
+        {"W_zero_point", quantized->w_zero_point, w->dtype},
+        {"R_scale", quantized->r_scale, DataType::float32()},
+        {"R_zero_point", quantized->r_zero_point, r->dtype}};
+    for (const auto& [what, v, type] : params) {
+      TT_CHECK(
+          v->shape == std::vector<int64_t>{dirs} || v->shape == (std::vector<int64_t>{dirs, gh}),
+          kInvalidArgument, "its ", what, " is ", shape_text(v->shape),
+          "; it must be per direction (", shape_text({dirs}), ") or per column (",
+          shape_text({dirs, gh}), ")");
+      TT_CHECK(v->dtype == type, kInvalidArgument, "its ", what, " is ", v->dtype.str(),
+               "; it must be ", type.str());
     }
   } else {
     check_shape(w, {dirs, gh, isize}, "W");
@@ -4812,18 +4827,32 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
     std::vector<int64_t> rest(t->shape.begin() + 1, t->shape.end());
     return reshape(slice(t, 0, d, d + 1), rest);
   };
-  // `a` times direction d's input (W) or state (R) weights: [rows, G * H].
-  auto product = [&](const Value& a, int64_t d, bool state) {
-    Value weights = of_direction(state ? r : w, d, false);
-    if (!quantized) return call("nn.dense", {a, weights});
-    // As ONNX Runtime computes it: `a` quantized to uint8 over its whole
-    // range when it is known, the int32 product scaled back.
+  // Direction d's input (W) or state (R) weights, made once for every
+  // step to read: as they are, or quantized ones in int32 less their zero
+  // point, with their scale.
+  struct Weights {
+    Value matrix, scale;
+  };
+  auto centred = [&](const Value& v, const Value& zero_point) {
+    return call("subtract", {call("cast", {v}, cast_attrs(DataType::int32())),
+                             call("cast", {zero_point}, cast_attrs(DataType::int32()))});
+  };
+  auto weights_of = [&](int64_t d, bool state) {
+    Value matrix = of_direction(state ? r : w, d, false);
+    if (!quantized) return Weights{matrix, Value()};
     auto of = [&](const Value& v) { return of_direction(v, d, false); };
+    return Weights{centred(matrix, of(state ? quantized->r_zero_point : quantized->w_zero_point)),
+                   of(state ? quantized->r_scale : quantized->w_scale)};
+  };
+  // `a` times `weights`: [rows, G * H]. Quantized, as ONNX Runtime computes
+  // it: `a` quantized to uint8 over its whole range, the int32 product
+  // scaled back.
+  auto product = [&](const Value& a, const Weights& weights) {
+    if (!quantized) return call("nn.dense", {a, weights.matrix});
     std::vector<Value> q = handlers_.at("DynamicQuantizeLinear")(n, {a});
-    Value acc = handlers_.at("MatMulInteger")(
-        n, {q[0], weights, q[2], of(state ? quantized->r_zero_point : quantized->w_zero_point)})[0];
-    Value scales = call("multiply", {q[1], of(state ? quantized->r_scale : quantized->w_scale)});
-    return call("multiply", {call("cast", {acc}, cast_attrs(x->dtype)), scales});
+    Value acc = call("nn.matmul", {centred(q[0], q[2]), weights.matrix});
+    return call("multiply", {call("cast", {acc}, cast_attrs(x->dtype)),
+                             call("multiply", {q[1], weights.scale})});
   };
 
   Value b = optional(3), lengths = optional(4), h0 = optional(5), c0 = optional(6), p = optional(7);
@@ -4842,17 +4871,34 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
   std::vector<std::vector<Value>> ys(static_cast<size_t>(seq));  // [t][d]: [batch, hidden]
   std::vector<Value> last_h, last_c;
   Value xs = reshape(x, {seq * batch, isize});
+  if (quantized && lengths) {
+    // ONNX Runtime quantizes the steps up to the longest length only: the
+    // rows after it are zeros (which the range holds anyway).
+    te::NDArray step_of_row(lengths->dtype, {seq * batch, 1});
+    for (int64_t row = 0; row < seq * batch; ++row) {
+      step_of_row.set(row, static_cast<double>(row / batch));
+    }
+    Value longest = call("reduce_max", {lengths}, whole_reduce_attrs(2));
+    Value live =
+        call("less", {graph::constant(std::move(step_of_row), n.name() + ".row_step"), longest});
+    xs = call("where", {live, xs, scalar_constant(x->dtype, 0, n.name() + ".zero")});
+  }
+  auto part = [&](const Value& v, int k) {  // gate k's columns
+    return slice(v, v->shape.size() - 1, k * hidden, (k + 1) * hidden);
+  };
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = direction == "reverse" || d == 1;
     const size_t act0 = static_cast<size_t>(d * acts_per_dir);
     // Every step's input projection at once, with the biases that add to
     // it (LSTM: added to each step's gates, in ONNX Runtime's order).
-    Value xw = product(xs, d, false);
-    Value recurrent_bias_h;  // GRU with linear_before_reset: Rb_h stays inside r * (...)
-    Value lstm_bias;
+    Value xw = product(xs, weights_of(d, false));
+    const Weights state_weights = kind == Recurrent::kGru ? Weights() : weights_of(d, true);
+    Value recurrent_bias_h;        // GRU with linear_before_reset: Rb_h stays inside r * (...)
+    std::vector<Value> lstm_bias;  // per gate
     if (b && kind == Recurrent::kLstm) {
       Value bd = of_direction(b, d, false);
-      lstm_bias = call("add", {slice(bd, 0, 0, gh), slice(bd, 0, gh, 2 * gh)});
+      Value sum = call("add", {slice(bd, 0, 0, gh), slice(bd, 0, gh, 2 * gh)});
+      for (int k = 0; k < 4; ++k) lstm_bias.push_back(part(sum, k));
     } else if (b) {
       Value bd = of_direction(b, d, false);
       Value wb = slice(bd, 0, 0, gh), rb = slice(bd, 0, gh, 2 * gh);
@@ -4867,7 +4913,12 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
     Value c;
     if (kind == Recurrent::kLstm)
       c = c0 ? of_direction(c0, d, true) : filled({batch, hidden}, 0, ".c0");
-    Value pd = kind == Recurrent::kLstm && p ? of_direction(p, d, false) : Value();
+    std::vector<Value> peepholes;  // input, output, forget
+    if (kind == Recurrent::kLstm && p) {
+      Value pd = of_direction(p, d, false);
+      for (int k = 0; k < 3; ++k) peepholes.push_back(part(pd, k));
+    }
+    Value one = input_forget ? scalar_constant(x->dtype, 1, n.name() + ".one") : Value();
     // GRU: the update and reset gates' state weights, and the candidate's.
     Value rd = kind == Recurrent::kGru ? of_direction(r, d, false) : Value();
     Value r_zr = kind == Recurrent::kGru ? slice(rd, 0, 0, 2 * hidden) : Value();
@@ -4878,24 +4929,21 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
       Value xt = slice(xw, 0, t * batch, (t + 1) * batch);
       Value next_h, next_c;
       if (kind == Recurrent::kRnn) {
-        next_h = activate(act0, clipped(call("add", {xt, product(h, d, true)})));
+        next_h = activate(act0, clipped(call("add", {xt, product(h, state_weights)})));
       } else if (kind == Recurrent::kLstm) {
-        Value gates_t = call("add", {xt, product(h, d, true)});
-        auto part = [&](const Value& v, int k) {
-          return slice(v, v->shape.size() - 1, k * hidden, (k + 1) * hidden);
-        };
+        Value gates_t = call("add", {xt, product(h, state_weights)});
         // Each gate's sum, peephole, then bias, as ONNX Runtime adds them.
         auto gate = [&](int k, const Value& state) {
           Value v = part(gates_t, k);
-          if (state && pd) v = call("add", {v, call("multiply", {part(pd, k), state})});
-          return clipped(lstm_bias ? call("add", {v, part(lstm_bias, k)}) : v);
+          if (state && !peepholes.empty())
+            v = call("add", {v, call("multiply", {peepholes[static_cast<size_t>(k)], state})});
+          return clipped(lstm_bias.empty() ? v
+                                           : call("add", {v, lstm_bias[static_cast<size_t>(k)]}));
         };
         // ONNX's gate order: input, output, forget, cell; peepholes input, output, forget.
         Value i = activate(act0, gate(0, c));
         // input_forget couples the gates: f = 1 - i.
-        Value f = input_forget
-                      ? call("subtract", {scalar_constant(x->dtype, 1, n.name() + ".one"), i})
-                      : activate(act0, gate(2, c));
+        Value f = input_forget ? call("subtract", {one, i}) : activate(act0, gate(2, c));
         Value candidate = activate(act0 + 1, gate(3, Value()));
         next_c = call("add", {call("multiply", {f, c}), call("multiply", {i, candidate})});
         Value o = activate(act0, gate(1, next_c));

@@ -1232,8 +1232,8 @@ def _(g):
 
 @case("lstm_input_forget")
 def _(g):
-    # Coupled gates: the forget gate is 1 - the input gate.
-    ins = [g.input("x", [4, 2, 3])] + recurrent_weights(g, 4, 1, 5, 3)
+    # Coupled gates: the forget gate is 1 - the input gate (and its peephole unused).
+    ins = [g.input("x", [4, 2, 3])] + recurrent_weights(g, 4, 1, 5, 3) + ["", "", "", g.weight("P", [1, 15])]
     g.output(*g.node("LSTM", ins, ["y", "y_h", "y_c"], hidden_size=5, input_forget=1))
 
 
@@ -1241,16 +1241,22 @@ def _(g):
 U8, I8 = TensorProto.UINT8, TensorProto.INT8
 
 
-def lstm_quantized(g, name, w, per_column):
+def lstm_quantized(g, name, w, per_column, zero_point=None):
     """An LSTM weight ([dirs, 4H, K]) as quantize_dynamic writes it for
     DynamicQuantizeLSTM: symmetric int8 (scale = max |w| / 127) per
     direction or per row, transposed to [dirs, K, 4H]; its scale and zero
-    point, [dirs] or [dirs, 4H]."""
+    point, [dirs] or [dirs, 4H]. With `zero_point` (per direction): uint8,
+    scale = max |w| / 120, around that zero point."""
     axes = (2,) if per_column else (1, 2)
-    scale = (np.abs(w).max(axis=axes).astype(np.float64) / 127).astype(np.float32)
-    q = np.clip(np.round(w / scale.reshape(scale.shape + (1,) * len(axes))), -128, 127).astype(np.int8)
-    return (g.const(name, q.transpose(0, 2, 1)), g.const(name + "_scale", scale),
-            g.const(name + "_zp", np.zeros(scale.shape, np.int8)))
+    levels = 127 if zero_point is None else 120
+    scale = (np.abs(w).max(axis=axes).astype(np.float64) / levels).astype(np.float32)
+    q = np.round(w / scale.reshape(scale.shape + (1,) * len(axes)))
+    if zero_point is None:
+        q, zp = np.clip(q, -128, 127).astype(np.int8), np.zeros(scale.shape, np.int8)
+    else:
+        q = np.clip(q + np.reshape(zero_point, (-1, 1, 1)), 0, 255).astype(np.uint8)
+        zp = np.uint8(zero_point)
+    return g.const(name, q.transpose(0, 2, 1)), g.const(name + "_scale", scale), g.const(name + "_zp", zp)
 
 
 @case("dynamic_quantize_lstm")
@@ -1277,6 +1283,18 @@ def _(g):
     g.nodes.append(helper.make_node("DynamicQuantizeLSTM", ["x", w2, r2, "", "", "", "", "", w2_s, w2_z, r2_s, r2_z],
                                     ["y2"], name="dqlstm2", domain="com.microsoft", hidden_size=16))
     g.output("y2", shape=[seq, 1, 1, 16])
+    # uint8 weights about a zero point, reverse, clip, coupled gates, and a
+    # sequence length (3 of 5): ONNX Runtime takes the input's range over
+    # the first 3 steps only.
+    w3, w3_s, w3_z = lstm_quantized(g, "W3", rw([1, 20, isize]), False, [131])
+    r3, r3_s, r3_z = lstm_quantized(g, "R3", rw([1, 20, 5]), False, [97])
+    ins = ["x", w3, r3, g.weight("B3", [1, 40], 0.2), g.const("lens", np.int32([3])), "", "", "",
+           w3_s, w3_z, r3_s, r3_z]
+    g.nodes.append(helper.make_node("DynamicQuantizeLSTM", ins, ["y3", "y3_h"], name="dqlstm3",
+                                    domain="com.microsoft", hidden_size=5, direction="reverse", clip=0.9,
+                                    input_forget=1))
+    g.output("y3", shape=[seq, 1, 1, 5])
+    g.output("y3_h", shape=[1, 1, 5])
 
 
 @case("dynamic_quantize_zeros")
@@ -1985,6 +2003,26 @@ def _(g):
     g.nodes.append(helper.make_node("FusedGemm", [g.input("x", [2, 2]), "x"], ["y"], name="FusedGemm_0",
                                     domain="com.microsoft"))
     g.output("y", shape=[2, 2])
+
+
+def bad_dynamic_quantize_lstm(g, w, w_scale):
+    g.microsoft = True
+    ins = [g.input("x", [2, 1, 3]), w, g.const("R", np.zeros([1, 2, 8], np.int8)), "", "", "", "", "", w_scale,
+           g.const("wz", np.int8([0])), g.const("rs", np.float32([0.1])), g.const("rz", np.int8([0]))]
+    g.nodes.append(helper.make_node("DynamicQuantizeLSTM", ins, ["y"], name="dqlstm", domain="com.microsoft",
+                                    hidden_size=2))
+    g.output("y", shape=[2, 1, 1, 2])
+
+
+@bad("bad_dynamic_quantize_lstm_scale",
+     "its W_scale is [3]; it must be per direction ([1]) or per column ([1, 8])")
+def _(g):
+    bad_dynamic_quantize_lstm(g, g.const("W", np.zeros([1, 3, 8], np.int8)), g.const("ws", np.float32([1, 2, 3])))
+
+
+@bad("bad_dynamic_quantize_lstm_weights", "its W is float32; int8 and uint8 are supported")
+def _(g):
+    bad_dynamic_quantize_lstm(g, g.weight("W", [1, 3, 8]), g.const("ws", np.float32([0.1])))
 
 
 @bad("bad_softmax_axis", "node 'Softmax_0' (Softmax): ")
