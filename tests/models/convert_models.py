@@ -355,9 +355,9 @@ def quantize_dynamic(model):
     int32 product to float, and a Mul by the product of the two scales; a
     Conv's bias is added after, reshaped to [1, C, 1, ...]. An LSTM becomes
     com.microsoft's DynamicQuantizeLSTM: its W and R int8, one scale per
-    direction, transposed to [dirs, K, 4H]. One thing the quantizer would
-    also do stays float here: Gathers of constant tables (embeddings, which
-    it stores as uint8 and dequantizes after)."""
+    direction, transposed to [dirs, K, 4H]. A Gather from a constant table
+    (an embedding) reads the table as int8 and is dequantized after
+    (GatherQuant)."""
     g = model.graph
     weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     inits, nodes, quantized = [], [], {}
@@ -388,10 +388,30 @@ def quantize_dynamic(model):
         q.attribute.extend(n.attribute)
         nodes.append(q)
 
+    def int8(name):
+        """The int8 form of weight `name`, symmetric, one scale."""
+        if name + ".quantized" not in {t.name for t in inits}:  # a weight two nodes share: once
+            w = weights[name]
+            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
+            const(name + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
+            const(name + ".zero_point", np.int8(0))
+            const(name + ".scale", scale)
+        return name + ".quantized", name + ".zero_point", name + ".scale"
+
     count = 0
     for n in g.node:
         if n.op_type == "LSTM" and all(n.input[k] in weights for k in (1, 2)):
             lstm(n)
+            count += 1
+            continue
+        if n.op_type == "Gather" and n.input[0] in weights and n.input[1] not in weights and \
+                weights[n.input[0]].dtype == np.float32:
+            tq, tz, ts = int8(n.input[0])
+            out = n.output[0]
+            gather = helper.make_node("Gather", [tq, n.input[1]], [out + "_quantized"], name=n.name)
+            gather.attribute.extend(n.attribute)
+            nodes += [gather, helper.make_node("DequantizeLinear", [out + "_quantized", ts, tz], [out],
+                                               name=out + ".dequantize")]
             count += 1
             continue
         w = weights.get(n.input[1]) if len(n.input) > 1 else None
@@ -400,13 +420,7 @@ def quantize_dynamic(model):
             nodes.append(n)
             continue
         count += 1
-        wname = n.input[1]
-        if wname + ".quantized" not in {t.name for t in inits}:  # a weight two nodes share: once
-            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
-            const(wname + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
-            const(wname + ".zero_point", np.int8(0))
-            const(wname + ".scale", scale)
-        wq, wz, ws = wname + ".quantized", wname + ".zero_point", wname + ".scale"
+        wq, wz, ws = int8(n.input[1])
         xq, xs, xz = dynamic(n.input[0])
         op = "ConvInteger" if n.op_type == "Conv" else "MatMulInteger"
         out = n.output[0]
