@@ -4026,14 +4026,172 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   // Outputs: the normalised sum, its mean and inverse deviation (not
   // computed), and the sum itself.
-  h["com.microsoft.SkipLayerNormalization"] = [this, need](const onnx::NodeProto& n,
-                                                           const std::vector<Value>& in) {
-    Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
-    if (in.size() > 4 && in[4]) sum = make("add", {sum, in[4]}, te::Attrs(), n);
-    std::vector<Value> norm_in = {sum, need(in, 2, "gamma")};
-    if (in.size() > 3 && in[3]) norm_in.push_back(in[3]);
-    Value out = handlers_.at("LayerNormalization")(n, norm_in)[0];
-    return std::vector<Value>{out, Value(), Value(), sum};
+  // ONNX Runtime's layer norms default to epsilon 1e-12, not ONNX's 1e-5.
+  auto layer_norm_of = [this](const onnx::NodeProto& n, std::vector<Value> in) {
+    onnx::NodeProto with_epsilon = n;
+    if (!attr(n, "epsilon")) {
+      onnx::AttributeProto* epsilon = with_epsilon.add_attribute();
+      epsilon->set_name("epsilon");
+      epsilon->set_type(onnx::AttributeProto::FLOAT);
+      epsilon->set_f(1e-12F);
+    }
+    return handlers_.at("LayerNormalization")(with_epsilon, in)[0];
+  };
+  h["com.microsoft.SkipLayerNormalization"] =
+      [this, need, layer_norm_of](const onnx::NodeProto& n, const std::vector<Value>& in) {
+        Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
+        if (in.size() > 4 && in[4]) sum = make("add", {sum, in[4]}, te::Attrs(), n);
+        std::vector<Value> norm_in = {sum, need(in, 2, "gamma")};
+        if (in.size() > 3 && in[3]) norm_in.push_back(in[3]);
+        return std::vector<Value>{layer_norm_of(n, norm_in), Value(), Value(), sum};
+      };
+  // A BERT's embeddings: word + position (+ segment) embeddings, layer
+  // normalised; the mask's count of ones per row (the lengths Attention
+  // reads for right padding); the sum before the norm.
+  h["com.microsoft.EmbedLayerNormalization"] =
+      [this, need, layer_norm_of](const onnx::NodeProto& n, const std::vector<Value>& in) {
+        auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+        Value ids = need(in, 0, "input_ids");
+        TT_CHECK(ids->shape.size() == 2, kInvalidArgument, "needs input_ids of rank 2, got ",
+                 shape_text(ids->shape));
+        const int64_t batch = ids->shape[0], seq = ids->shape[1];
+        auto gather = [&](const Value& table, const Value& indices) {
+          return handlers_.at("Gather")(n, {table, indices})[0];
+        };
+        Value sum = gather(need(in, 2, "word_embedding"), ids);
+        Value positions = need(in, 3, "position_embedding");
+        TT_CHECK(positions->shape.size() == 2 && positions->shape[0] >= seq, kInvalidArgument,
+                 "its position_embedding ", shape_text(positions->shape), " has fewer than ", seq,
+                 " rows");
+        Value position =
+            optional(8) ? gather(positions, in[8])
+                        : make("slice", {positions}, slice_along(positions->shape, 0, 0, seq), n);
+        sum = make("add", {sum, position}, te::Attrs(), n);
+        if (optional(1) && optional(4)) {
+          sum = make("add", {sum, gather(in[4], in[1])}, te::Attrs(), n);
+        }
+        Value out = layer_norm_of(n, {sum, need(in, 5, "gamma"), need(in, 6, "beta")});
+        Value lengths;
+        if (Value mask = optional(7)) {
+          auto r = make_node<te::ReduceAttrsNode>();
+          r->axes = {1};
+          r->keepdims = false;
+          // ONNX Runtime counts the entries equal to 1.
+          Value ones = make("equal", {mask, scalar_constant(mask->dtype, 1, n.name() + ".one")},
+                            te::Attrs(), n);
+          lengths = make("reduce_sum", {make("cast", {ones}, cast_attrs(DataType::int32()), n)},
+                         te::Attrs(attrs(std::move(r))), n);
+        } else {
+          te::NDArray zeros(DataType::int32(), {batch});
+          lengths = graph::constant(std::move(zeros), n.name() + ".lengths");
+        }
+        return std::vector<Value>{out, lengths, sum};
+      };
+  // Self-attention as ONNX Runtime's CPU kernel computes it: Q, K and V
+  // from one projection (with its bias), per head scale * Q K^T plus the
+  // mask's bias (mask_filter_value where a key is masked; the lowest float
+  // after the query, causal), softmax, times V, the heads joined again.
+  h["com.microsoft.Attention"] = [this, need, one](const onnx::NodeProto& n,
+                                                   const std::vector<Value>& in) {
+    auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+    auto call = [&](const std::string& op, std::vector<Value> args, te::Attrs a = te::Attrs()) {
+      return make(op, std::move(args), std::move(a), n);
+    };
+    Value x = need(in, 0, "input"), w = need(in, 1, "weights");
+    TT_CHECK(!optional(4) && !optional(5) && !optional(6), kInvalidArgument,
+             "past states and attention biases (inputs past, attention_bias, "
+             "past_sequence_length) are not supported");
+    TT_CHECK(attr_int(n, "do_rotary", 0) == 0, kInvalidArgument, "do_rotary is not supported");
+    TT_CHECK(x->shape.size() == 3, kInvalidArgument, "needs input of rank 3, got ",
+             shape_text(x->shape));
+    const int64_t batch = x->shape[0], seq = x->shape[1], heads = attr_int(n, "num_heads", 0);
+    std::vector<int64_t> sizes = attr_ints(n, "qkv_hidden_sizes", {});
+    if (sizes.empty() && w->shape.size() == 2) sizes.assign(3, w->shape[1] / 3);
+    TT_CHECK(sizes.size() == 3 && sizes[0] == sizes[1] && heads > 0 && sizes[0] % heads == 0 &&
+                 sizes[2] % heads == 0,
+             kInvalidArgument, "num_heads ", heads, " must divide the Q, K and V sizes ",
+             shape_text(sizes), ", and Q and K must be the same size");
+    TT_CHECK(w->shape == (std::vector<int64_t>{x->shape[2], sizes[0] + sizes[1] + sizes[2]}),
+             kInvalidArgument, "its weights are ", shape_text(w->shape), "; they must be ",
+             shape_text({x->shape[2], sizes[0] + sizes[1] + sizes[2]}));
+    Value qkv = handlers_.at("MatMul")(n, {x, w})[0];
+    if (Value bias = optional(2)) qkv = call("add", {qkv, bias});
+    // [B, heads, S, size / heads], or K transposed: [B, heads, size / heads, S].
+    auto per_head = [&](int64_t begin, int64_t size, bool transposed) {
+      Value part = call("slice", {qkv}, slice_along(qkv->shape, 2, begin, begin + size));
+      part = call("reshape", {part}, reshape_attrs({batch, seq, heads, size / heads}));
+      return call("transpose", {part},
+                  transpose_attrs(transposed ? std::vector<int64_t>{0, 2, 3, 1}
+                                             : std::vector<int64_t>{0, 2, 1, 3}));
+    };
+    Value q = per_head(0, sizes[0], false), kt = per_head(sizes[0], sizes[1], true),
+          v = per_head(sizes[0] + sizes[1], sizes[2], false);
+    const double scale =
+        attr_float(n, "scale", 0) != 0
+            ? attr_float(n, "scale", 0)
+            : static_cast<double>(1.0F / std::sqrt(static_cast<float>(sizes[0] / heads)));
+    Value scores = call("multiply", {call("nn.matmul", {q, kt}),
+                                     scalar_constant(x->dtype, scale, n.name() + ".scale")});
+    // The keys the mask leaves open ([B, 1, S or 1, S], bool).
+    Value keep;
+    auto both = [&](const Value& k) { keep = keep ? call("logical_and", {keep, k}) : k; };
+    auto iota = [&](std::vector<int64_t> shape, bool rows) {  // each position's row or column
+      te::NDArray a(DataType::int32(), shape);
+      for (int64_t i = 0; i < a.size(); ++i) {
+        a.set(i, static_cast<double>(rows ? i / shape.back() % seq : i % shape.back()));
+      }
+      return graph::constant(std::move(a), n.name() + (rows ? ".rows" : ".columns"));
+    };
+    if (Value mask = optional(3)) {
+      Value m = call("cast", {mask}, cast_attrs(DataType::int32()));
+      Value zero = scalar_constant(DataType::int32(), 0, n.name() + ".zero");
+      if (mask->shape == std::vector<int64_t>{batch}) {  // lengths: right padding
+        both(call("less", {iota({1, 1, 1, seq}, false),
+                           call("reshape", {m}, reshape_attrs({batch, 1, 1, 1}))}));
+      } else if (mask->shape == std::vector<int64_t>{2 * batch}) {  // ends, then starts
+        auto half = [&](int64_t k) {
+          return call("reshape",
+                      {call("slice", {m}, slice_along(m->shape, 0, k * batch, (k + 1) * batch))},
+                      reshape_attrs({batch, 1, 1, 1}));
+        };
+        Value column = iota({1, 1, 1, seq}, false);
+        both(call("less", {column, half(0)}));
+        both(call("greater_equal", {column, half(1)}));
+      } else if (mask->shape == (std::vector<int64_t>{batch, seq})) {  // raw: open where > 0
+        both(call("greater", {call("reshape", {m}, reshape_attrs({batch, 1, 1, seq})), zero}));
+      } else if (mask->shape == (std::vector<int64_t>{batch, seq, seq})) {
+        both(call("greater", {call("reshape", {m}, reshape_attrs({batch, 1, seq, seq})), zero}));
+      } else if (mask->shape == (std::vector<int64_t>{batch, 1}) ||
+                 mask->shape == (std::vector<int64_t>{1, 1})) {
+        // ONNX Runtime reads these as no mask.
+      } else {
+        fail(ErrorKind::kInvalidArgument, "its mask_index is ", shape_text(mask->shape),
+             "; supported are [B] (lengths), [2B] (ends and starts), [B, S] and [B, S, S] (0/1) "
+             "with B = ",
+             batch, " and S = ", seq);
+      }
+    }
+    Value mask_bias;
+    if (keep) {
+      mask_bias =
+          call("where", {keep, scalar_constant(x->dtype, 0, n.name() + ".open"),
+                         scalar_constant(x->dtype, attr_float(n, "mask_filter_value", -10000.0),
+                                         n.name() + ".filter")});
+    }
+    if (attr_int(n, "unidirectional", 0) != 0 && seq > 1) {  // causal: no key after the query
+      Value causal =
+          call("less_equal", {iota({1, 1, seq, seq}, false), iota({1, 1, seq, seq}, true)});
+      Value lowest =
+          scalar_constant(x->dtype, std::numeric_limits<float>::lowest(), n.name() + ".lowest");
+      mask_bias =
+          call("where",
+               {causal, mask_bias ? mask_bias : scalar_constant(x->dtype, 0, n.name() + ".open"),
+                lowest});
+    }
+    if (mask_bias) scores = call("add", {scores, mask_bias});
+    Value probs = call("nn.softmax", {scores}, axis_attrs(3));
+    Value out = call("transpose", {call("nn.matmul", {probs, v})}, transpose_attrs({0, 2, 1, 3}));
+    return one(call("reshape", {out}, reshape_attrs({batch, seq, sizes[2]})));
   };
   return handlers_;
 }

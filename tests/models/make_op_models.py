@@ -1435,6 +1435,47 @@ def _(g):
     g.output(g.node("QLinearMatMul", ins), elem=U8)
 
 
+@case("microsoft_bert_fusions")
+def _(g):
+    # What ONNX Runtime's transformer optimizer writes for a BERT's
+    # embeddings and self-attention: EmbedLayerNormalization (word,
+    # position and segment embeddings, layer norm, the mask's count of
+    # ones; without segments and mask, given positions, its default
+    # epsilon) and Attention with a raw mask (open where > 0), with the
+    # lengths it gives (right padding), with ends and starts, causal, and
+    # with a narrower V.
+    g.microsoft = True
+
+    def ms(op, inputs, outputs, **attrs):
+        g.nodes.append(helper.make_node(op, inputs, outputs, name=op + "_" + outputs[0], domain="com.microsoft",
+                                        **attrs))
+        return outputs[0]
+
+    b, s, d, heads = 2, 5, 16, 4
+    ids = g.input("ids", [b, s], 0, 29.99, dtype=np.int32)
+    seg = g.input("seg", [b, s], 0, 1.99, dtype=np.int32)
+    mask = g.input("mask", [b, s], dtype=np.int32)
+    g.data[-1] = np.int32([[1, 1, 1, 0, 0], [1, 1, 2, 1, 1]])
+    emb, lengths = "emb", "lengths"
+    ms("EmbedLayerNormalization", [ids, seg, g.weight("word", [30, d]), g.weight("pos", [8, d]),
+                                                  g.weight("segment", [2, d]), g.weight("gamma", [d]),
+                                                  g.weight("beta", [d]), mask], ["emb", "lengths"], epsilon=1e-5)
+    qkv = [g.weight("qkv", [d, 3 * d], 0.3), g.weight("qkv_bias", [3 * d], 0.1)]
+    g.output(emb, ms("Attention", [emb] + qkv + [mask], ["raw"], num_heads=heads),
+             ms("Attention", [emb] + qkv + [lengths], ["right_padded"], num_heads=heads),
+             ms("Attention", [emb] + qkv, ["causal"], num_heads=heads, unidirectional=1, scale=0.3),
+             ms("Attention", [emb] + qkv + [g.const("ends_starts_mask", np.int32([5, 4, 1, 0]))], ["ends_starts"],
+                num_heads=heads, mask_filter_value=-3.0),
+             shape=[b, s, d])
+    g.output(ms("Attention", [emb, g.weight("qkv_v8", [d, 40], 0.3), g.weight("bias_v8", [40], 0.1), mask],
+                ["v8"], num_heads=heads, qkv_hidden_sizes=[16, 16, 8]), shape=[b, s, 8])
+    g.output(lengths, elem=TensorProto.INT32, shape=[b])
+    ms("EmbedLayerNormalization", [ids, "", "word", "pos", "", "gamma", "beta", "",
+                                   g.const("positions", np.int32([[4, 0, 2, 1, 3]]))], ["emb2", "zeros", "sum2"])
+    g.output("emb2", "sum2", shape=[b, s, d])
+    g.output("zeros", elem=TensorProto.INT32, shape=[b])
+
+
 @case("qdq_conv_relu")
 def _(g):
     # The QDQ form: float operators between QuantizeLinear/DequantizeLinear
