@@ -4048,45 +4048,79 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // A BERT's embeddings: word + position (+ segment) embeddings, layer
   // normalised; the mask's count of ones per row (the lengths Attention
   // reads for right padding); the sum before the norm.
-  h["com.microsoft.EmbedLayerNormalization"] =
-      [this, need, layer_norm_of](const onnx::NodeProto& n, const std::vector<Value>& in) {
-        auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
-        Value ids = need(in, 0, "input_ids");
-        TT_CHECK(ids->shape.size() == 2, kInvalidArgument, "needs input_ids of rank 2, got ",
-                 shape_text(ids->shape));
-        const int64_t batch = ids->shape[0], seq = ids->shape[1];
-        auto gather = [&](const Value& table, const Value& indices) {
-          return handlers_.at("Gather")(n, {table, indices})[0];
-        };
-        Value sum = gather(need(in, 2, "word_embedding"), ids);
-        Value positions = need(in, 3, "position_embedding");
-        TT_CHECK(positions->shape.size() == 2 && positions->shape[0] >= seq, kInvalidArgument,
-                 "its position_embedding ", shape_text(positions->shape), " has fewer than ", seq,
-                 " rows");
-        Value position =
-            optional(8) ? gather(positions, in[8])
-                        : make("slice", {positions}, slice_along(positions->shape, 0, 0, seq), n);
-        sum = make("add", {sum, position}, te::Attrs(), n);
-        if (optional(1) && optional(4)) {
-          sum = make("add", {sum, gather(in[4], in[1])}, te::Attrs(), n);
-        }
-        Value out = layer_norm_of(n, {sum, need(in, 5, "gamma"), need(in, 6, "beta")});
-        Value lengths;
-        if (Value mask = optional(7)) {
-          auto r = make_node<te::ReduceAttrsNode>();
-          r->axes = {1};
-          r->keepdims = false;
-          // ONNX Runtime counts the entries equal to 1.
-          Value ones = make("equal", {mask, scalar_constant(mask->dtype, 1, n.name() + ".one")},
-                            te::Attrs(), n);
-          lengths = make("reduce_sum", {make("cast", {ones}, cast_attrs(DataType::int32()), n)},
-                         te::Attrs(attrs(std::move(r))), n);
-        } else {
-          te::NDArray zeros(DataType::int32(), {batch});
-          lengths = graph::constant(std::move(zeros), n.name() + ".lengths");
-        }
-        return std::vector<Value>{out, lengths, sum};
-      };
+  h["com.microsoft.EmbedLayerNormalization"] = [this, need, layer_norm_of](
+                                                   const onnx::NodeProto& n,
+                                                   const std::vector<Value>& in) {
+    auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+    Value ids = need(in, 0, "input_ids");
+    TT_CHECK(ids->shape.size() == 2, kInvalidArgument, "needs input_ids of rank 2, got ",
+             shape_text(ids->shape));
+    const int64_t seq = ids->shape[1];
+    Value gamma = need(in, 5, "gamma"), beta = need(in, 6, "beta");
+    TT_CHECK(gamma->shape.size() == 1 && beta->shape == gamma->shape, kInvalidArgument,
+             "its gamma ", shape_text(gamma->shape), " and beta ", shape_text(beta->shape),
+             " must be vectors of one size");
+    const int64_t hidden = gamma->shape[0];
+    // Each table float32 [rows, hidden]; each id tensor integers of the ids' shape.
+    auto check_table = [&](const Value& t, const char* what) {
+      TT_CHECK(t->shape.size() == 2 && t->shape[1] == hidden && t->dtype == DataType::float32(),
+               kInvalidArgument, "its ", what, " is ", t->dtype.str(), " ", shape_text(t->shape),
+               "; it must be float32 [rows, ", hidden, "] (gamma's size)");
+    };
+    auto check_ids = [&](const Value& v, const char* what, bool one_row_allowed) {
+      const bool fits =
+          v->shape == ids->shape || (one_row_allowed && v->shape == (std::vector<int64_t>{1, seq}));
+      TT_CHECK(fits && v->dtype.is_integer(), kInvalidArgument, "its ", what, " is ",
+               v->dtype.str(), " ", shape_text(v->shape), "; it must be integers of shape ",
+               shape_text(ids->shape), one_row_allowed ? " or [1, S]" : "");
+    };
+    check_ids(ids, "input_ids", false);
+    auto gather = [&](const Value& table, const Value& indices) {
+      return handlers_.at("Gather")(n, {table, indices})[0];
+    };
+    Value words = need(in, 2, "word_embedding"), positions = need(in, 3, "position_embedding");
+    check_table(words, "word_embedding");
+    check_table(positions, "position_embedding");
+    Value sum = gather(words, ids), position;
+    if (Value given = optional(8)) {
+      check_ids(given, "position_ids", true);
+      position = gather(positions, given);
+    } else {
+      TT_CHECK(positions->shape[0] >= seq, kInvalidArgument, "its position_embedding ",
+               shape_text(positions->shape), " has fewer rows than the sequence's ", seq);
+      position = make("slice", {positions}, slice_along(positions->shape, 0, 0, seq), n);
+    }
+    sum = make("add", {sum, position}, te::Attrs(), n);
+    if (Value segments = optional(4)) {
+      // Without segment ids, ONNX Runtime adds the table's first row.
+      check_table(segments, "segment_embedding");
+      Value segment = optional(1);
+      if (segment) check_ids(segment, "segment_ids", false);
+      segment = segment ? gather(segments, segment)
+                        : make("slice", {segments}, slice_along(segments->shape, 0, 0, 1), n);
+      sum = make("add", {sum, segment}, te::Attrs(), n);
+    } else {
+      TT_CHECK(!optional(1), kInvalidArgument,
+               "has segment_ids but no segment_embedding to look them up in");
+    }
+    Value out = layer_norm_of(n, {sum, gamma, beta});
+    Value lengths;
+    if (Value mask = optional(7)) {
+      check_ids(mask, "mask", false);
+      auto r = make_node<te::ReduceAttrsNode>();
+      r->axes = {1};
+      r->keepdims = false;
+      // ONNX Runtime counts the entries equal to 1.
+      Value ones =
+          make("equal", {mask, scalar_constant(mask->dtype, 1, n.name() + ".one")}, te::Attrs(), n);
+      lengths = make("reduce_sum", {make("cast", {ones}, cast_attrs(DataType::int32()), n)},
+                     te::Attrs(attrs(std::move(r))), n);
+    } else {
+      te::NDArray zeros(DataType::int32(), {ids->shape[0]});
+      lengths = graph::constant(std::move(zeros), n.name() + ".lengths");
+    }
+    return std::vector<Value>{out, lengths, sum};
+  };
   // Self-attention as ONNX Runtime's CPU kernel computes it: Q, K and V
   // from one projection (with its bias), per head scale * Q K^T plus the
   // mask's bias (mask_filter_value where a key is masked; the lowest float
@@ -4102,8 +4136,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              "past states and attention biases (inputs past, attention_bias, "
              "past_sequence_length) are not supported");
     TT_CHECK(attr_int(n, "do_rotary", 0) == 0, kInvalidArgument, "do_rotary is not supported");
-    TT_CHECK(x->shape.size() == 3, kInvalidArgument, "needs input of rank 3, got ",
-             shape_text(x->shape));
+    TT_CHECK(x->shape.size() == 3 && x->dtype == DataType::float32(), kInvalidArgument,
+             "needs float32 input of rank 3 (as ONNX Runtime's CPU kernel), got ", x->dtype.str(),
+             " ", shape_text(x->shape));
     const int64_t batch = x->shape[0], seq = x->shape[1], heads = attr_int(n, "num_heads", 0);
     std::vector<int64_t> sizes = attr_ints(n, "qkv_hidden_sizes", {});
     if (sizes.empty() && w->shape.size() == 2) sizes.assign(3, w->shape[1] / 3);
@@ -4115,7 +4150,11 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              kInvalidArgument, "its weights are ", shape_text(w->shape), "; they must be ",
              shape_text({x->shape[2], sizes[0] + sizes[1] + sizes[2]}));
     Value qkv = handlers_.at("MatMul")(n, {x, w})[0];
-    if (Value bias = optional(2)) qkv = call("add", {qkv, bias});
+    if (Value bias = optional(2)) {
+      TT_CHECK(bias->shape == std::vector<int64_t>{w->shape[1]}, kInvalidArgument, "its bias is ",
+               shape_text(bias->shape), "; it must be ", shape_text({w->shape[1]}));
+      qkv = call("add", {qkv, bias});
+    }
     // [B, heads, S, size / heads], or K transposed: [B, heads, size / heads, S].
     auto per_head = [&](int64_t begin, int64_t size, bool transposed) {
       Value part = call("slice", {qkv}, slice_along(qkv->shape, 2, begin, begin + size));
@@ -4143,7 +4182,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       return graph::constant(std::move(a), n.name() + (rows ? ".rows" : ".columns"));
     };
     if (Value mask = optional(3)) {
-      Value m = call("cast", {mask}, cast_attrs(DataType::int32()));
+      TT_CHECK(mask->dtype == DataType::int32(), kInvalidArgument, "its mask_index is ",
+               mask->dtype.str(), "; it must be int32");
+      const Value& m = mask;
       Value zero = scalar_constant(DataType::int32(), 0, n.name() + ".zero");
       if (mask->shape == std::vector<int64_t>{batch}) {  // lengths: right padding
         both(call("less", {iota({1, 1, 1, seq}, false),
@@ -4179,8 +4220,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                                          n.name() + ".filter")});
     }
     if (attr_int(n, "unidirectional", 0) != 0 && seq > 1) {  // causal: no key after the query
-      Value causal =
-          call("less_equal", {iota({1, 1, seq, seq}, false), iota({1, 1, seq, seq}, true)});
+      Value causal = call("less_equal", {iota({1, 1, 1, seq}, false), iota({1, 1, seq, 1}, true)});
       Value lowest =
           scalar_constant(x->dtype, std::numeric_limits<float>::lowest(), n.name() + ".lowest");
       mask_bias =

@@ -1455,7 +1455,7 @@ def _(g):
     ids = g.input("ids", [b, s], 0, 29.99, dtype=np.int32)
     seg = g.input("seg", [b, s], 0, 1.99, dtype=np.int32)
     mask = g.input("mask", [b, s], dtype=np.int32)
-    g.data[-1] = np.int32([[1, 1, 1, 0, 0], [1, 1, 2, 1, 1]])
+    g.data[-1] = np.int32([[1, 1, 1, 0, -1], [1, 1, 2, 1, 1]])
     emb, lengths = "emb", "lengths"
     ms("EmbedLayerNormalization", [ids, seg, g.weight("word", [30, d]), g.weight("pos", [8, d]),
                                                   g.weight("segment", [2, d]), g.weight("gamma", [d]),
@@ -1470,10 +1470,23 @@ def _(g):
     g.output(ms("Attention", [emb, g.weight("qkv_v8", [d, 40], 0.3), g.weight("bias_v8", [40], 0.1), mask],
                 ["v8"], num_heads=heads, qkv_hidden_sizes=[16, 16, 8]), shape=[b, s, 8])
     g.output(lengths, elem=TensorProto.INT32, shape=[b])
-    ms("EmbedLayerNormalization", [ids, "", "word", "pos", "", "gamma", "beta", "",
-                                   g.const("positions", np.int32([[4, 0, 2, 1, 3]]))], ["emb2", "zeros", "sum2"])
+    # A [B, S, S] mask (query rows, key columns), [B, 1] (no mask), causal with padding.
+    rows = np.int32([[[1, 1, 0, 0, 1], [0, 1, 1, 1, 1], [1, 0, 1, 0, 1], [1, 1, 1, 1, 0], [0, 0, 0, 1, 1]]] * 2)
+    g.output(ms("Attention", [emb] + qkv + [g.const("mask3", rows)], ["per_query"], num_heads=heads),
+             ms("Attention", [emb] + qkv + [g.const("mask_b1", np.int32([[0], [0]]))], ["b1"], num_heads=heads),
+             ms("Attention", [emb] + qkv + [mask], ["causal_padded"], num_heads=heads, unidirectional=1),
+             shape=[b, s, d])
+    # No segment ids (the segment table's row 0 is added), positions given
+    # at run time, no mask (zeros), ONNX Runtime's default epsilon (1e-12;
+    # the tiny tables make 1e-5 show).
+    positions = g.input("positions", [1, s], 0, 7.99, dtype=np.int32)
+    ms("EmbedLayerNormalization", [ids, "", g.weight("word_tiny", [30, d], 1e-3), g.weight("pos_tiny", [8, d], 1e-3),
+                                   g.weight("segment_tiny", [2, d], 1e-3), "gamma", "beta", "", positions],
+       ["emb2", "zeros", "sum2"])
     g.output("emb2", "sum2", shape=[b, s, d])
     g.output("zeros", elem=TensorProto.INT32, shape=[b])
+    g.output(ms("SkipLayerNormalization", ["sum2", "sum2", "gamma", "beta"], ["skip_default_epsilon"]),
+             shape=[b, s, d])
 
 
 @case("qdq_conv_relu")
@@ -2064,6 +2077,24 @@ def _(g):
 @bad("bad_dynamic_quantize_lstm_weights", "its W is float32; int8 and uint8 are supported")
 def _(g):
     bad_dynamic_quantize_lstm(g, g.weight("W", [1, 3, 8]), g.const("ws", np.float32([0.1])))
+
+
+@bad("bad_attention_bias", "its bias is [8]; it must be [12]")
+def _(g):
+    g.microsoft = True
+    g.nodes.append(helper.make_node("Attention", [g.input("x", [1, 3, 4]), g.weight("w", [4, 12]), g.weight("b", [8])],
+                                    ["y"], name="attention", domain="com.microsoft", num_heads=2))
+    g.output("y", shape=[1, 3, 4])
+
+
+@bad("bad_embed_segment_ids", "has segment_ids but no segment_embedding to look them up in")
+def _(g):
+    g.microsoft = True
+    ids = g.input("ids", [1, 3], 0, 3.99, dtype=np.int32)
+    g.nodes.append(helper.make_node("EmbedLayerNormalization", [ids, "ids", g.weight("word", [4, 2]), g.weight("pos", [3, 2]),
+                                                                "", g.weight("gamma", [2]), g.weight("beta", [2])],
+                                    ["y"], name="embed", domain="com.microsoft"))
+    g.output("y", shape=[1, 3, 2])
 
 
 @bad("bad_softmax_axis", "node 'Softmax_0' (Softmax): ")
