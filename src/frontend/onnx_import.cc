@@ -4024,8 +4024,6 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return one(out);
   };
-  // Outputs: the normalised sum, its mean and inverse deviation (not
-  // computed), and the sum itself.
   // ONNX Runtime's layer norms default to epsilon 1e-12, not ONNX's 1e-5.
   auto layer_norm_of = [this](const onnx::NodeProto& n, std::vector<Value> in) {
     onnx::NodeProto with_epsilon = n;
@@ -4037,6 +4035,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return handlers_.at("LayerNormalization")(with_epsilon, in)[0];
   };
+  // Outputs: the normalised sum, its mean and inverse deviation (not
+  // computed), and the sum itself.
   h["com.microsoft.SkipLayerNormalization"] =
       [this, need, layer_norm_of](const onnx::NodeProto& n, const std::vector<Value>& in) {
         Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
@@ -4184,24 +4184,24 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (Value mask = optional(3)) {
       TT_CHECK(mask->dtype == DataType::int32(), kInvalidArgument, "its mask_index is ",
                mask->dtype.str(), "; it must be int32");
-      const Value& m = mask;
       Value zero = scalar_constant(DataType::int32(), 0, n.name() + ".zero");
       if (mask->shape == std::vector<int64_t>{batch}) {  // lengths: right padding
         both(call("less", {iota({1, 1, 1, seq}, false),
-                           call("reshape", {m}, reshape_attrs({batch, 1, 1, 1}))}));
+                           call("reshape", {mask}, reshape_attrs({batch, 1, 1, 1}))}));
       } else if (mask->shape == std::vector<int64_t>{2 * batch}) {  // ends, then starts
         auto half = [&](int64_t k) {
-          return call("reshape",
-                      {call("slice", {m}, slice_along(m->shape, 0, k * batch, (k + 1) * batch))},
-                      reshape_attrs({batch, 1, 1, 1}));
+          return call(
+              "reshape",
+              {call("slice", {mask}, slice_along(mask->shape, 0, k * batch, (k + 1) * batch))},
+              reshape_attrs({batch, 1, 1, 1}));
         };
         Value column = iota({1, 1, 1, seq}, false);
         both(call("less", {column, half(0)}));
         both(call("greater_equal", {column, half(1)}));
       } else if (mask->shape == (std::vector<int64_t>{batch, seq})) {  // raw: open where > 0
-        both(call("greater", {call("reshape", {m}, reshape_attrs({batch, 1, 1, seq})), zero}));
+        both(call("greater", {call("reshape", {mask}, reshape_attrs({batch, 1, 1, seq})), zero}));
       } else if (mask->shape == (std::vector<int64_t>{batch, seq, seq})) {
-        both(call("greater", {call("reshape", {m}, reshape_attrs({batch, 1, seq, seq})), zero}));
+        both(call("greater", {call("reshape", {mask}, reshape_attrs({batch, 1, seq, seq})), zero}));
       } else if (mask->shape == (std::vector<int64_t>{batch, 1}) ||
                  mask->shape == (std::vector<int64_t>{1, 1})) {
         // ONNX Runtime reads these as no mask.
