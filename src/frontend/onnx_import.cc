@@ -998,6 +998,9 @@ class Importer {
                                   const std::vector<int64_t>& kernel);
   /// A 3-D convolution as one 2-D convolution per kernel depth, with the
   /// output depths folded into the batch (defined below).
+  /// `v` - `zero_point` (none: 0) in int32: an integer product's operand
+  /// (defined below).
+  Value centred(const Value& v, const Value& zero_point, const onnx::NodeProto& n);
   Value conv3d_by_slices(const onnx::NodeProto& n, Value x, const Value& w, const Window& win,
                          int64_t groups);
   /// A 3-D transposed convolution as a 3-D convolution of the data spread
@@ -1988,13 +1991,6 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     q = make("clip", {q}, scalar_attrs(is_signed ? -128 : 0, is_signed ? 127 : 255), n);
     return cast_to(q, t, n);
   };
-  // `v` - `zero_point` in int32.
-  auto centred = [this, cast_to](const Value& v, const Value& zero_point,
-                                 const onnx::NodeProto& n) {
-    Value wide = cast_to(v, DataType::int32(), n);
-    if (!zero_point) return wide;
-    return make("subtract", {wide, cast_to(zero_point, DataType::int32(), n)}, te::Attrs(), n);
-  };
   auto optional_input = [](const std::vector<Value>& in, size_t k) {
     return k < in.size() ? in[k] : Value();
   };
@@ -2066,7 +2062,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         saturate(make("divide", {x, scale}, te::Attrs(), n), zero_point, DataType::uint(8), n);
     return std::vector<Value>{y, scale, zero_point};
   };
-  h["MatMulInteger"] = [this, need, one, integer_type, centred, optional_input](
+  h["MatMulInteger"] = [this, need, one, integer_type, optional_input](
                            const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value a = need(in, 0, "A"), b = need(in, 1, "B");
     integer_type(a, "A");
@@ -2081,7 +2077,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
              shape_text(b->shape));
     return one(make("nn.matmul", {centred(a, azp, n), centred(b, bzp, n)}, te::Attrs(), n));
   };
-  h["ConvInteger"] = [this, need, integer_type, centred, optional_input, along](
+  h["ConvInteger"] = [this, need, integer_type, optional_input, along](
                          const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "x"), w = need(in, 1, "w");
     integer_type(x, "x");
@@ -2094,8 +2090,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // QLinearConv and QLinearMatMul: the int32 product, scaled by
   // a_scale * b_scale / y_scale (per output channel for a per-channel weight)
   // in float32, rounded and saturated with y's zero point.
-  h["QLinearConv"] = [this, need, one, integer_type, centred, optional_input, along, saturate,
-                      cast_to](const onnx::NodeProto& n, const std::vector<Value>& in) {
+  h["QLinearConv"] = [this, need, one, integer_type, optional_input, along, saturate, cast_to](
+                         const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value x = need(in, 0, "x"), w = need(in, 3, "w"), yzp = optional_input(in, 7);
     integer_type(x, "x");
     integer_type(w, "w");
@@ -2121,7 +2117,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return one(
         saturate(scaled, yzp ? make("reshape", {yzp}, reshape_attrs({}), n) : Value(), t, n));
   };
-  h["QLinearMatMul"] = [this, need, one, integer_type, centred, saturate, cast_to](
+  h["QLinearMatMul"] = [this, need, one, integer_type, saturate, cast_to](
                            const onnx::NodeProto& n, const std::vector<Value>& in) {
     Value a = need(in, 0, "a"), b = need(in, 3, "b"), yzp = need(in, 7, "y_zero_point");
     integer_type(a, "a");
@@ -2532,7 +2528,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     auto a = make_node<te::NormAttrsNode>();
     a->axis = -1;
-    a->epsilon = attr_float(n, "epsilon", 1e-5);
+    // ONNX Runtime's own layer norms (Skip-, EmbedLayerNormalization) default to 1e-12.
+    a->epsilon = attr_float(n, "epsilon", n.domain() == "com.microsoft" ? 1e-12 : 1e-5);
     const double epsilon = a->epsilon;
     Value y;
     if (axis + 1 == static_cast<int64_t>(x->shape.size())) {
@@ -3979,12 +3976,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
 
   // What ONNX Runtime's quantize_dynamic writes for an LSTM.
-  h["com.microsoft.DynamicQuantizeLSTM"] = [this, need](const onnx::NodeProto& n,
-                                                        const std::vector<Value>& in) {
-    QuantizedRecurrence q{need(in, 8, "W_scale"), need(in, 9, "W_zero_point"),
-                          need(in, 10, "R_scale"), need(in, 11, "R_zero_point")};
-    return recurrent(n, in, Recurrent::kLstm, &q);
-  };
+  h["com.microsoft.DynamicQuantizeLSTM"] =
+      [this, need, integer_type](const onnx::NodeProto& n, const std::vector<Value>& in) {
+        integer_type(need(in, 1, "W"), "W");
+        integer_type(need(in, 2, "R"), "R");
+        QuantizedRecurrence q{need(in, 8, "W_scale"), need(in, 9, "W_zero_point"),
+                              need(in, 10, "R_scale"), need(in, 11, "R_zero_point")};
+        return recurrent(n, in, Recurrent::kLstm, &q);
+      };
 
   // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
   h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,
@@ -4024,34 +4023,25 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     return one(out);
   };
-  // ONNX Runtime's layer norms default to epsilon 1e-12, not ONNX's 1e-5.
-  auto layer_norm_of = [this](const onnx::NodeProto& n, std::vector<Value> in) {
-    onnx::NodeProto with_epsilon = n;
-    if (!attr(n, "epsilon")) {
-      onnx::AttributeProto* epsilon = with_epsilon.add_attribute();
-      epsilon->set_name("epsilon");
-      epsilon->set_type(onnx::AttributeProto::FLOAT);
-      epsilon->set_f(1e-12F);
-    }
-    return handlers_.at("LayerNormalization")(with_epsilon, in)[0];
-  };
+
   // Outputs: the normalised sum, its mean and inverse deviation (not
   // computed), and the sum itself.
-  h["com.microsoft.SkipLayerNormalization"] =
-      [this, need, layer_norm_of](const onnx::NodeProto& n, const std::vector<Value>& in) {
-        Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
-        if (in.size() > 4 && in[4]) sum = make("add", {sum, in[4]}, te::Attrs(), n);
-        std::vector<Value> norm_in = {sum, need(in, 2, "gamma")};
-        if (in.size() > 3 && in[3]) norm_in.push_back(in[3]);
-        return std::vector<Value>{layer_norm_of(n, norm_in), Value(), Value(), sum};
-      };
+  h["com.microsoft.SkipLayerNormalization"] = [this, need](const onnx::NodeProto& n,
+                                                           const std::vector<Value>& in) {
+    Value sum = make("add", {need(in, 0, "input"), need(in, 1, "skip")}, te::Attrs(), n);
+    if (in.size() > 4 && in[4]) sum = make("add", {sum, in[4]}, te::Attrs(), n);
+    std::vector<Value> norm_in = {sum, need(in, 2, "gamma")};
+    if (in.size() > 3 && in[3]) norm_in.push_back(in[3]);
+    return std::vector<Value>{handlers_.at("LayerNormalization")(n, norm_in)[0], Value(), Value(),
+                              sum};
+  };
   // A BERT's embeddings: word + position (+ segment) embeddings, layer
   // normalised; the mask's count of ones per row (the lengths Attention
   // reads for right padding); the sum before the norm.
-  h["com.microsoft.EmbedLayerNormalization"] = [this, need, layer_norm_of](
+  h["com.microsoft.EmbedLayerNormalization"] = [this, need, optional_input](
                                                    const onnx::NodeProto& n,
                                                    const std::vector<Value>& in) {
-    auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+    auto optional = [&](size_t k) { return optional_input(in, k); };
     Value ids = need(in, 0, "input_ids");
     TT_CHECK(ids->shape.size() == 2, kInvalidArgument, "needs input_ids of rank 2, got ",
              shape_text(ids->shape));
@@ -4103,7 +4093,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       TT_CHECK(!optional(1), kInvalidArgument,
                "has segment_ids but no segment_embedding to look them up in");
     }
-    Value out = layer_norm_of(n, {sum, gamma, beta});
+    Value out = handlers_.at("LayerNormalization")(n, {sum, gamma, beta})[0];
     Value lengths;
     if (Value mask = optional(7)) {
       check_ids(mask, "mask", false);
@@ -4125,9 +4115,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   // from one projection (with its bias), per head scale * Q K^T plus the
   // mask's bias (mask_filter_value where a key is masked; the lowest float
   // after the query, causal), softmax, times V, the heads joined again.
-  h["com.microsoft.Attention"] = [this, need, one](const onnx::NodeProto& n,
-                                                   const std::vector<Value>& in) {
-    auto optional = [&](size_t k) { return k < in.size() ? in[k] : Value(); };
+  h["com.microsoft.Attention"] = [this, need, one, optional_input](const onnx::NodeProto& n,
+                                                                   const std::vector<Value>& in) {
+    auto optional = [&](size_t k) { return optional_input(in, k); };
     auto call = [&](const std::string& op, std::vector<Value> args, te::Attrs a = te::Attrs()) {
       return make(op, std::move(args), std::move(a), n);
     };
@@ -4896,12 +4886,22 @@ Value Importer::conv_transpose3d(const onnx::NodeProto& n, const Value& x, const
                           win, groups);
 }
 
+Value Importer::centred(const Value& v, const Value& zero_point, const onnx::NodeProto& n) {
+  auto wide = [&](const Value& u) {
+    return u->dtype == DataType::int32() ? u : make("cast", {u}, cast_attrs(DataType::int32()), n);
+  };
+  return zero_point ? make("subtract", {wide(v), wide(zero_point)}, te::Attrs(), n) : wide(v);
+}
+
 /// The recurrent operators unrolled: the input projection of every time step
 /// is one matmul over the whole sequence ([seq * batch, I] x [I, G * H], G
 /// gates), and each step adds its state's projection ([batch, H] x [H, G * H])
 /// and applies the gates. Steps of equal shape are one tuning task. A
 /// sequence length shorter than the sequence holds the state and writes
-/// zeros past it, as ONNX says.
+/// zeros past it, as ONNX says. An LSTM's bias is added to each step's
+/// gates after the state's product, in ONNX Runtime's order. Quantized
+/// (DynamicQuantizeLSTM), the input and each state are quantized to uint8
+/// at run time and each product is in int32, scaled back.
 std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vector<Value>& in,
                                        Recurrent kind, const QuantizedRecurrence* quantized) {
   const int gates = kind == Recurrent::kLstm ? 4 : kind == Recurrent::kGru ? 3 : 1;
@@ -4937,11 +4937,6 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
              "DynamicQuantizeLSTM has no layout 1 (its X is [seq, batch, input])");
     check_shape(w, {dirs, isize, gh}, "W");
     check_shape(r, {dirs, hidden, gh}, "R");
-    for (const Value* v : {&w, &r}) {
-      TT_CHECK((*v)->dtype == DataType::int_(8) || (*v)->dtype == DataType::uint(8),
-               kInvalidArgument, "its ", v == &w ? "W" : "R", " is ", (*v)->dtype.str(),
-               "; int8 and uint8 are supported");
-    }
     // Each scale is float32; each zero point of its weights' type.
     const std::tuple<const char*, Value, DataType> params[] = {
         {"W_scale", quantized->w_scale, DataType::float32()},
@@ -5031,26 +5026,30 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
   struct Weights {
     Value matrix, scale;
   };
-  auto centred = [&](const Value& v, const Value& zero_point) {
-    return call("subtract", {call("cast", {v}, cast_attrs(DataType::int32())),
-                             call("cast", {zero_point}, cast_attrs(DataType::int32()))});
-  };
   auto weights_of = [&](int64_t d, bool state) {
     Value matrix = of_direction(state ? r : w, d, false);
     if (!quantized) return Weights{matrix, Value()};
     auto of = [&](const Value& v) { return of_direction(v, d, false); };
-    return Weights{centred(matrix, of(state ? quantized->r_zero_point : quantized->w_zero_point)),
-                   of(state ? quantized->r_scale : quantized->w_scale)};
+    return Weights{
+        centred(matrix, of(state ? quantized->r_zero_point : quantized->w_zero_point), n),
+        of(state ? quantized->r_scale : quantized->w_scale)};
   };
-  // `a` times `weights`: [rows, G * H]. Quantized, as ONNX Runtime computes
-  // it: `a` quantized to uint8 over its whole range, the int32 product
-  // scaled back.
-  auto product = [&](const Value& a, const Weights& weights) {
-    if (!quantized) return call("nn.dense", {a, weights.matrix});
+  // A product's left operand: as it is, or, quantized as ONNX Runtime
+  // quantizes it, to uint8 over its whole range (centred, with its scale).
+  struct Operand {
+    Value data, scale;
+  };
+  auto operand = [&](const Value& a) {
+    if (!quantized) return Operand{a, Value()};
     std::vector<Value> q = handlers_.at("DynamicQuantizeLinear")(n, {a});
-    Value acc = call("nn.matmul", {centred(q[0], q[2]), weights.matrix});
+    return Operand{centred(q[0], q[2], n), q[1]};
+  };
+  // `a` times `weights`: [rows, G * H]; quantized, the int32 product scaled back.
+  auto product = [&](const Operand& a, const Weights& weights) {
+    if (!quantized) return call("nn.dense", {a.data, weights.matrix});
+    Value acc = call("nn.matmul", {a.data, weights.matrix});
     return call("multiply", {call("cast", {acc}, cast_attrs(x->dtype)),
-                             call("multiply", {q[1], weights.scale})});
+                             call("multiply", {a.scale, weights.scale})});
   };
 
   Value b = optional(3), lengths = optional(4), h0 = optional(5), c0 = optional(6), p = optional(7);
@@ -5081,6 +5080,7 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
         call("less", {graph::constant(std::move(step_of_row), n.name() + ".row_step"), longest});
     xs = call("where", {live, xs, scalar_constant(x->dtype, 0, n.name() + ".zero")});
   }
+  const Operand xs_operand = operand(xs);   // quantized once for both directions
   auto part = [&](const Value& v, int k) {  // gate k's columns
     return slice(v, v->shape.size() - 1, k * hidden, (k + 1) * hidden);
   };
@@ -5089,7 +5089,7 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
     const size_t act0 = static_cast<size_t>(d * acts_per_dir);
     // Every step's input projection at once, with the biases that add to
     // it (LSTM: added to each step's gates, in ONNX Runtime's order).
-    Value xw = product(xs, weights_of(d, false));
+    Value xw = product(xs_operand, weights_of(d, false));
     const Weights state_weights = kind == Recurrent::kGru ? Weights() : weights_of(d, true);
     Value recurrent_bias_h;        // GRU with linear_before_reset: Rb_h stays inside r * (...)
     std::vector<Value> lstm_bias;  // per gate
@@ -5127,9 +5127,9 @@ std::vector<Value> Importer::recurrent(const onnx::NodeProto& n, const std::vect
       Value xt = slice(xw, 0, t * batch, (t + 1) * batch);
       Value next_h, next_c;
       if (kind == Recurrent::kRnn) {
-        next_h = activate(act0, clipped(call("add", {xt, product(h, state_weights)})));
+        next_h = activate(act0, clipped(call("add", {xt, product(operand(h), state_weights)})));
       } else if (kind == Recurrent::kLstm) {
-        Value gates_t = call("add", {xt, product(h, state_weights)});
+        Value gates_t = call("add", {xt, product(operand(h), state_weights)});
         // Each gate's sum, peephole, then bias, as ONNX Runtime adds them.
         auto gate = [&](int k, const Value& state) {
           Value v = part(gates_t, k);

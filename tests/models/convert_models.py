@@ -379,7 +379,7 @@ def quantize_dynamic(model):
         ins = list(n.input) + [""] * (8 - len(n.input))
         for k in (1, 2):
             w = weights[n.input[k]]
-            scale = (np.abs(w).max(axis=(1, 2)).astype(np.float64) / 127).astype(np.float32)
+            scale = (np.maximum(np.abs(w).max(axis=(1, 2)), 1e-8).astype(np.float64) / 127).astype(np.float32)
             q = np.clip(np.round(w / scale[:, None, None]), -127, 127).astype(np.int8)
             ins[k] = const(n.input[k] + ".quantized", q.transpose(0, 2, 1))
             ins += [const(n.input[k] + ".scale", scale), const(n.input[k] + ".zero_point", np.zeros(len(scale), np.int8))]
@@ -456,7 +456,8 @@ def main():
         model, count = quantize_dynamic(onnx.load(args.src))
         if count == 0:
             raise SystemExit(f"{args.src}: nothing to quantize")
-        if any(n.domain == "com.microsoft" for n in model.graph.node):
+        if any(n.domain == "com.microsoft" for n in model.graph.node) and \
+                not any(o.domain == "com.microsoft" for o in model.opset_import):
             model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     else:
         if not args.inputs:
