@@ -3985,6 +3985,29 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         return recurrent(n, in, Recurrent::kLstm, &q);
       };
 
+  // What ONNX Runtime's optimizer makes of quantize_dynamic's MatMuls when it
+  // saves the model: the integer product scaled back, and the same after a
+  // DynamicQuantizeLinear of A.
+  h["com.microsoft.MatMulIntegerToFloat"] = [this, need, one, optional_input](
+                                                const onnx::NodeProto& n,
+                                                const std::vector<Value>& in) {
+    Value acc = handlers_.at("MatMulInteger")(
+        n, {need(in, 0, "A"), need(in, 1, "B"), optional_input(in, 4), optional_input(in, 5)})[0];
+    Value scales =
+        make("multiply", {need(in, 2, "a_scale"), need(in, 3, "b_scale")}, te::Attrs(), n);
+    Value y = make("multiply", {make("cast", {acc}, cast_attrs(scales->dtype), n), scales},
+                   te::Attrs(), n);
+    if (Value bias = optional_input(in, 6)) y = make("add", {y, bias}, te::Attrs(), n);
+    return one(y);
+  };
+  h["com.microsoft.DynamicQuantizeMatMul"] =
+      [this, need, optional_input](const onnx::NodeProto& n, const std::vector<Value>& in) {
+        std::vector<Value> a = handlers_.at("DynamicQuantizeLinear")(n, {need(in, 0, "A")});
+        return handlers_.at("com.microsoft.MatMulIntegerToFloat")(
+            n, {a[0], need(in, 1, "B"), a[1], need(in, 2, "b_scale"), a[2], optional_input(in, 3),
+                optional_input(in, 4)});
+      };
+
   // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
   h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,
                                               const std::vector<Value>& in) {

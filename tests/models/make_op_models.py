@@ -1298,6 +1298,27 @@ def _(g):
     g.output("y3_h", shape=[1, 1, 5])
 
 
+@case("microsoft_integer_matmuls")
+def _(g):
+    # What ONNX Runtime's optimizer writes for quantize_dynamic's MatMuls
+    # when it saves the model: DynamicQuantizeMatMul (per-column weight
+    # scales, a bias) and MatMulIntegerToFloat (zero points on both sides).
+    g.microsoft = True
+    x = g.input("x", [2, 3, 12], -2, 3)
+    w = g.const("w", g.rng.integers(-127, 128, [12, 6]).astype(np.int8))
+    g.nodes.append(helper.make_node("DynamicQuantizeMatMul", [x, w, g.const("ws", g.rng.uniform(0.01, 0.03, [6]).astype(np.float32)),
+                                                              g.const("wz", np.int8([0] * 6)), g.weight("bias", [6])],
+                                    ["dq"], name="dqmm", domain="com.microsoft"))
+    a = g.input("a", [4, 12], 0, 255.99, dtype=np.uint8)
+    b = g.const("b", g.rng.integers(0, 256, [12, 5]).astype(np.uint8))
+    g.nodes.append(helper.make_node("MatMulIntegerToFloat", [a, b, g.const("as", np.float32(0.02)),
+                                                             g.const("bs", np.float32(0.01)), g.const("az", np.uint8(7)),
+                                                             g.const("bz", np.uint8(131)), g.weight("bias2", [5])],
+                                    ["mi"], name="mitf", domain="com.microsoft"))
+    g.output("dq", shape=[2, 3, 6])
+    g.output("mi", shape=[4, 5])
+
+
 @case("dynamic_quantize_zeros")
 def _(g):
     # All zeros: ONNX Runtime's scale is 1 (and its zero point 0).
