@@ -3991,13 +3991,36 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   h["com.microsoft.MatMulIntegerToFloat"] = [this, need, one, optional_input](
                                                 const onnx::NodeProto& n,
                                                 const std::vector<Value>& in) {
-    Value acc = handlers_.at("MatMulInteger")(
-        n, {need(in, 0, "A"), need(in, 1, "B"), optional_input(in, 4), optional_input(in, 5)})[0];
-    Value scales =
-        make("multiply", {need(in, 2, "a_scale"), need(in, 3, "b_scale")}, te::Attrs(), n);
-    Value y = make("multiply", {make("cast", {acc}, cast_attrs(scales->dtype), n), scales},
+    Value a = need(in, 0, "A"), b = need(in, 1, "B");
+    const int64_t columns = b->shape.empty() ? 0 : b->shape.back();
+    // A's scale and zero point one value; B's one value or one per column;
+    // the bias one per column; float32 (ONNX Runtime's CPU kernel).
+    auto check = [&](size_t k, const char* what, bool per_column, bool is_scale) {
+      Value v = optional_input(in, k);
+      if (!v) return v;
+      const int64_t count = checked_elements(v->shape, what);
+      TT_CHECK(count == 1 || (per_column && v->shape == std::vector<int64_t>{columns}),
+               kInvalidArgument, "its ", what, " is ", shape_text(v->shape),
+               "; it must be one value",
+               per_column ? " or one per column of B ([" + std::to_string(columns) + "])" : "");
+      TT_CHECK(!is_scale || v->dtype == DataType::float32(), kInvalidArgument, "its ", what, " is ",
+               v->dtype.str(), "; float32 is supported");
+      return count == 1 && v->shape.size() > 0 ? make("reshape", {v}, reshape_attrs({}), n) : v;
+    };
+    need(in, 2, "a_scale");
+    need(in, 3, "b_scale");
+    Value a_scale = check(2, "a_scale", false, true), b_scale = check(3, "b_scale", true, true);
+    Value acc = handlers_.at("MatMulInteger")(n, {a, b, check(4, "a_zero_point", false, false),
+                                                  check(5, "b_zero_point", true, false)})[0];
+    Value scales = make("multiply", {a_scale, b_scale}, te::Attrs(), n);
+    Value y = make("multiply", {make("cast", {acc}, cast_attrs(DataType::float32()), n), scales},
                    te::Attrs(), n);
-    if (Value bias = optional_input(in, 6)) y = make("add", {y, bias}, te::Attrs(), n);
+    if (Value bias = optional_input(in, 6)) {
+      TT_CHECK(bias->shape == std::vector<int64_t>{columns} && bias->dtype == DataType::float32(),
+               kInvalidArgument, "its bias is ", bias->dtype.str(), " ", shape_text(bias->shape),
+               "; it must be float32 [", columns, "]");
+      y = make("add", {y, bias}, te::Attrs(), n);
+    }
     return one(y);
   };
   h["com.microsoft.DynamicQuantizeMatMul"] =

@@ -1302,18 +1302,20 @@ def _(g):
 def _(g):
     # What ONNX Runtime's optimizer writes for quantize_dynamic's MatMuls
     # when it saves the model: DynamicQuantizeMatMul (per-column weight
-    # scales, a bias) and MatMulIntegerToFloat (zero points on both sides).
+    # scales and zero points, a bias) and MatMulIntegerToFloat (A's scale as
+    # [1], zero points on both sides, B's per column).
     g.microsoft = True
     x = g.input("x", [2, 3, 12], -2, 3)
     w = g.const("w", g.rng.integers(-127, 128, [12, 6]).astype(np.int8))
     g.nodes.append(helper.make_node("DynamicQuantizeMatMul", [x, w, g.const("ws", g.rng.uniform(0.01, 0.03, [6]).astype(np.float32)),
-                                                              g.const("wz", np.int8([0] * 6)), g.weight("bias", [6])],
+                                                              g.const("wz", np.int8([3, -2, 0, 5, -7, 1])), g.weight("bias", [6])],
                                     ["dq"], name="dqmm", domain="com.microsoft"))
     a = g.input("a", [4, 12], 0, 255.99, dtype=np.uint8)
     b = g.const("b", g.rng.integers(0, 256, [12, 5]).astype(np.uint8))
-    g.nodes.append(helper.make_node("MatMulIntegerToFloat", [a, b, g.const("as", np.float32(0.02)),
+    g.nodes.append(helper.make_node("MatMulIntegerToFloat", [a, b, g.const("as", np.float32([0.02])),
                                                              g.const("bs", np.float32(0.01)), g.const("az", np.uint8(7)),
-                                                             g.const("bz", np.uint8(131)), g.weight("bias2", [5])],
+                                                             g.const("bz", np.uint8([131, 0, 255, 9, 128])),
+                                                             g.weight("bias2", [5])],
                                     ["mi"], name="mitf", domain="com.microsoft"))
     g.output("dq", shape=[2, 3, 6])
     g.output("mi", shape=[4, 5])
@@ -2107,6 +2109,17 @@ def _(g):
     g.nodes.append(helper.make_node("Attention", [g.input("x", [1, 3, 4]), g.weight("w", [4, 12]), g.weight("b", [8])],
                                     ["y"], name="attention", domain="com.microsoft", num_heads=2))
     g.output("y", shape=[1, 3, 4])
+
+
+@bad("bad_integer_matmul_scale", "its b_scale is [4]; it must be one value or one per column of B ([3])")
+def _(g):
+    g.microsoft = True
+    g.nodes.append(helper.make_node("MatMulIntegerToFloat", [g.input("a", [2, 4], 0, 255, dtype=np.uint8),
+                                                             g.const("b", np.zeros([4, 3], np.int8)),
+                                                             g.const("as", np.float32(0.1)),
+                                                             g.const("bs", np.float32([0.1] * 4))],
+                                    ["y"], name="mitf", domain="com.microsoft"))
+    g.output("y", shape=[2, 3])
 
 
 @bad("bad_embed_segment_ids", "has segment_ids but no segment_embedding to look them up in")
