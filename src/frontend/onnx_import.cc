@@ -4220,7 +4220,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     if (Value mask = optional(3)) {
       TT_CHECK(mask->dtype == DataType::int32(), kInvalidArgument, "its mask_index is ",
                mask->dtype.str(), "; it must be int32");
-      Value zero = scalar_constant(DataType::int32(), 0, n.name() + ".zero");
+      auto open_above_zero = [&](std::vector<int64_t> shape) {  // a raw mask's keys
+        return call("greater", {call("reshape", {mask}, reshape_attrs(std::move(shape))),
+                                scalar_constant(DataType::int32(), 0, n.name() + ".zero")});
+      };
       if (mask->shape == std::vector<int64_t>{batch}) {  // lengths: right padding
         both(call("less", {iota({1, 1, 1, seq}, false),
                            call("reshape", {mask}, reshape_attrs({batch, 1, 1, 1}))}));
@@ -4235,9 +4238,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         both(call("less", {column, half(0)}));
         both(call("greater_equal", {column, half(1)}));
       } else if (mask->shape == (std::vector<int64_t>{batch, seq})) {  // raw: open where > 0
-        both(call("greater", {call("reshape", {mask}, reshape_attrs({batch, 1, 1, seq})), zero}));
+        both(open_above_zero({batch, 1, 1, seq}));
       } else if (mask->shape == (std::vector<int64_t>{batch, seq, seq})) {
-        both(call("greater", {call("reshape", {mask}, reshape_attrs({batch, 1, seq, seq})), zero}));
+        both(open_above_zero({batch, 1, seq, seq}));
       } else if (mask->shape == (std::vector<int64_t>{batch, 1}) ||
                  mask->shape == (std::vector<int64_t>{1, 1})) {
         // ONNX Runtime reads these as no mask.

@@ -374,28 +374,38 @@ def quantize_dynamic(model):
             quantized[x] = outs
         return quantized[x]
 
+    def symmetric_int8(w, axes=None):
+        """w as int8 about 0, one scale (max |w| / 127) over `axes` (None:
+        all of w): the int8 values and the scales, with w's rank."""
+        scale = np.maximum(np.abs(w).max(axis=axes, keepdims=True), 1e-8)
+        scale = (scale.astype(np.float64) / 127).astype(np.float32)
+        return np.clip(np.round(w / scale), -127, 127).astype(np.int8), scale
+
     def lstm(n):
         """n as DynamicQuantizeLSTM (ONNX Runtime's LSTMQuant)."""
         ins = list(n.input) + [""] * (8 - len(n.input))
         for k in (1, 2):
-            w = weights[n.input[k]]
-            scale = (np.maximum(np.abs(w).max(axis=(1, 2)), 1e-8).astype(np.float64) / 127).astype(np.float32)
-            q = np.clip(np.round(w / scale[:, None, None]), -127, 127).astype(np.int8)
+            q, scale = symmetric_int8(weights[n.input[k]], axes=(1, 2))
+            scale = scale.reshape(-1)
             ins[k] = const(n.input[k] + ".quantized", q.transpose(0, 2, 1))
             ins += [const(n.input[k] + ".scale", scale), const(n.input[k] + ".zero_point", np.zeros(len(scale), np.int8))]
         q = helper.make_node("DynamicQuantizeLSTM", ins, list(n.output), name=n.name + "_quant",
                              domain="com.microsoft")
         q.attribute.extend(n.attribute)
         nodes.append(q)
+        if not any(o.domain == "com.microsoft" for o in model.opset_import):
+            model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+    int8_done = set()
 
     def int8(name):
         """The int8 form of weight `name`, symmetric, one scale."""
-        if name + ".quantized" not in {t.name for t in inits}:  # a weight two nodes share: once
-            w = weights[name]
-            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
-            const(name + ".quantized", np.clip(np.round(w / scale), -127, 127).astype(np.int8))
+        if name not in int8_done:  # a weight two nodes share: once
+            int8_done.add(name)
+            q, scale = symmetric_int8(weights[name])
+            const(name + ".quantized", q)
             const(name + ".zero_point", np.int8(0))
-            const(name + ".scale", scale)
+            const(name + ".scale", scale.reshape(()))
         return name + ".quantized", name + ".zero_point", name + ".scale"
 
     count = 0
@@ -456,9 +466,6 @@ def main():
         model, count = quantize_dynamic(onnx.load(args.src))
         if count == 0:
             raise SystemExit(f"{args.src}: nothing to quantize")
-        if any(n.domain == "com.microsoft" for n in model.graph.node) and \
-                not any(o.domain == "com.microsoft" for o in model.opset_import):
-            model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     else:
         if not args.inputs:
             raise SystemExit("quantizing needs --inputs (the calibration data)")
