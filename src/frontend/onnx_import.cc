@@ -1178,6 +1178,10 @@ struct ResizeRule {
   std::string mode, coord, nearest_mode;
   double cubic_a = -0.75, extrapolation = 0;
   bool exclude_outside = false;
+  /// Linear weights worked out in float32, as ONNX Runtime's resize of
+  /// integers does before it truncates: a last bit of a weight moves a
+  /// truncated value by one.
+  bool single_precision = false;
 };
 
 void check_resize_rule(const ResizeRule& r) {
@@ -1268,6 +1272,19 @@ ResizeTaps resize_taps(const ResizeRule& r, int64_t in, int64_t out, double scal
       if (r.nearest_mode == "ceil") pick = std::ceil(x);
       index = {clamp(static_cast<int64_t>(pick))};
       weight = {1.0};
+    } else if (r.mode == "linear" && r.single_precision) {
+      // ONNX Runtime's arithmetic: (o + 0.5f) / scale - 0.5f for the half
+      // pixel rules, clamped, and its fraction, all in float32.
+      const auto f = static_cast<float>(o), fs = static_cast<float>(scale);
+      float xf = r.coord == "asymmetric" ? f / fs
+                 : r.coord == "half_pixel" || r.coord == "pytorch_half_pixel"
+                     ? (out > 1 || r.coord == "half_pixel" ? (f + 0.5f) / fs - 0.5f : 0.0f)
+                     : static_cast<float>(x);
+      xf = std::clamp(xf, 0.0f, static_cast<float>(in - 1));
+      const auto low = static_cast<int64_t>(xf);
+      const float fraction = xf - static_cast<float>(low);
+      index = {clamp(low), clamp(low + 1)};
+      weight = {1.0f - fraction, fraction};
     } else if (r.mode == "linear") {
       const double c = std::clamp(x, 0.0, fin - 1), low = std::floor(c);
       index = {clamp(static_cast<int64_t>(low)), clamp(static_cast<int64_t>(low) + 1)};
@@ -3327,20 +3344,24 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
           make(is_max ? "reduce_max" : "reduce_mean", {x}, te::Attrs(attrs(std::move(r))), n));
     };
   }
+  // Softmax as ONNX defines it at `opset` (QLinearSoftmax names its own).
+  auto softmax = [this](const onnx::NodeProto& n, const Value& x, int64_t opset, bool log) {
+    int64_t rank = static_cast<int64_t>(x->shape.size());
+    int64_t axis = normalise(attr_int(n, "axis", opset >= 13 ? -1 : 1), x->shape.size());
+    const char* ours = log ? "nn.log_softmax" : "nn.softmax";
+    if (opset >= 13 || axis == rank - 1) return make(ours, {x}, axis_attrs(axis), n);
+    // Before opset 13: the input as 2-D at `axis`, normalised over the second part.
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x->shape[d];
+    Value flat = make("reshape", {x}, reshape_attrs({outer, inner}), n);
+    Value s = make(ours, {flat}, axis_attrs(1), n);
+    return make("reshape", {s}, reshape_attrs(x->shape), n);
+  };
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     bool log = std::string(op) == "LogSoftmax";
-    h[op] = [this, need, one, log](const onnx::NodeProto& n, const std::vector<Value>& in) {
-      Value x = need(in, 0, "input");
-      int64_t rank = static_cast<int64_t>(x->shape.size());
-      int64_t axis = normalise(attr_int(n, "axis", opset_ >= 13 ? -1 : 1), x->shape.size());
-      const char* ours = log ? "nn.log_softmax" : "nn.softmax";
-      if (opset_ >= 13 || axis == rank - 1) return one(make(ours, {x}, axis_attrs(axis), n));
-      // Before opset 13: the input as 2-D at `axis`, normalised over the second part.
-      int64_t outer = 1, inner = 1;
-      for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x->shape[d];
-      Value flat = make("reshape", {x}, reshape_attrs({outer, inner}), n);
-      Value s = make(ours, {flat}, axis_attrs(1), n);
-      return one(make("reshape", {s}, reshape_attrs(x->shape), n));
+    h[op] = [this, need, one, log, softmax](const onnx::NodeProto& n,
+                                            const std::vector<Value>& in) {
+      return one(softmax(n, need(in, 0, "input"), opset_, log));
     };
   }
   // The reductions, and those ONNX defines as one of them between
@@ -3837,8 +3858,18 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
         (in_h * in_w);
     Value data = rank == 4 ? x : make("reshape", {x}, reshape_attrs({1, channels, in_h, in_w}), n);
     Value out;
-    if (std::optional<std::string> coord =
-            simple_resize(rule, in_h, out_h, scale_h, in_w, out_w, scale_w)) {
+    std::optional<std::string> coord =
+        simple_resize(rule, in_h, out_h, scale_h, in_w, out_w, scale_w);
+    // Integers (the QOperator form resizes bytes): nearest copies them; any
+    // other rule computes in float32 by taps, in ONNX Runtime's order, and
+    // truncates back as its static_cast does.
+    const bool widened = !x->dtype.is_float() && !(coord && rule.mode == "nearest");
+    if (widened) {
+      data = make("cast", {data}, cast_attrs(DataType::float32()), n);
+      rule.single_precision = true;
+      coord.reset();
+    }
+    if (coord) {
       auto a = make_node<te::ResizeAttrsNode>();
       a->size = {out_h, out_w};
       a->method = rule.mode;
@@ -3864,6 +3895,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       }
       out = make("resample2d", {data, rows, row_weights, cols, col_weights}, te::Attrs(), n);
     }
+    if (widened) out = make("cast", {out}, cast_attrs(x->dtype), n);
     return one(rank == 4 ? out : make("reshape", {out}, reshape_attrs(size), n));
   };
   h["Resize"] = resize;
@@ -4030,6 +4062,329 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
             n, {a[0], need(in, 1, "B"), a[1], need(in, 2, "b_scale"), a[2], optional_input(in, 3),
                 optional_input(in, 4)});
       };
+
+  // ---- com.microsoft: the rest of the QOperator form of ONNX Runtime's quantizer ----
+  // As ONNX Runtime's CPU kernels compute them, in their order of float32
+  // operations (a last bit moves a rounded value by a step): mostly on the
+  // dequantized values, requantized to the output's scale, rounded half to
+  // even and saturated. Scales and zero points are one value each; a zero
+  // point left out is 0.
+  struct Quantized {
+    Value q, scale, zero_point;  ///< data, float32 scale, zero point (or none)
+  };
+  // The scale (or zero point) in[k] of data `q`, as a scalar.
+  auto parameter = [this](const std::vector<Value>& in, size_t k, const char* what, const Value& q,
+                          bool is_scale, const onnx::NodeProto& n) -> Value {
+    Value v = k < in.size() ? in[k] : Value();
+    if (!v) {
+      TT_CHECK(!is_scale, kInvalidArgument, "needs its ", what, " input");
+      return v;
+    }
+    TT_CHECK(checked_elements(v->shape, what) == 1, kInvalidArgument, "its ", what, " ",
+             shape_text(v->shape), " is not one value; per-axis ", n.op_type(),
+             " is not supported");
+    DataType want = is_scale ? DataType::float32() : q->dtype;
+    TT_CHECK(v->dtype == want, kInvalidArgument, "its ", what, " is ", v->dtype.str(),
+             "; it must be ", want.str());
+    return v->shape.empty() ? v : make("reshape", {v}, reshape_attrs({}), n);
+  };
+  // Data in[k] with its scale in[k + 1] and zero point in[k + 2].
+  auto quantized = [need, integer_type, parameter](const std::vector<Value>& in, size_t k,
+                                                   const char* what, const onnx::NodeProto& n) {
+    Value q = need(in, k, what);
+    integer_type(q, what);
+    const std::string name = what;
+    return Quantized{q, parameter(in, k + 1, (name + "_scale").c_str(), q, true, n),
+                     parameter(in, k + 2, (name + "_zero_point").c_str(), q, false, n)};
+  };
+  auto dequantize = [this, cast_to](const Quantized& x, const onnx::NodeProto& n) {
+    Value v = cast_to(x.q, DataType::float32(), n);
+    if (x.zero_point) {
+      v = make("subtract", {v, cast_to(x.zero_point, DataType::float32(), n)}, te::Attrs(), n);
+    }
+    return make("multiply", {v, x.scale}, te::Attrs(), n);
+  };
+  // `value` (float32) quantized to `y` (whose q gives the type) as MLAS's
+  // QuantizeLinear does: rounded, then the zero point added.
+  auto requantize = [this, saturate](Value value, const Quantized& y, const onnx::NodeProto& n) {
+    return saturate(make("divide", {value, y.scale}, te::Attrs(), n), y.zero_point, y.q->dtype, n);
+  };
+  // The output's scale in[k] and zero point in[k + 1], of the type of `x`.
+  auto output = [parameter](const std::vector<Value>& in, size_t k, const Value& x,
+                            const onnx::NodeProto& n) {
+    return Quantized{x, parameter(in, k, "y_scale", x, true, n),
+                     parameter(in, k + 1, "y_zero_point", x, false, n)};
+  };
+  auto same_type = [](const Quantized& a, const Quantized& b) {
+    TT_CHECK(a.q->dtype == b.q->dtype, kInvalidArgument, "mixes ", a.q->dtype.str(), " and ",
+             b.q->dtype.str(), "; its inputs must have one type");
+  };
+  h["com.microsoft.QLinearAdd"] = [this, one, cast_to, saturate, quantized, output, same_type](
+                                      const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Quantized a = quantized(in, 0, "A", n), b = quantized(in, 3, "B", n);
+    same_type(a, b);
+    Quantized c = output(in, 6, a.q, n);
+    // MLAS (AVX2): A * (A_scale / C_scale) + (B * (B_scale / C_scale) + a
+    // constant holding the three zero points), in that order.
+    auto f32 = [&](const Value& v) { return cast_to(v, DataType::float32(), n); };
+    auto op = [&](const char* name, Value x, Value y) {
+      return make(name, {x, y}, te::Attrs(), n);
+    };
+    Value ra = op("divide", a.scale, c.scale), rb = op("divide", b.scale, c.scale);
+    Value shift;
+    auto take = [&](const Value& zp, const Value& ratio) {
+      if (!zp) return;
+      Value part = op("multiply", ratio, f32(zp));
+      shift = shift ? op("add", shift, part) : part;
+    };
+    take(a.zero_point, ra);
+    take(b.zero_point, rb);
+    if (c.zero_point)
+      shift = shift ? op("subtract", f32(c.zero_point), shift) : f32(c.zero_point);
+    else if (shift)
+      shift = make("negative", {shift}, te::Attrs(), n);
+    Value value = op("multiply", f32(b.q), rb);
+    if (shift) value = op("add", value, shift);
+    value = op("add", op("multiply", f32(a.q), ra), value);
+    return one(saturate(value, Value(), a.q->dtype, n));
+  };
+  h["com.microsoft.QLinearMul"] = [this, one, cast_to, saturate, quantized, output, same_type](
+                                      const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Quantized a = quantized(in, 0, "A", n), b = quantized(in, 3, "B", n);
+    same_type(a, b);
+    Quantized c = output(in, 6, a.q, n);
+    // The product of the centred values, exact in int32, times
+    // A_scale * B_scale / C_scale.
+    Value product = make("multiply", {centred(a.q, a.zero_point, n), centred(b.q, b.zero_point, n)},
+                         te::Attrs(), n);
+    Value ratio = make("divide", {make("multiply", {a.scale, b.scale}, te::Attrs(), n), c.scale},
+                       te::Attrs(), n);
+    Value value =
+        make("multiply", {cast_to(product, DataType::float32(), n), ratio}, te::Attrs(), n);
+    if (c.zero_point) {
+      value = make("add", {value, cast_to(c.zero_point, DataType::float32(), n)}, te::Attrs(), n);
+    }
+    return one(saturate(value, Value(), a.q->dtype, n));
+  };
+  h["com.microsoft.QLinearLeakyRelu"] = [this, one, quantized, output, dequantize, requantize](
+                                            const onnx::NodeProto& n,
+                                            const std::vector<Value>& in) {
+    Quantized x = quantized(in, 0, "X", n);
+    Value v = make("leaky_relu", {dequantize(x, n)}, scalar_attrs(attr_float(n, "alpha", 0.01)), n);
+    return one(requantize(v, output(in, 3, x.q, n), n));
+  };
+  h["com.microsoft.QLinearSigmoid"] = [this, one, quantized, output, dequantize, requantize](
+                                          const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Quantized x = quantized(in, 0, "X", n);
+    Value v = make("sigmoid", {dequantize(x, n)}, te::Attrs(), n);
+    return one(requantize(v, output(in, 3, x.q, n), n));
+  };
+  // The integer sum of each channel's image, less its zero point's share,
+  // times x_scale / (y_scale * image size).
+  auto global_average = [this, cast_to, saturate](const Quantized& x, const Quantized& y,
+                                                  bool channels_last, const onnx::NodeProto& n) {
+    const size_t rank = x.q->shape.size();
+    TT_CHECK(rank >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
+             shape_text(x.q->shape));
+    TT_CHECK(x.zero_point && y.zero_point, kInvalidArgument,
+             "needs x_zero_point and y_zero_point (ONNX Runtime requires both)");
+    auto r = make_node<te::ReduceAttrsNode>();
+    int64_t image = 1;
+    for (size_t d = channels_last ? 1 : 2; d < (channels_last ? rank - 1 : rank); ++d) {
+      r->axes.push_back(static_cast<int64_t>(d));
+      image *= x.q->shape[d];
+    }
+    r->keepdims = true;
+    Value sum =
+        make("reduce_sum", {cast_to(x.q, DataType::int32(), n)}, te::Attrs(attrs(std::move(r))), n);
+    Value share = make(
+        "multiply",
+        {cast_to(x.zero_point, DataType::int32(), n),
+         scalar_constant(DataType::int32(), static_cast<double>(image), n.name() + ".image_size")},
+        te::Attrs(), n);
+    Value acc = make("subtract", {sum, share}, te::Attrs(), n);
+    Value scale = make(
+        "divide",
+        {x.scale, make("multiply",
+                       {y.scale, scalar_constant(DataType::float32(), static_cast<double>(image),
+                                                 n.name() + ".image_size_f")},
+                       te::Attrs(), n)},
+        te::Attrs(), n);
+    Value value = make("multiply", {cast_to(acc, DataType::float32(), n), scale}, te::Attrs(), n);
+    return saturate(value, y.zero_point, x.q->dtype, n);
+  };
+  h["com.microsoft.QLinearGlobalAveragePool"] = [this, one, quantized, output, global_average](
+                                                    const onnx::NodeProto& n,
+                                                    const std::vector<Value>& in) {
+    Quantized x = quantized(in, 0, "X", n);
+    return one(global_average(x, output(in, 3, x.q, n), attr_int(n, "channels_last", 0) != 0, n));
+  };
+  h["com.microsoft.QLinearAveragePool"] = [this, one, quantized, output, dequantize, cast_to,
+                                           saturate, global_average](const onnx::NodeProto& n,
+                                                                     const std::vector<Value>& in) {
+    Quantized x = quantized(in, 0, "X", n);
+    Quantized y = output(in, 3, x.q, n);
+    const bool channels_last = attr_int(n, "channels_last", 0) != 0;
+    const size_t rank = x.q->shape.size();
+    TT_CHECK(rank >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
+             shape_text(x.q->shape));
+    // A window over the whole image without padding is ONNX Runtime's
+    // integer global average.
+    std::vector<int64_t> image(x.q->shape.begin() + (channels_last ? 1 : 2),
+                               x.q->shape.end() - (channels_last ? 1 : 0));
+    std::vector<int64_t> pads = attr_ints(n, "pads", {});
+    if (attr_ints(n, "kernel_shape", {}) == image &&
+        attr_string(n, "auto_pad", "NOTSET") == "NOTSET" &&
+        std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) && x.zero_point &&
+        y.zero_point) {
+      return one(global_average(x, y, channels_last, n));
+    }
+    std::vector<int64_t> to_first(rank), to_last(rank);
+    to_first[0] = to_last[0] = 0;
+    for (size_t d = 1; d < rank; ++d) {
+      to_first[d] = d == 1 ? static_cast<int64_t>(rank) - 1 : static_cast<int64_t>(d) - 1;
+      to_last[d] = d == rank - 1 ? 1 : static_cast<int64_t>(d) + 1;
+    }
+    Value v = dequantize(x, n);
+    if (channels_last) v = make("transpose", {v}, transpose_attrs(to_first), n);
+    v = handlers_.at("AveragePool")(n, {v})[0];
+    // Counting the padding, ONNX Runtime divides by the whole window even
+    // where ceil_mode lets it reach past the padding (AveragePool by the
+    // part within it): a factor per position of each axis.
+    if (attr_int(n, "count_include_pad", 0) && attr_int(n, "ceil_mode", 0) &&
+        attr_string(n, "auto_pad", "NOTSET") == "NOTSET") {
+      const size_t axes = image.size();
+      std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {}),
+                           strides = attr_ints(n, "strides", std::vector<int64_t>(axes, 1));
+      pads.resize(2 * axes, 0);
+      for (size_t i = 0; i < axes && i < kernel.size() && i < strides.size(); ++i) {
+        const int64_t out = v->shape[2 + i];
+        te::NDArray factor(DataType::float32(), {out});
+        bool whole = true;
+        for (int64_t o = 0; o < out; ++o) {
+          const int64_t start = o * strides[i] - pads[i];
+          const int64_t end = std::min(start + kernel[i], image[i] + pads[i + axes]);
+          factor.set(o, static_cast<double>(end - start) / static_cast<double>(kernel[i]));
+          whole = whole && end - start == kernel[i];
+        }
+        if (whole) continue;
+        std::vector<int64_t> shape(rank, 1);
+        shape[2 + i] = out;
+        Value f =
+            graph::constant(std::move(factor), n.name() + ".window_share" + std::to_string(i));
+        v = make("multiply", {v, make("reshape", {f}, reshape_attrs(shape), n)}, te::Attrs(), n);
+      }
+    }
+    if (channels_last) v = make("transpose", {v}, transpose_attrs(to_last), n);
+    // The zero point added before rounding, here.
+    v = make("divide", {v, y.scale}, te::Attrs(), n);
+    if (y.zero_point) {
+      v = make("add", {v, cast_to(y.zero_point, DataType::float32(), n)}, te::Attrs(), n);
+    }
+    return one(saturate(v, Value(), x.q->dtype, n));
+  };
+  h["com.microsoft.QLinearConcat"] = [this, one, quantized, parameter, dequantize, requantize](
+                                         const onnx::NodeProto& n, const std::vector<Value>& in) {
+    TT_CHECK(in.size() >= 5 && (in.size() - 2) % 3 == 0, kInvalidArgument,
+             "needs Y_scale, Y_zero_point and then (data, scale, zero point) triples, got ",
+             in.size(), " inputs");
+    std::vector<Value> parts;
+    Quantized y;
+    for (size_t k = 2; k < in.size(); k += 3) {
+      Quantized x = quantized(in, k, ("input " + std::to_string((k - 2) / 3)).c_str(), n);
+      if (!y.q) {
+        y = {x.q, parameter(in, 0, "Y_scale", x.q, true, n),
+             parameter(in, 1, "Y_zero_point", x.q, false, n)};
+      }
+      TT_CHECK(x.q->dtype == y.q->dtype, kInvalidArgument, "concatenates ", x.q->dtype.str(),
+               " with ", y.q->dtype.str(), "; its inputs must have one type");
+      parts.push_back(requantize(dequantize(x, n), y, n));
+    }
+    return handlers_.at("Concat")(n, parts);
+  };
+  h["com.microsoft.QLinearWhere"] = [this, one, need, quantized, parameter, dequantize, requantize](
+                                        const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Quantized x = quantized(in, 1, "X", n), y = quantized(in, 4, "Y", n);
+    TT_CHECK(x.q->dtype == y.q->dtype, kInvalidArgument, "mixes ", x.q->dtype.str(), " and ",
+             y.q->dtype.str(), "; X and Y must have one type");
+    Quantized z{x.q, parameter(in, 7, "z_scale", x.q, true, n),
+                parameter(in, 8, "z_zero_point", x.q, false, n)};
+    return one(make("where",
+                    {need(in, 0, "condition"), requantize(dequantize(x, n), z, n),
+                     requantize(dequantize(y, n), z, n)},
+                    te::Attrs(), n));
+  };
+  h["com.microsoft.QLinearSoftmax"] = [this, one, quantized, output, dequantize, softmax, saturate](
+                                          const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Quantized x = quantized(in, 0, "X", n);
+    Quantized y = output(in, 3, x.q, n);
+    TT_CHECK(attr(n, "opset"), kInvalidArgument,
+             "needs its opset attribute (which Softmax it quantizes)");
+    Value p = softmax(n, dequantize(x, n), attr_int(n, "opset", 13), false);
+    // ONNX Runtime scales the probabilities by floor(1 / y_scale) (256 for
+    // the quantizer's 1/256) and rounds before adding the zero point.
+    Value levels =
+        make("floor",
+             {make("divide", {scalar_constant(DataType::float32(), 1, n.name() + ".one"), y.scale},
+                   te::Attrs(), n)},
+             te::Attrs(), n);
+    return one(
+        saturate(make("multiply", {p, levels}, te::Attrs(), n), y.zero_point, x.q->dtype, n));
+  };
+  h["com.microsoft.QGemm"] = [this, one, need, integer_type, parameter, cast_to, saturate](
+                                 const onnx::NodeProto& n, const std::vector<Value>& in) {
+    Value a = need(in, 0, "A"), b = need(in, 3, "B");
+    integer_type(a, "A");
+    integer_type(b, "B");
+    TT_CHECK(a->shape.size() == 2 && b->shape.size() == 2, kInvalidArgument,
+             "A and B must be 2-D, got ", shape_text(a->shape), " and ", shape_text(b->shape));
+    if (attr_int(n, "transA", 0)) a = make("transpose", {a}, transpose_attrs({1, 0}), n);
+    if (attr_int(n, "transB", 0)) b = make("transpose", {b}, transpose_attrs({1, 0}), n);
+    const int64_t columns = b->shape[1];
+    Value a_scale = parameter(in, 1, "a_scale", a, true, n);
+    Value a_zp = parameter(in, 2, "a_zero_point", a, false, n);
+    // B's scale and zero point: one value or one per column.
+    auto per_column = [&](size_t k, const char* what, DataType t) {
+      Value v = need(in, k, what);
+      TT_CHECK(v->dtype == t, kInvalidArgument, "its ", what, " is ", v->dtype.str(),
+               "; it must be ", t.str());
+      const int64_t count = checked_elements(v->shape, what);
+      TT_CHECK(count == 1 || v->shape == std::vector<int64_t>{columns}, kInvalidArgument, "its ",
+               what, " is ", shape_text(v->shape), "; it must be one value or one per column [",
+               columns, "]");
+      return count == 1 ? make("reshape", {v}, reshape_attrs({}), n) : v;
+    };
+    Value b_scale = per_column(4, "b_scale", DataType::float32());
+    Value acc =
+        handlers_.at("MatMulInteger")(n, {a, b, a_zp, per_column(5, "b_zero_point", b->dtype)})[0];
+    if (in.size() > 6 && in[6]) {
+      TT_CHECK(in[6]->dtype == DataType::int32(), kInvalidArgument, "its C is ", in[6]->dtype.str(),
+               "; it must be int32");
+      acc = make("add", {acc, in[6]}, te::Attrs(), n);
+    }
+    Value scale = make("multiply", {a_scale, b_scale}, te::Attrs(), n);
+    const double alpha = attr_float(n, "alpha", 1.0);
+    if (alpha != 1.0) {
+      scale = make("multiply",
+                   {scale, scalar_constant(DataType::float32(), alpha, n.name() + ".alpha")},
+                   te::Attrs(), n);
+    }
+    Value y_scale = in.size() > 7 && in[7] ? parameter(in, 7, "y_scale", a, true, n) : Value();
+    Value y_zp = in.size() > 8 ? in[8] : Value();
+    // Without y_scale the output is float32, ONNX Runtime's dequantized product.
+    if (!y_scale) {
+      TT_CHECK(!y_zp, kInvalidArgument, "has a y_zero_point without a y_scale");
+      return one(make("multiply", {cast_to(acc, DataType::float32(), n), scale}, te::Attrs(), n));
+    }
+    TT_CHECK(y_zp, kInvalidArgument,
+             "has a y_scale without a y_zero_point (whose type is the output's)");
+    integer_type(y_zp, "y_zero_point");
+    y_zp = parameter(in, 8, "y_zero_point", y_zp, false, n);
+    scale = make("divide", {scale, y_scale}, te::Attrs(), n);
+    return one(
+        saturate(make("multiply", {cast_to(acc, DataType::float32(), n), scale}, te::Attrs(), n),
+                 y_zp, y_zp->dtype, n));
+  };
 
   // ---- com.microsoft: what ONNX Runtime's transformer optimizer writes ----
   h["com.microsoft.Gelu"] = [this, need, one](const onnx::NodeProto& n,

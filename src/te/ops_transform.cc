@@ -56,7 +56,8 @@ Tensor resize2d_nchw(const Tensor& data, int64_t out_h, int64_t out_w, const std
   check_defined(data, "resize2d_nchw", "the data");
   TT_CHECK(data.ndim() == 4, kInvalidArgument, "resize2d_nchw: the data must be NCHW, got ",
            shape_text(data.shape()));
-  TT_CHECK(data.dtype().is_float(), kInvalidArgument, "resize2d_nchw: the data must be float");
+  TT_CHECK(data.dtype().is_float() || method == "nearest", kInvalidArgument,
+           "resize2d_nchw: linear needs float data, got ", data.dtype().str());
   TT_CHECK(out_h >= 1 && out_w >= 1, kInvalidArgument,
            "resize2d_nchw: output extents must be >= 1");
   TT_CHECK(method == "nearest" || method == "linear", kInvalidArgument, "resize2d_nchw: method '",

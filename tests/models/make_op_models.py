@@ -1321,6 +1321,136 @@ def _(g):
     g.output("mi", shape=[4, 5])
 
 
+def microsoft_node(g, op, inputs, elem=None, shape=None, **attrs):
+    """Adds a com.microsoft node with one output; with `elem`, also as a model output."""
+    out = f"{op.lower()}_{len(g.nodes)}"
+    g.microsoft = True
+    g.nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{len(g.nodes)}",
+                                    domain="com.microsoft", **attrs))
+    if elem is not None:
+        g.output(out, elem=elem, shape=shape)
+    return out
+
+
+def quantized_input(g, name, shape, dtype, scale, zero_point):
+    """Data of `dtype` over its whole range, with its scale and zero point as constants."""
+    low, high = (0, 255.99) if dtype == np.uint8 else (-128, 127.99)
+    return [g.input(name, shape, low, high, dtype=dtype), g.const(name + "_s", np.float32(scale)),
+            g.const(name + "_zp", dtype(zero_point))]
+
+
+@case("microsoft_qlinear_elementwise")
+def _(g):
+    # The QOperator form's elementwise operators, uint8 and int8, with
+    # broadcasting and a left-out output zero point.
+    a = quantized_input(g, "a", [2, 3, 4, 5], np.uint8, 0.031, 121)
+    b = quantized_input(g, "b", [1, 3, 1, 5], np.uint8, 0.017, 90)
+    c = [g.const("c_s", np.float32(0.043)), g.const("c_zp", np.uint8(113))]
+    microsoft_node(g, "QLinearAdd", a + b + c, U8, [2, 3, 4, 5])
+    microsoft_node(g, "QLinearMul", a + b + [g.const("m_s", np.float32(0.21)), g.const("m_zp", np.uint8(7))],
+                   U8, [2, 3, 4, 5])
+    s = quantized_input(g, "s", [3, 7], np.int8, 0.05, -3)
+    # (ONNX Runtime refuses a left-out zero point before other inputs.)
+    t = [g.input("t", [7], -128, 127.99, dtype=np.int8), g.const("t_s", np.float32(0.02)),
+         g.const("t_zp", np.int8(-9))]
+    microsoft_node(g, "QLinearAdd", s + t + [g.const("st_s", np.float32(0.06))], I8, [3, 7])
+    microsoft_node(g, "QLinearMul", s + t + [g.const("sm_s", np.float32(0.04)), g.const("sm_zp", np.int8(-5))],
+                   I8, [3, 7])
+    y = [g.const("y_s", np.float32(0.0041)), g.const("y_zp", np.uint8(3))]
+    microsoft_node(g, "QLinearSigmoid", a + y, U8, [2, 3, 4, 5])
+    microsoft_node(g, "QLinearLeakyRelu", s + [g.const("l_s", np.float32(0.03)), g.const("l_zp", np.int8(-60))],
+                   I8, [3, 7], alpha=0.2)
+    cond = g.input("cond", [3, 1], 0, 2)
+    g.data[-1] = np.array([[True], [False], [True]])
+    g.inputs[-1] = helper.make_tensor_value_info("cond", TensorProto.BOOL, [3, 1])
+    microsoft_node(g, "QLinearWhere", [cond] + s + t[:2] + [g.const("t_zp2", np.int8(4)),
+                                                            g.const("w_s", np.float32(0.045)), g.const("w_zp", np.int8(2))],
+                   I8, [3, 7])
+
+
+@case("microsoft_qlinear_pools")
+def _(g):
+    x = quantized_input(g, "x", [2, 4, 6, 7], np.uint8, 0.02, 128)
+    y = [g.const("y_s", np.float32(0.015)), g.const("y_zp", np.uint8(120))]
+    microsoft_node(g, "QLinearGlobalAveragePool", x + y, U8, [2, 4, 1, 1])
+    xl = quantized_input(g, "xl", [1, 5, 3, 6], np.int8, 0.03, -7)
+    microsoft_node(g, "QLinearGlobalAveragePool", xl + [g.const("yl_s", np.float32(0.01)),
+                                                        g.const("yl_zp", np.int8(9))],
+                   I8, [1, 1, 1, 6], channels_last=1)
+    microsoft_node(g, "QLinearAveragePool", x + y, U8, [2, 4, 3, 4], kernel_shape=[3, 3], strides=[2, 2],
+                   pads=[1, 1, 1, 1])
+    microsoft_node(g, "QLinearAveragePool", x + y, U8, [2, 4, 3, 4], kernel_shape=[2, 3], strides=[2, 2],
+                   ceil_mode=1, count_include_pad=1, pads=[0, 1, 0, 0])
+    microsoft_node(g, "QLinearAveragePool", xl + [g.const("yp_s", np.float32(0.02))], I8, [1, 4, 2, 6],
+                   kernel_shape=[2, 2], channels_last=1)
+    # A window over the whole image: ONNX Runtime's integer global average.
+    microsoft_node(g, "QLinearAveragePool", x + y, U8, [2, 4, 1, 1], kernel_shape=[6, 7])
+
+
+@case("microsoft_qlinear_concat_softmax")
+def _(g):
+    a = quantized_input(g, "a", [2, 3, 4], np.uint8, 0.02, 128)
+    b = quantized_input(g, "b", [2, 5, 4], np.uint8, 0.05, 10)
+    same = [g.input("c", [2, 1, 4], 0, 255.99, dtype=np.uint8), g.const("c_s", np.float32(0.03)),
+            g.const("c_zp", np.uint8(100))]
+    microsoft_node(g, "QLinearConcat", [same[1], same[2]] + a + b + same, U8, [2, 9, 4], axis=1)
+    x = quantized_input(g, "x", [2, 3, 6], np.uint8, 0.05, 128)
+    microsoft_node(g, "QLinearSoftmax", x + [g.const("p_s", np.float32(1 / 256)), g.const("p_zp", np.uint8(0))],
+                   U8, [2, 3, 6], opset=13)
+    # Before opset 13: normalised over everything from the axis on.
+    microsoft_node(g, "QLinearSoftmax", x + [g.const("p_s1", np.float32(1 / 256)), g.const("p_zp1", np.uint8(0))],
+                   U8, [2, 3, 6], opset=11, axis=1)
+    xs = quantized_input(g, "xs", [4, 5], np.int8, 0.04, 0)
+    microsoft_node(g, "QLinearSoftmax", xs + [g.const("ps_s", np.float32(1 / 256)), g.const("ps_zp", np.int8(-128))],
+                   I8, [4, 5], opset=13)
+
+
+@case("microsoft_qgemm")
+def _(g):
+    # uint8 by int8 with B per column and transposed, an int32 C, alpha; the
+    # float output ONNX Runtime gives without y_scale; int8 by int8.
+    a = quantized_input(g, "a", [3, 10], np.uint8, 0.02, 130)
+    bt = g.const("bt", g.rng.integers(-127, 128, [6, 10]).astype(np.int8))
+    b = [bt, g.const("b_s", g.rng.uniform(0.002, 0.004, [6]).astype(np.float32)), g.const("b_zp", np.zeros(6, np.int8))]
+    c = g.const("c", g.rng.integers(-2000, 2000, [6]).astype(np.int32))
+    microsoft_node(g, "QGemm", a + b + [c, g.const("y_s", np.float32(0.03)), g.const("y_zp", np.uint8(125))],
+                   U8, [3, 6], transB=1, alpha=0.7)
+    microsoft_node(g, "QGemm", a + b + [c], F, [3, 6], transB=1)
+    s = quantized_input(g, "s", [10, 4], np.int8, 0.03, 0)
+    k = [g.const("k", g.rng.integers(-127, 128, [10, 5]).astype(np.int8)), g.const("k_s", np.float32(0.003)),
+         g.const("k_zp", np.int8(0))]
+    microsoft_node(g, "QGemm", s + k + ["", g.const("z_s", np.float32(0.02)), g.const("z_zp", np.int8(-3))],
+                   I8, [4, 5], transA=1)
+
+
+@case("qoperator_direct_8bit")
+def _(g):
+    # What the QOperator form leaves on the bytes: MaxPool, Resize, Pad with
+    # the zero point, Transpose, Reshape, Split, Squeeze and Unsqueeze.
+    x = g.input("x", [1, 3, 6, 6], 0, 255.99, dtype=np.uint8)
+    g.output(g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), elem=U8)
+    g.output(g.node("Resize", [x, "", g.const("scales", np.float32([1, 1, 2, 2]))], mode="nearest"), elem=U8)
+    g.output(g.node("Pad", [x, g.const("pads", np.int64([0, 0, 1, 2, 0, 0, 2, 1])), g.const("pad_value", np.uint8(128))]),
+             elem=U8)
+    t = g.node("Transpose", [x], perm=[0, 2, 3, 1])
+    r = g.node("Reshape", [t, g.const("shape", np.int64([1, 36, 3]))])
+    parts = g.node("Split", [r, g.const("split", np.int64([12, 24]))], ["p0", "p1"], axis=1)
+    g.output(g.node("Unsqueeze", [g.node("Squeeze", ["p0", g.const("axes", np.int64([0]))]),
+                                  g.const("axes1", np.int64([1]))]), elem=U8)
+    g.output("p1", elem=U8)
+
+
+@case("resize_uint8_linear")
+def _(g):
+    # A linear resize of bytes: ONNX Runtime computes in float32 and
+    # truncates. Where that value is within an ulp of an integer, our
+    # compiler's fused multiply-adds may truncate it to the integer on the
+    # other side: compared as float, one step apart at most.
+    x = g.input("x", [1, 3, 6, 6], 0, 255.99, dtype=np.uint8)
+    y = g.node("Resize", [x, "", g.const("scales", np.float32([1, 1, 1.5, 1.5]))], mode="linear")
+    g.output(g.node("Cast", [y], to=F))
+    g.atol = 1.0
+
 @case("dynamic_quantize_zeros")
 def _(g):
     # All zeros: ONNX Runtime's scale is 1 (and its zero point 0).
@@ -2120,6 +2250,29 @@ def _(g):
                                                              g.const("bs", np.float32([0.1] * 4))],
                                     ["y"], name="mitf", domain="com.microsoft"))
     g.output("y", shape=[2, 3])
+
+
+@bad("bad_qlinear_add_per_axis", "its B_scale [3] is not one value; per-axis QLinearAdd is not supported")
+def _(g):
+    a = quantized_input(g, "a", [2, 3], np.uint8, 0.1, 128)
+    b = [g.input("b", [2, 3], 0, 255.99, dtype=np.uint8), g.const("b_s", np.float32([0.1, 0.2, 0.3])),
+         g.const("b_zp", np.uint8(128))]
+    microsoft_node(g, "QLinearAdd", a + b + [g.const("c_s", np.float32(0.2)), g.const("c_zp", np.uint8(128))],
+                   U8, [2, 3])
+
+
+@bad("bad_qgemm_output_type", "has a y_scale without a y_zero_point (whose type is the output's)")
+def _(g):
+    a = quantized_input(g, "a", [2, 4], np.uint8, 0.1, 128)
+    b = [g.const("b", np.zeros([4, 3], np.int8)), g.const("b_s", np.float32(0.1)), g.const("b_zp", np.int8(0))]
+    microsoft_node(g, "QGemm", a + b + ["", g.const("y_s", np.float32(0.2))], U8, [2, 3])
+
+
+@bad("bad_qlinear_concat_triples", "needs Y_scale, Y_zero_point and then (data, scale, zero point) triples, "
+     "got 4 inputs")
+def _(g):
+    a = quantized_input(g, "a", [2, 3], np.uint8, 0.1, 128)
+    microsoft_node(g, "QLinearConcat", [g.const("y_s", np.float32(0.1))] + a, U8, [2, 3], axis=0)
 
 
 @bad("bad_embed_segment_ids", "has segment_ids but no segment_embedding to look them up in")
