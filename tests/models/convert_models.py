@@ -24,7 +24,7 @@ exactly; ONNX Runtime's CPU build has no bfloat16 convolution or matmul,
 so --wide gives the reference.
 
 qdq and qoperator: static quantization as ONNX Runtime's quantizer does it
-(see quantize()), calibrated on the inputs --inputs lists, by running the
+(see quantize_qdq() and quantize_qoperator()), calibrated on the inputs --inputs lists, by running the
 float32 model in ONNX Runtime (tools/ort, Node.js) with every tensor that
 needs a range as an output. The inputs are written again beside OUT.
 
@@ -248,21 +248,17 @@ def rebuild(g, nodes, inits):
     del g.value_info[:]
 
 
-def quantize(model, inputs, form, near):
-    """`model` quantized as ONNX Runtime's static quantizer writes it (after
-    its pre-processing folds batch norms into convolutions): uint8
-    activations (asymmetric, from the calibration ranges), int8 weights
-    (symmetric, per output channel), int32 biases. form "qdq": each Conv,
-    MatMul and Gemm between QuantizeLinear/DequantizeLinear pairs, which
-    ONNX Runtime fuses; form "qoperator": Conv and MatMul as QLinearConv and
-    QLinearMatMul between a QuantizeLinear and a DequantizeLinear (Gemm stays
-    float, as ONNX Runtime writes it as its own com.microsoft QGemm)."""
+def quantize_qdq(model, inputs, near):
+    """`model` in the QDQ form of ONNX Runtime's static quantizer (after its
+    pre-processing folds batch norms into convolutions): each Conv, MatMul
+    and Gemm between QuantizeLinear/DequantizeLinear pairs, which ONNX
+    Runtime fuses; uint8 activations (asymmetric, from the calibration
+    ranges), int8 weights (symmetric, per output channel), int32 biases."""
     model = fold_batch_norms(model)
     g = model.graph
     weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     targets = [n for n in g.node if n.op_type in QUANTIZED and len(n.input) > 1 and n.input[1] in weights
                and weights[n.input[1]].dtype == np.float32 and n.input[0] not in weights
-               and (form == "qdq" or n.op_type != "Gemm")
                and not (n.op_type == "Gemm" and any(a.name == "transA" and a.i for a in n.attribute))]
     ranges = calibrate(model, inputs, sorted({n.input[0] for n in targets} | {n.output[0] for n in targets}),
                        near)
@@ -292,58 +288,208 @@ def quantize(model, inputs, form, near):
         trans_b = any(a.name == "transB" and a.i for a in n.attribute)
         w = weights[n.input[1]]
         axis = 0 if n.op_type == "Conv" or (n.op_type == "Gemm" and trans_b) else 1
-        if form == "qoperator" and n.op_type == "MatMul":
-            # QLinearMatMul takes one weight scale (a per-column one is an
-            # extension some runtimes lack).
-            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
-            wq, w_scale = np.clip(np.round(w / scale), -127, 127).astype(np.int8), np.array(scale, np.float32)
-        else:
-            wq, w_scale = int8_per_channel(w, axis)
+        wq, w_scale = int8_per_channel(w, axis)
         x_scale, x_zero = uint8_params(*ranges[n.input[0]])
         y_scale, y_zero = uint8_params(*ranges[n.output[0]])
         wname = n.input[1]
         bias = n.input[2] if len(n.input) > 2 and n.input[2] in weights else None
-        if form == "qdq":
-            ins = [q_dq(n.input[0])]
-            nodes.append(helper.make_node("DequantizeLinear", [const(wname + ".q", wq), const(wname + ".scale", w_scale),
-                                                               const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))],
-                                          [wname + ".dq"], name=wname + ".dequantize", axis=axis))
-            ins.append(wname + ".dq")
-            if bias:
-                b_scale = (x_scale * w_scale).astype(np.float32)
-                bq = np.round(weights[bias] / b_scale).astype(np.int32)
-                nodes.append(helper.make_node("DequantizeLinear", [const(bias + ".q", bq), const(bias + ".scale", b_scale),
-                                                                   const(bias + ".zero_point", np.zeros_like(bq))],
-                                              [bias + ".dq"], name=bias + ".dequantize", axis=0))
-                ins.append(bias + ".dq")
-            out = n.output[0]
-            copy = helper.make_node(n.op_type, ins, [out + ".float"], name=n.name)
-            copy.attribute.extend(n.attribute)
-            nodes.append(copy)
-            s, zp = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
-            nodes.append(helper.make_node("QuantizeLinear", [out + ".float", s, zp], [out + ".q"], name=out + ".quantize"))
-            nodes.append(helper.make_node("DequantizeLinear", [out + ".q", s, zp], [out], name=out + ".dequantize"))
-            replaced[out] = out  # already through a pair: a reader quantizes nothing again
-            continue
-        x = n.input[0]
-        xs, xz = const(x + ".scale." + n.name, x_scale), const(x + ".zero_point." + n.name, x_zero)
-        nodes.append(helper.make_node("QuantizeLinear", [x, xs, xz], [x + ".q." + n.name], name=n.name + ".quantize"))
-        ws = const(wname + ".scale", w_scale)
-        wz = const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))
+        ins = [q_dq(n.input[0])]
+        nodes.append(helper.make_node("DequantizeLinear", [const(wname + ".q", wq), const(wname + ".scale", w_scale),
+                                                           const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))],
+                                      [wname + ".dq"], name=wname + ".dequantize", axis=axis))
+        ins.append(wname + ".dq")
+        if bias:
+            b_scale = (x_scale * w_scale).astype(np.float32)
+            bq = np.round(weights[bias] / b_scale).astype(np.int32)
+            nodes.append(helper.make_node("DequantizeLinear", [const(bias + ".q", bq), const(bias + ".scale", b_scale),
+                                                               const(bias + ".zero_point", np.zeros_like(bq))],
+                                          [bias + ".dq"], name=bias + ".dequantize", axis=0))
+            ins.append(bias + ".dq")
         out = n.output[0]
-        ys, yz = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
-        ins = [x + ".q." + n.name, xs, xz, const(wname + ".q", wq), ws, wz, ys, yz]
-        if n.op_type == "Conv":
-            if bias:
-                ins.append(const(bias + ".q", np.round(weights[bias] / (x_scale * w_scale)).astype(np.int32)))
-            q = helper.make_node("QLinearConv", ins, [out + ".q"], name=n.name)
-            q.attribute.extend(n.attribute)
-        else:
-            q = helper.make_node("QLinearMatMul", ins, [out + ".q"], name=n.name)
-        nodes.append(q)
-        nodes.append(helper.make_node("DequantizeLinear", [out + ".q", ys, yz], [out], name=out + ".dequantize"))
+        copy = helper.make_node(n.op_type, ins, [out + ".float"], name=n.name)
+        copy.attribute.extend(n.attribute)
+        nodes.append(copy)
+        s, zp = const(out + ".scale", y_scale), const(out + ".zero_point", y_zero)
+        nodes.append(helper.make_node("QuantizeLinear", [out + ".float", s, zp], [out + ".q"], name=out + ".quantize"))
+        nodes.append(helper.make_node("DequantizeLinear", [out + ".q", s, zp], [out], name=out + ".dequantize"))
+        replaced[out] = out  # already through a pair: a reader quantizes nothing again
     rebuild(g, nodes, inits)
     return model, len(targets)
+
+
+# The QOperator form, as ONNX Runtime's quantizer writes it (its
+# QLinearOpsRegistry): each operator it quantizes, and what it becomes.
+QLINEAR = {"Conv": "QLinearConv", "MatMul": "QLinearMatMul", "Gemm": "QGemm", "Add": "QLinearAdd",
+           "Mul": "QLinearMul", "Sigmoid": "QLinearSigmoid", "LeakyRelu": "QLinearLeakyRelu",
+           "GlobalAveragePool": "QLinearGlobalAveragePool", "AveragePool": "QLinearAveragePool",
+           "Concat": "QLinearConcat", "Softmax": "QLinearSoftmax"}
+# Operators it leaves on the bytes of a quantized input, their outputs
+# quantized as the input is (Direct8BitOp and its kin).
+DIRECT_8BIT = {"MaxPool", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Resize", "Split"}
+
+
+def quantize_qoperator(model, inputs, near):
+    """`model` in the QOperator form of ONNX Runtime's static quantizer
+    (after its pre-processing folds batch norms into convolutions): the
+    operators of QLINEAR become their quantized forms (com.microsoft's,
+    beside ONNX's QLinearConv and QLinearMatMul) and the tensors between
+    them stay uint8; DIRECT_8BIT operators run on the bytes; a Relu or Clip
+    a quantized operator's output alone feeds is dropped, its range
+    becoming that output's (the saturation clamps). A float operator reads
+    a DequantizeLinear, and a quantized one a QuantizeLinear of a float
+    value. uint8 activations (asymmetric, from the calibration ranges);
+    int8 weights, symmetric, per output channel (one scale for
+    QLinearMatMul); int32 biases; Softmax's output at scale 1/256."""
+    model = fold_batch_norms(model)
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    is_float = {v.name for v in list(inferred.value_info) + list(inferred.input) + list(inferred.output)
+                if v.type.tensor_type.elem_type == F32}
+    readers = {}
+    for n in g.node:
+        for i in n.input:
+            readers[i] = readers.get(i, 0) + 1
+    outputs = {o.name for o in g.output}
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+    def weighted(n):
+        """Whether n is a product by a constant float weight ONNX Runtime quantizes."""
+        return len(n.input) > 1 and n.input[1] in weights and weights[n.input[1]].dtype == np.float32 \
+            and n.input[0] not in weights and (n.op_type != "MatMul" or weights[n.input[1]].ndim == 2) \
+            and not any(a.name == "transA" and a.i for a in n.attribute)
+
+    def activations(n):
+        return [i for i in n.input if i and i not in weights]
+
+    candidates = [n for n in g.node if n.op_type in QLINEAR and (n.op_type not in QUANTIZED or weighted(n))
+                  and all(i in is_float for i in activations(n))]
+    ranges = calibrate(model, inputs, sorted({t for n in g.node for t in list(n.input) + list(n.output)
+                                              if t in is_float and t not in weights}), near)
+    # A Relu or Clip alone reading a quantized output: the output takes its range.
+    candidate_outputs = {n.output[0] for n in candidates}
+    for n in g.node:
+        if n.op_type in ("Relu", "Clip") and n.input[0] in candidate_outputs and readers[n.input[0]] == 1 \
+                and n.input[0] not in outputs:
+            ranges[n.input[0]] = ranges[n.output[0]]
+
+    inits, nodes = [], []
+    quantized = {}  # float tensor name -> (uint8 tensor, scale, zero point)
+    available = {i.name for i in g.input} | set(weights)  # float tensors computed so far
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def params(x, low_high):
+        s, zp = uint8_params(*low_high)
+        return const(x + ".scale", s), const(x + ".zero_point", zp)
+
+    def to_bytes(x):
+        """x as uint8: its quantized form, a QuantizeLinear of it (once), or
+        a constant quantized here over its own range."""
+        if x not in quantized:
+            if x in weights:
+                w = weights[x]
+                s, zp = uint8_params(min(float(w.min()), 0.0), max(float(w.max()), 0.0))
+                q = np.clip(np.round(w / s) + zp, 0, 255).astype(np.uint8)
+                quantized[x] = (const(x + ".quantized", q), const(x + ".scale", s), const(x + ".zero_point", zp))
+            else:
+                scale, zero = params(x, ranges[x])
+                nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [x + ".quantized"],
+                                              name=x + ".quantize"))
+                quantized[x] = (x + ".quantized", scale, zero)
+        return quantized[x]
+
+    def to_float(x):
+        """x as float: a DequantizeLinear of its quantized form under its
+        own name (once) where only that was computed."""
+        if x and x not in available and x in quantized:
+            nodes.append(helper.make_node("DequantizeLinear", list(quantized[x]), [x], name=x + ".dequantize"))
+            available.add(x)
+        return x
+
+    def emit(op, ins, out, n, domain="com.microsoft", keep=(), **attrs):
+        q = helper.make_node(op, ins, [out + ".quantized"], name=n.name, domain=domain, **attrs)
+        q.attribute.extend(a for a in n.attribute if a.name in keep)
+        nodes.append(q)
+
+    def product(n, out, y):
+        """Conv, MatMul or Gemm by its constant weight, as QLinearConv, QLinearMatMul or QGemm."""
+        trans_b = any(a.name == "transB" and a.i for a in n.attribute)
+        w = weights[n.input[1]]
+        wname = n.input[1]
+        if n.op_type == "MatMul":
+            # QLinearMatMul takes one weight scale.
+            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
+            wq, w_scale = np.clip(np.round(w / scale), -127, 127).astype(np.int8), np.array(scale, np.float32)
+        else:
+            wq, w_scale = int8_per_channel(w, 0 if n.op_type == "Conv" or trans_b else 1)
+        x = to_bytes(n.input[0])
+        x_scale = numpy_helper.to_array(next(t for t in inits if t.name == x[1]))
+        ys, yz = y
+        weight = [const(wname + ".quantized", wq), const(wname + ".scale", w_scale),
+                  const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))]
+        bias = n.input[2] if len(n.input) > 2 and n.input[2] in weights else None
+        if n.op_type == "Gemm":
+            attr = {a.name: (a.f if a.type == onnx.AttributeProto.FLOAT else a.i) for a in n.attribute}
+            alpha, beta = attr.get("alpha", 1.0), attr.get("beta", 1.0)
+            c = [const(out + ".bias", np.round(beta * weights[bias] / (alpha * x_scale * w_scale)).astype(np.int32))] \
+                if bias else [""]
+            emit("QGemm", list(x) + weight + c + [ys, yz], out, n, keep=("transB", "alpha"))
+            return
+        ins = list(x) + weight + [ys, yz]
+        if n.op_type == "Conv":
+            if bias:
+                ins.append(const(out + ".bias", np.round(weights[bias] / (x_scale * w_scale)).astype(np.int32)))
+            emit("QLinearConv", ins, out, n, domain="", keep=[a.name for a in n.attribute])
+        else:
+            emit("QLinearMatMul", ins, out, n, domain="")
+
+    candidate_ids = {id(n) for n in candidates}
+    for n in g.node:
+        out = n.output[0]
+        if id(n) in candidate_ids:
+            op = n.op_type
+            if op == "Softmax":
+                y = const(out + ".scale", np.float32(1 / 256)), const(out + ".zero_point", np.uint8(0))
+            else:
+                y = params(out, ranges[out])
+            if op in QUANTIZED:
+                product(n, out, y)
+            elif op == "Concat":
+                emit("QLinearConcat", list(y) + [t for i in n.input for t in to_bytes(i)], out, n, keep=("axis",))
+            elif op == "Softmax":
+                emit("QLinearSoftmax", list(to_bytes(n.input[0])) + list(y), out, n, keep=("axis",), opset=opset)
+            else:  # Add, Mul; Sigmoid, LeakyRelu, GlobalAveragePool, AveragePool
+                ins = [t for i in n.input for t in to_bytes(i)]
+                emit(QLINEAR[op], ins + list(y), out, n, keep=[a.name for a in n.attribute])
+            quantized[out] = (out + ".quantized",) + tuple(y)
+            continue
+        source = n.input[0] if n.input else None
+        on_bytes = source in quantized and source not in available
+        if n.op_type in ("Relu", "Clip") and on_bytes and source in candidate_outputs and readers[source] == 1 \
+                and source not in outputs:
+            quantized[out] = quantized[source]
+            continue
+        if n.op_type in DIRECT_8BIT and on_bytes:
+            copy = helper.make_node(n.op_type, [quantized[source][0]] + [to_float(i) for i in n.input[1:]],
+                                    [o + ".quantized" for o in n.output], name=n.name)
+            copy.attribute.extend(n.attribute)
+            nodes.append(copy)
+            for o in n.output:
+                quantized[o] = (o + ".quantized",) + quantized[source][1:]
+            continue
+        for i in n.input:
+            to_float(i)
+        nodes.append(n)
+        available.update(n.output)
+    for o in g.output:
+        to_float(o.name)
+    rebuild(g, nodes, inits)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return model, len(candidates)
 
 
 def quantize_dynamic(model):
@@ -473,7 +619,8 @@ def main():
         with open(args.inputs) as f:
             calibration = dict(l.strip().split("=", 1) for l in f if l.strip())
         calibration = {k: os.path.join(src_dir, v) for k, v in calibration.items()}
-        model, count = quantize(onnx.load(args.src), calibration, args.kind, args.dst)
+        quantize = quantize_qdq if args.kind == "qdq" else quantize_qoperator
+        model, count = quantize(onnx.load(args.src), calibration, args.dst)
         if count == 0:
             raise SystemExit(f"{args.src}: nothing to quantize")
     onnx.checker.check_model(model, full_check=True)
