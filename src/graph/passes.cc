@@ -313,6 +313,12 @@ Graph convert_layout_nhwc(const Graph& graph) {
     return moved;
   };
   auto is_4d = [](const Value& v) { return v->shape.size() == 4; };
+  // Axes 2 and 3 of a 4-D value, as a reduction names them.
+  auto spatial_axes = [](std::vector<int64_t> axes) {
+    for (auto& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    return axes == std::vector<int64_t>{2, 3};
+  };
   auto has_nhwc = [&](const Value& v) { return nhwc.count(v.get()) && !nchw.count(v.get()); };
 
   for (const auto& c : calls_in_order(graph)) {
@@ -347,6 +353,15 @@ Graph convert_layout_nhwc(const Graph& graph) {
     } else if (op == "nn.global_avg_pool2d" && has_nhwc(c->args[0])) {
       auto attrs = make_node<te::LayoutAttrsNode>();
       attrs->layout = "NHWC";
+      done = remember_nhwc(
+          call(op, {nhwc_of(c->args[0])}, te::Attrs(attrs_node(std::move(attrs))), c->name));
+    } else if (const auto* reduce = dynamic_cast<const te::ReduceAttrsNode*>(c->attrs.get());
+               reduce && is_4d(c) && has_nhwc(c->args[0]) && spatial_axes(reduce->axes)) {
+      // A reduction over the image, keeping its axes (the integer sum of
+      // QLinearGlobalAveragePool, a ReduceMean written for a pool): the same
+      // axes of the NHWC value, without moving it back.
+      auto attrs = make_node<te::ReduceAttrsNode>();
+      attrs->axes = {1, 2};
       done = remember_nhwc(
           call(op, {nhwc_of(c->args[0])}, te::Attrs(attrs_node(std::move(attrs))), c->name));
     } else if ((op == "nn.bias_add" || op == "concat") && is_4d(c) &&

@@ -218,6 +218,31 @@ TEST(GraphPasses, EveryPassComputesWhatTheGraphDidAndLeavesItAsItWas) {
           "winograd_conv2d", "pad_output_channels", "scale_conv_weights", "sink_reshapes"}));
 }
 
+// A reduction over the image keeping its axes (QLinearGlobalAveragePool's
+// integer sum) reduces the NHWC value where it is: no transpose back to NCHW.
+TEST(GraphPasses, ImageReductionsStayNhwc) {
+  auto x = input("x", {1, 4, 6, 6}, kF32);
+  Value conv = call("nn.conv2d", {x, weight({8, 4, 3, 3}, 1)}, conv_attrs({1, 1, 1, 1}), "conv");
+  auto sum = make_node<te::ReduceAttrsNode>();
+  sum->axes = {-1, 2};
+  Value pooled = call("reduce_sum", {call("relu", {conv})}, te::Attrs(sum));
+  Graph g = Graph::make({x}, {call("sigmoid", {pooled})}, {"out"});
+  Graph out = convert_layout_nhwc(g);
+  int reductions = 0;
+  for (const auto& c : calls_in_order(out)) {
+    if (c->op != "reduce_sum") continue;
+    ++reductions;
+    EXPECT_EQ(c->args[0]->shape, (std::vector<int64_t>{1, 6, 6, 8})) << to_string(out);
+    const auto* source = dynamic_cast<const CallNode*>(c->args[0].get());
+    ASSERT_NE(source, nullptr);
+    EXPECT_EQ(source->op, "relu") << to_string(out);
+  }
+  EXPECT_EQ(reductions, 1);
+  std::vector<te::NDArray> in = {te::NDArray::random(kF32, {1, 4, 6, 6}, 5)};
+  EXPECT_TRUE(te::allclose(evaluate_graph(out, in)[0], evaluate_graph(g, in)[0],
+                           te::Tolerance{1e-5, 1e-4}));
+}
+
 // Output channels no vector width divides: a few zero channels more, sliced
 // off, and the same answer. Channels that half a vector divides stay.
 TEST(GraphPasses, OutputChannelsPadToWholeVectors) {
