@@ -3865,6 +3865,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     // truncates back as its static_cast does.
     const bool widened = !x->dtype.is_float() && !(coord && rule.mode == "nearest");
     if (widened) {
+      TT_CHECK(x->dtype.bits() <= 16, kInvalidArgument, "a ", rule.mode, " resize of ",
+               x->dtype.str(),
+               " data is not supported (of floats, and of integers of up to 16 "
+               "bits, which float32 holds exactly)");
       data = make("cast", {data}, cast_attrs(DataType::float32()), n);
       rule.single_precision = true;
       coord.reset();
@@ -4111,9 +4115,9 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
   };
   // The output's scale in[k] and zero point in[k + 1], of the type of `x`.
   auto output = [parameter](const std::vector<Value>& in, size_t k, const Value& x,
-                            const onnx::NodeProto& n) {
-    return Quantized{x, parameter(in, k, "y_scale", x, true, n),
-                     parameter(in, k + 1, "y_zero_point", x, false, n)};
+                            const onnx::NodeProto& n, const std::string& name = "y") {
+    return Quantized{x, parameter(in, k, (name + "_scale").c_str(), x, true, n),
+                     parameter(in, k + 1, (name + "_zero_point").c_str(), x, false, n)};
   };
   auto same_type = [](const Quantized& a, const Quantized& b) {
     TT_CHECK(a.q->dtype == b.q->dtype, kInvalidArgument, "mixes ", a.q->dtype.str(), " and ",
@@ -4123,10 +4127,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
                                       const onnx::NodeProto& n, const std::vector<Value>& in) {
     Quantized a = quantized(in, 0, "A", n), b = quantized(in, 3, "B", n);
     same_type(a, b);
-    Quantized c = output(in, 6, a.q, n);
-    // MLAS (AVX2): A * (A_scale / C_scale) + (B * (B_scale / C_scale) + a
-    // constant holding the three zero points), in that order.
+    Quantized c = output(in, 6, a.q, n, "C");
+    // MLAS (AVX2): fma(A, A_scale / C_scale, fma(B, B_scale / C_scale, a
+    // constant holding the three zero points)), each rounded once to
+    // float32. A byte times a float32 is exact in float64, so a float64
+    // multiply-add rounded to float32 is that fma, whatever the C compiler
+    // fuses.
     auto f32 = [&](const Value& v) { return cast_to(v, DataType::float32(), n); };
+    auto f64 = [&](const Value& v) { return cast_to(v, DataType::float64(), n); };
     auto op = [&](const char* name, Value x, Value y) {
       return make(name, {x, y}, te::Attrs(), n);
     };
@@ -4143,24 +4151,29 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       shift = shift ? op("subtract", f32(c.zero_point), shift) : f32(c.zero_point);
     else if (shift)
       shift = make("negative", {shift}, te::Attrs(), n);
-    Value value = op("multiply", f32(b.q), rb);
-    if (shift) value = op("add", value, shift);
-    value = op("add", op("multiply", f32(a.q), ra), value);
-    return one(saturate(value, Value(), a.q->dtype, n));
+    Value value = op("multiply", f64(b.q), f64(rb));
+    if (shift) value = op("add", value, f64(shift));
+    value = op("add", op("multiply", f64(a.q), f64(ra)), f64(f32(value)));
+    return one(saturate(f32(value), Value(), a.q->dtype, n));
   };
   h["com.microsoft.QLinearMul"] = [this, one, cast_to, saturate, quantized, output, same_type](
                                       const onnx::NodeProto& n, const std::vector<Value>& in) {
     Quantized a = quantized(in, 0, "A", n), b = quantized(in, 3, "B", n);
     same_type(a, b);
-    Quantized c = output(in, 6, a.q, n);
+    Quantized c = output(in, 6, a.q, n, "C");
     // The product of the centred values, exact in int32, times
-    // A_scale * B_scale / C_scale.
+    // A_scale * B_scale / C_scale rounded to float32 (the product taken in
+    // float64, where it is exact, so that no compiler fuses it with the
+    // add), plus the zero point: MLAS's two roundings.
     Value product = make("multiply", {centred(a.q, a.zero_point, n), centred(b.q, b.zero_point, n)},
                          te::Attrs(), n);
     Value ratio = make("divide", {make("multiply", {a.scale, b.scale}, te::Attrs(), n), c.scale},
                        te::Attrs(), n);
-    Value value =
-        make("multiply", {cast_to(product, DataType::float32(), n), ratio}, te::Attrs(), n);
+    Value value = cast_to(
+        make("multiply",
+             {cast_to(product, DataType::float64(), n), cast_to(ratio, DataType::float64(), n)},
+             te::Attrs(), n),
+        DataType::float32(), n);
     if (c.zero_point) {
       value = make("add", {value, cast_to(c.zero_point, DataType::float32(), n)}, te::Attrs(), n);
     }
@@ -4186,8 +4199,6 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     const size_t rank = x.q->shape.size();
     TT_CHECK(rank >= 3, kInvalidArgument, "needs data of rank 3 or more, got ",
              shape_text(x.q->shape));
-    TT_CHECK(x.zero_point && y.zero_point, kInvalidArgument,
-             "needs x_zero_point and y_zero_point (ONNX Runtime requires both)");
     auto r = make_node<te::ReduceAttrsNode>();
     int64_t image = 1;
     for (size_t d = channels_last ? 1 : 2; d < (channels_last ? rank - 1 : rank); ++d) {
@@ -4195,14 +4206,16 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       image *= x.q->shape[d];
     }
     r->keepdims = true;
-    Value sum =
+    Value acc =
         make("reduce_sum", {cast_to(x.q, DataType::int32(), n)}, te::Attrs(attrs(std::move(r))), n);
-    Value share = make(
-        "multiply",
-        {cast_to(x.zero_point, DataType::int32(), n),
-         scalar_constant(DataType::int32(), static_cast<double>(image), n.name() + ".image_size")},
-        te::Attrs(), n);
-    Value acc = make("subtract", {sum, share}, te::Attrs(), n);
+    if (x.zero_point) {
+      Value share = make("multiply",
+                         {cast_to(x.zero_point, DataType::int32(), n),
+                          scalar_constant(DataType::int32(), static_cast<double>(image),
+                                          n.name() + ".image_size")},
+                         te::Attrs(), n);
+      acc = make("subtract", {acc, share}, te::Attrs(), n);
+    }
     Value scale = make(
         "divide",
         {x.scale, make("multiply",
@@ -4233,10 +4246,10 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     std::vector<int64_t> image(x.q->shape.begin() + (channels_last ? 1 : 2),
                                x.q->shape.end() - (channels_last ? 1 : 0));
     std::vector<int64_t> pads = attr_ints(n, "pads", {});
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (attr_ints(n, "kernel_shape", {}) == image &&
-        attr_string(n, "auto_pad", "NOTSET") == "NOTSET" &&
-        std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) && x.zero_point &&
-        y.zero_point) {
+        (auto_pad == "NOTSET" || auto_pad == "VALID") &&
+        std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) {
       return one(global_average(x, y, channels_last, n));
     }
     std::vector<int64_t> to_first(rank), to_last(rank);
@@ -4336,11 +4349,15 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value a = need(in, 0, "A"), b = need(in, 3, "B");
     integer_type(a, "A");
     integer_type(b, "B");
+    // ONNX Runtime's kernels: uint8 A by uint8 or int8 B, int8 A by int8 B.
+    TT_CHECK(a->dtype == DataType::uint(8) || b->dtype == DataType::int_(8), kInvalidArgument,
+             "multiplies ", a->dtype.str(), " A by ", b->dtype.str(),
+             " B; uint8 by uint8 or int8, and int8 by int8, are supported");
     TT_CHECK(a->shape.size() == 2 && b->shape.size() == 2, kInvalidArgument,
              "A and B must be 2-D, got ", shape_text(a->shape), " and ", shape_text(b->shape));
     if (attr_int(n, "transA", 0)) a = make("transpose", {a}, transpose_attrs({1, 0}), n);
     if (attr_int(n, "transB", 0)) b = make("transpose", {b}, transpose_attrs({1, 0}), n);
-    const int64_t columns = b->shape[1];
+    const int64_t rows = a->shape[0], columns = b->shape[1];
     Value a_scale = parameter(in, 1, "a_scale", a, true, n);
     Value a_zp = parameter(in, 2, "a_zero_point", a, false, n);
     // B's scale and zero point: one value or one per column.
@@ -4358,17 +4375,23 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     Value acc =
         handlers_.at("MatMulInteger")(n, {a, b, a_zp, per_column(5, "b_zero_point", b->dtype)})[0];
     if (in.size() > 6 && in[6]) {
-      TT_CHECK(in[6]->dtype == DataType::int32(), kInvalidArgument, "its C is ", in[6]->dtype.str(),
-               "; it must be int32");
-      acc = make("add", {acc, in[6]}, te::Attrs(), n);
+      const Value& c = in[6];
+      const std::vector<std::vector<int64_t>> shapes = {
+          {}, {1}, {columns}, {1, columns}, {rows, 1}, {rows, columns}, {1, 1}};
+      TT_CHECK(c->dtype == DataType::int32() &&
+                   std::find(shapes.begin(), shapes.end(), c->shape) != shapes.end(),
+               kInvalidArgument, "its C is ", c->dtype.str(), " ", shape_text(c->shape),
+               "; it must be int32 and broadcast to the output [", rows, ", ", columns, "]");
+      acc = make("add", {acc, c}, te::Attrs(), n);
     }
-    Value scale = make("multiply", {a_scale, b_scale}, te::Attrs(), n);
+    // (alpha * a_scale) * b_scale, in ONNX Runtime's order.
     const double alpha = attr_float(n, "alpha", 1.0);
     if (alpha != 1.0) {
-      scale = make("multiply",
-                   {scale, scalar_constant(DataType::float32(), alpha, n.name() + ".alpha")},
-                   te::Attrs(), n);
+      a_scale = make("multiply",
+                     {scalar_constant(DataType::float32(), alpha, n.name() + ".alpha"), a_scale},
+                     te::Attrs(), n);
     }
+    Value scale = make("multiply", {a_scale, b_scale}, te::Attrs(), n);
     Value y_scale = in.size() > 7 && in[7] ? parameter(in, 7, "y_scale", a, true, n) : Value();
     Value y_zp = in.size() > 8 ? in[8] : Value();
     // Without y_scale the output is float32, ONNX Runtime's dequantized product.
@@ -4378,8 +4401,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     }
     TT_CHECK(y_zp, kInvalidArgument,
              "has a y_scale without a y_zero_point (whose type is the output's)");
-    integer_type(y_zp, "y_zero_point");
-    y_zp = parameter(in, 8, "y_zero_point", y_zp, false, n);
+    y_zp = parameter(in, 8, "y_zero_point", a, false, n);
     scale = make("divide", {scale, y_scale}, te::Attrs(), n);
     return one(
         saturate(make("multiply", {cast_to(acc, DataType::float32(), n), scale}, te::Attrs(), n),

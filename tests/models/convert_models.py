@@ -357,24 +357,37 @@ def quantize_qoperator(model, inputs, near):
         """Whether n is a product by a constant float weight ONNX Runtime quantizes."""
         return len(n.input) > 1 and n.input[1] in weights and weights[n.input[1]].dtype == np.float32 \
             and n.input[0] not in weights and (n.op_type != "MatMul" or weights[n.input[1]].ndim == 2) \
+            and (len(n.input) < 3 or not n.input[2] or n.input[2] in weights) \
             and not any(a.name == "transA" and a.i for a in n.attribute)
 
     def activations(n):
         return [i for i in n.input if i and i not in weights]
 
-    candidates = [n for n in g.node if n.op_type in QLINEAR and (n.op_type not in QUANTIZED or weighted(n))
-                  and all(i in is_float for i in activations(n))]
+    candidates = {k for k, n in enumerate(g.node) if n.domain in ("", "ai.onnx") and n.op_type in QLINEAR
+                  and (n.op_type not in QUANTIZED or weighted(n)) and all(i in is_float for i in activations(n))}
     ranges = calibrate(model, inputs, sorted({t for n in g.node for t in list(n.input) + list(n.output)
                                               if t in is_float and t not in weights}), near)
     # A Relu or Clip alone reading a quantized output: the output takes its range.
-    candidate_outputs = {n.output[0] for n in candidates}
-    for n in g.node:
-        if n.op_type in ("Relu", "Clip") and n.input[0] in candidate_outputs and readers[n.input[0]] == 1 \
-                and n.input[0] not in outputs:
-            ranges[n.input[0]] = ranges[n.output[0]]
+    candidate_outputs = {g.node[k].output[0] for k in candidates}
+    def clamps_below_zero(n):
+        """Whether n is a Relu, or a Clip whose lower bound (if any) is at most 0: what the
+        saturation of a range from 0 does."""
+        if n.op_type != "Clip":
+            return n.op_type == "Relu"
+        low = next((a.f for a in n.attribute if a.name == "min"), None)
+        if len(n.input) > 1 and n.input[1]:
+            low = float(weights[n.input[1]]) if n.input[1] in weights else 1.0
+        return low is None or low <= 0
+
+    # (Nodes by position: protobuf makes a new Python object for each access.)
+    droppable = {k for k, n in enumerate(g.node) if clamps_below_zero(n) and n.input[0] in candidate_outputs
+                 and readers[n.input[0]] == 1 and n.input[0] not in outputs}
+    for k in droppable:
+        ranges[g.node[k].input[0]] = ranges[g.node[k].output[0]]
 
     inits, nodes = [], []
     quantized = {}  # float tensor name -> (uint8 tensor, scale, zero point)
+    int8_weights = {}  # weight name -> its int8 form, scale and zero point
     available = {i.name for i in g.input} | set(weights)  # float tensors computed so far
 
     def const(name, value):
@@ -428,8 +441,10 @@ def quantize_qoperator(model, inputs, near):
         x = to_bytes(n.input[0])
         x_scale = numpy_helper.to_array(next(t for t in inits if t.name == x[1]))
         ys, yz = y
-        weight = [const(wname + ".quantized", wq), const(wname + ".scale", w_scale),
-                  const(wname + ".zero_point", np.zeros_like(w_scale, np.int8))]
+        if wname not in int8_weights:  # a weight two products share: once
+            int8_weights[wname] = [const(wname + ".int8", wq), const(wname + ".int8_scale", w_scale),
+                                   const(wname + ".int8_zero_point", np.zeros_like(w_scale, np.int8))]
+        weight = int8_weights[wname]
         bias = n.input[2] if len(n.input) > 2 and n.input[2] in weights else None
         if n.op_type == "Gemm":
             attr = {a.name: (a.f if a.type == onnx.AttributeProto.FLOAT else a.i) for a in n.attribute}
@@ -446,10 +461,9 @@ def quantize_qoperator(model, inputs, near):
         else:
             emit("QLinearMatMul", ins, out, n, domain="")
 
-    candidate_ids = {id(n) for n in candidates}
-    for n in g.node:
+    for k, n in enumerate(g.node):
         out = n.output[0]
-        if id(n) in candidate_ids:
+        if k in candidates:
             op = n.op_type
             if op == "Softmax":
                 y = const(out + ".scale", np.float32(1 / 256)), const(out + ".zero_point", np.uint8(0))
@@ -468,17 +482,18 @@ def quantize_qoperator(model, inputs, near):
             continue
         source = n.input[0] if n.input else None
         on_bytes = source in quantized and source not in available
-        if n.op_type in ("Relu", "Clip") and on_bytes and source in candidate_outputs and readers[source] == 1 \
-                and source not in outputs:
+        if k in droppable and on_bytes:
             quantized[out] = quantized[source]
             continue
-        if n.op_type in DIRECT_8BIT and on_bytes:
+        if n.op_type in DIRECT_8BIT and n.domain in ("", "ai.onnx") and on_bytes and \
+                all(o in is_float for o in n.output if o):
             copy = helper.make_node(n.op_type, [quantized[source][0]] + [to_float(i) for i in n.input[1:]],
-                                    [o + ".quantized" for o in n.output], name=n.name)
+                                    [o + ".quantized" if o else "" for o in n.output], name=n.name)
             copy.attribute.extend(n.attribute)
             nodes.append(copy)
             for o in n.output:
-                quantized[o] = (o + ".quantized",) + quantized[source][1:]
+                if o:
+                    quantized[o] = (o + ".quantized",) + quantized[source][1:]
             continue
         for i in n.input:
             to_float(i)
