@@ -4101,12 +4101,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
     return Quantized{q, parameter(in, k + 1, (name + "_scale").c_str(), q, true, n),
                      parameter(in, k + 2, (name + "_zero_point").c_str(), q, false, n)};
   };
-  auto dequantize = [this, cast_to](const Quantized& x, const onnx::NodeProto& n) {
-    Value v = cast_to(x.q, DataType::float32(), n);
-    if (x.zero_point) {
-      v = make("subtract", {v, cast_to(x.zero_point, DataType::float32(), n)}, te::Attrs(), n);
-    }
-    return make("multiply", {v, x.scale}, te::Attrs(), n);
+  auto dequantize = [this](const Quantized& x, const onnx::NodeProto& n) {
+    return handlers_.at("DequantizeLinear")(n, {x.q, x.scale, x.zero_point})[0];
   };
   // `value` (float32) quantized to `y` (whose q gives the type) as MLAS's
   // QuantizeLinear does: rounded, then the zero point added.

@@ -194,6 +194,14 @@ def int8_per_channel(w, axis):
     return q, scale.astype(np.float32)
 
 
+def symmetric_int8(w, axes=None):
+    """w as int8 about 0, one scale (max |w| / 127) over `axes` (None: all
+    of w): the int8 values and the scales, with w's rank."""
+    scale = np.maximum(np.abs(w).max(axis=axes, keepdims=True), 1e-8)
+    scale = (scale.astype(np.float64) / 127).astype(np.float32)
+    return np.clip(np.round(w / scale), -127, 127).astype(np.int8), scale
+
+
 def fold_batch_norms(model):
     """Each BatchNormalization right after a Conv with a constant weight
     folded into it, as ONNX Runtime's quantization pre-processing does
@@ -390,8 +398,11 @@ def quantize_qoperator(model, inputs, near):
     int8_weights = {}  # weight name -> its int8 form, scale and zero point
     available = {i.name for i in g.input} | set(weights)  # float tensors computed so far
 
+    values = {}  # initializer name -> its value, for the biases' scales
+
     def const(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        values[name] = np.asarray(value)
+        inits.append(numpy_helper.from_array(values[name], name))
         return name
 
     def params(x, low_high):
@@ -433,13 +444,12 @@ def quantize_qoperator(model, inputs, near):
         w = weights[n.input[1]]
         wname = n.input[1]
         if n.op_type == "MatMul":
-            # QLinearMatMul takes one weight scale.
-            scale = np.float32(max(float(np.abs(w).max()), 1e-8) / 127.0)
-            wq, w_scale = np.clip(np.round(w / scale), -127, 127).astype(np.int8), np.array(scale, np.float32)
+            wq, w_scale = symmetric_int8(w)  # QLinearMatMul takes one weight scale
+            w_scale = w_scale.reshape(())
         else:
             wq, w_scale = int8_per_channel(w, 0 if n.op_type == "Conv" or trans_b else 1)
         x = to_bytes(n.input[0])
-        x_scale = numpy_helper.to_array(next(t for t in inits if t.name == x[1]))
+        x_scale = values[x[1]]
         ys, yz = y
         if wname not in int8_weights:  # a weight two products share: once
             int8_weights[wname] = [const(wname + ".int8", wq), const(wname + ".int8_scale", w_scale),
@@ -534,13 +544,6 @@ def quantize_dynamic(model):
             nodes.append(helper.make_node("DynamicQuantizeLinear", [x], outs, name=x + ".quantize"))
             quantized[x] = outs
         return quantized[x]
-
-    def symmetric_int8(w, axes=None):
-        """w as int8 about 0, one scale (max |w| / 127) over `axes` (None:
-        all of w): the int8 values and the scales, with w's rank."""
-        scale = np.maximum(np.abs(w).max(axis=axes, keepdims=True), 1e-8)
-        scale = (scale.astype(np.float64) / 127).astype(np.float32)
-        return np.clip(np.round(w / scale), -127, 127).astype(np.int8), scale
 
     def lstm(n):
         """n as DynamicQuantizeLSTM (ONNX Runtime's LSTMQuant)."""
